@@ -1,0 +1,151 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RBLNClusterPolicySpec is the cluster-wide configuration shared by every RBLNDriver.
+type RBLNClusterPolicySpec struct {
+	// +optional
+	Driver ClusterDriverSpec `json:"driver,omitempty"`
+}
+
+// ClusterDriverSpec holds the cluster-wide driver settings.
+type ClusterDriverSpec struct {
+	// UpgradePolicy applies to every RBLNDriver alike.
+	// +optional
+	UpgradePolicy UpgradePolicy `json:"upgradePolicy,omitempty"`
+}
+
+// UpgradePolicy controls how driver upgrades roll out; see the "Upgrade Policy Reference".
+type UpgradePolicy struct {
+	// AutoUpgrade lets the operator orchestrate the rollout; false means OnDelete DaemonSets
+	// and manual upgrades.
+	// +kubebuilder:default=false
+	// +optional
+	AutoUpgrade bool `json:"autoUpgrade"`
+	// MaxParallelUpgrades is how many nodes upgrade at once: 1 sequential, 0 unlimited.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxParallelUpgrades int32 `json:"maxParallelUpgrades"`
+	// +optional
+	WaitForCompletion WaitForCompletionSpec `json:"waitForCompletion,omitempty"`
+	// +optional
+	NPUPodDeletion NPUPodDeletionSpec `json:"npuPodDeletion,omitempty"`
+	// +optional
+	Drain DrainSpec `json:"drain,omitempty"`
+	// +optional
+	Reboot RebootSpec `json:"reboot,omitempty"`
+}
+
+// WaitForCompletionSpec waits for selected pods to complete before removal.
+type WaitForCompletionSpec struct {
+	// TimeoutSeconds: 0 waits indefinitely.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+	// PodSelector of the pods to wait on; empty skips the wait.
+	// +kubebuilder:default=""
+	// +optional
+	PodSelector string `json:"podSelector"`
+}
+
+// NPUPodDeletionSpec controls removal of NPU pods before the driver restarts.
+type NPUPodDeletionSpec struct {
+	// Force removes pods that lack a controller.
+	// +kubebuilder:default=false
+	// +optional
+	Force bool `json:"force"`
+	// TimeoutSeconds before remaining pods are force-deleted; 0 waits indefinitely.
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+}
+
+// DrainSpec controls draining a node before its driver pod restarts.
+type DrainSpec struct {
+	// +kubebuilder:default=false
+	// +optional
+	Enable bool `json:"enable"`
+	// +kubebuilder:default=false
+	// +optional
+	Force bool `json:"force"`
+	// DeleteEmptyDirData removes pods using emptyDir volumes (their data is lost).
+	// +kubebuilder:default=false
+	// +optional
+	DeleteEmptyDirData bool `json:"deleteEmptyDirData"`
+	// PodSelector restricts the drain; empty drains every pod.
+	// +kubebuilder:default=""
+	// +optional
+	PodSelector string `json:"podSelector"`
+	// TimeoutSeconds for the drain; 0 waits indefinitely.
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+}
+
+// RebootSpec controls an optional node reboot during the upgrade.
+type RebootSpec struct {
+	// +kubebuilder:default=false
+	// +optional
+	Enable bool `json:"enable"`
+	// RebootTimeoutSeconds to wait for the node to return Ready; 0 means no timeout.
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RebootTimeoutSeconds int32 `json:"rebootTimeoutSeconds"`
+	// Image of the reboot helper.
+	// +optional
+	Image *RebootImage `json:"image,omitempty"`
+}
+
+// RebootImage is the reboot helper image.
+type RebootImage struct {
+	// +optional
+	Registry string `json:"registry,omitempty"`
+	// +optional
+	Image string `json:"image,omitempty"`
+	// +optional
+	Version string `json:"version,omitempty"`
+}
+
+// RBLNClusterPolicyStatus is the observed state of the cluster policy.
+type RBLNClusterPolicyStatus struct {
+	// +optional
+	State string `json:"state,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RBLNClusterPolicy is the cluster-scoped singleton (named rbln-cluster-policy) holding
+// settings shared by every RBLNDriver.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=rblncp
+// +kubebuilder:printcolumn:name="AutoUpgrade",type=boolean,JSONPath=`.spec.driver.upgradePolicy.autoUpgrade`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RBLNClusterPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RBLNClusterPolicySpec `json:"spec,omitempty"`
+	// +optional
+	Status RBLNClusterPolicyStatus `json:"status,omitempty"`
+}
+
+// RBLNClusterPolicyList is a list of RBLNClusterPolicy.
+//
+// +kubebuilder:object:root=true
+type RBLNClusterPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RBLNClusterPolicy `json:"items"`
+}
