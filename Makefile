@@ -1,0 +1,61 @@
+# driverguard build entry points. `make test` is what CI runs (.ci/run).
+GO ?= go
+GOFMT ?= $(shell $(GO) env GOROOT)/bin/gofmt
+HELM_CHART := charts/driverguard
+
+# Keep in sync with test/generated/generated_test.go, which checks the committed output.
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+CRD_DIR := config/crd/bases
+CHART_CRD_DIR := $(HELM_CHART)/crds
+
+# helm, kube-apiserver and etcd from bin/ (built by hack/tools.sh) for the tests.
+TEST_ENV = export PATH="$(CURDIR)/bin:$$PATH" KUBEBUILDER_ASSETS="$(CURDIR)/bin";
+
+# Every Go file of the repository (what `gofmt -l .` would see, minus bin/ and .git/).
+GO_FILES = $$(find . \( -path ./.git -o -path ./bin -o -name node_modules \) -prune -o -type f -name '*.go' -print)
+
+.DEFAULT_GOAL := build
+.PHONY: tools generate build demo test bench lint vet fmt-check
+
+tools: ## build helm, kube-apiserver and etcd into bin/ (reused when current)
+	bash hack/tools.sh all
+
+generate: ## deepcopy + CRDs (config/crd/bases, copied into the chart's crds/)
+	rm -f $(CRD_DIR)/*.yaml
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt crd paths=./api/... output:crd:artifacts:config=$(CRD_DIR)
+	mkdir -p $(CHART_CRD_DIR)
+	rm -f $(CHART_CRD_DIR)/*.yaml
+	cp $(CRD_DIR)/*.yaml $(CHART_CRD_DIR)/
+
+build:
+	$(GO) build -o bin/driverguard ./cmd/driverguard
+
+demo: build
+	bin/driverguard preview -f examples/multi-driver.yaml --nodes examples/nodes.yaml
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@unformatted=$$($(GOFMT) -l $(GO_FILES) </dev/null) || { echo "gofmt failed (see above)" >&2; exit 1; }; \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files are not formatted (run: gofmt -w <file>):" >&2; \
+		echo "$$unformatted" >&2; \
+		exit 1; \
+	fi
+
+lint: vet fmt-check
+
+test: tools
+	$(TEST_ENV) $(GO) vet ./...
+	@$(MAKE) --no-print-directory fmt-check
+	@if [ -f $(HELM_CHART)/Chart.yaml ]; then \
+		echo "$(TEST_ENV) helm lint --strict $(HELM_CHART)"; \
+		$(TEST_ENV) helm lint --strict $(HELM_CHART); \
+	else \
+		echo "skipping helm lint: $(HELM_CHART)/Chart.yaml does not exist"; \
+	fi
+	$(TEST_ENV) $(GO) test ./... -count=1 -timeout 40m
+
+bench:
+	@if [ -f hack/bench.sh ]; then bash hack/bench.sh; else echo "hack/bench.sh does not exist yet" >&2; fi
