@@ -1,0 +1,366 @@
+package routing
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/api/validation"
+)
+
+// Index is a routing snapshot of drivers and nodes, built once by [NewIndex] and queried
+// many times ([Index.Route], [Index.Conflicts]). It is immutable after construction and safe
+// for concurrent use. It keeps references to the input label maps and driver objects, which
+// must not be modified while the Index is in use.
+//
+// Nodes are grouped by their values for the keys that appear in some valid selector: every
+// node of a group matches the same drivers, so the owner is decided once per group, not once
+// per node. Matching drivers are found from an inverted index (selector key=value → drivers),
+// so building costs O(nodes × relevant labels + groups × matching postings), not
+// O(nodes × drivers × selector size).
+type Index struct {
+	drivers []driver         // valid drivers, sorted by name
+	byName  map[string]int32 // valid driver name → index in drivers
+	invalid []Invalid        // sorted by name
+
+	keys          []string               // every key used by a valid selector, sorted
+	keyIdx        map[string]int         // key → index in keys
+	driverPosting map[labelPair][]int32  // selector pair → drivers that contain it, ascending
+	emptySel      []int32                // drivers with an empty selector, ascending
+	words         int                    // uint64 words of a key bitset
+
+	nodes      []Node  // sorted by name
+	nodeGroup  []int32 // group of each node, -1 when out of scope
+	groups     []group
+	candidates []int32 // indices of candidate nodes, ascending
+
+	postingsOnce sync.Once
+	postings     map[labelPair][]int32 // candidate nodes by label pair, ascending (lazy)
+}
+
+type labelPair struct{ key, value string }
+
+type driver struct {
+	obj  *v1alpha1.RBLNDriver
+	name string
+	sel  []labelPair // sorted by key
+	keys []uint64    // bitset over Index.keys
+	n    int         // len(sel)
+}
+
+type group struct {
+	matches []int32 // matching drivers, ascending
+	owner   int32   // unique most specific driver, -1 when none or tied
+	tied    []int32 // maximal matching drivers when tied, ascending
+	tiedKey string  // canonical encoding of tied
+}
+
+// NewIndex builds an Index. Invalid drivers are recorded (see [Result.Invalid]) and ignored.
+func NewIndex(drivers []v1alpha1.RBLNDriver, nodes []Node) *Index {
+	ix := newIndex(drivers, nodes)
+	ix.ensurePostings()
+	return ix
+}
+
+func newIndex(drivers []v1alpha1.RBLNDriver, nodes []Node) *Index {
+	ix := &Index{}
+	ix.addDrivers(drivers)
+	ix.addNodes(nodes)
+	return ix
+}
+
+// validateDriver applies the shared syntax rules that decide InvalidSpec.
+func validateDriver(d *v1alpha1.RBLNDriver) field.ErrorList {
+	errs := validation.ValidateDriverName(d.Name, field.NewPath("metadata", "name"))
+	return append(errs, validation.ValidateDriverSpec(d.Name, &d.Spec, field.NewPath("spec"))...)
+}
+
+func (ix *Index) addDrivers(in []v1alpha1.RBLNDriver) {
+	order := make([]*v1alpha1.RBLNDriver, len(in))
+	for i := range in {
+		order[i] = &in[i]
+	}
+	slices.SortStableFunc(order, func(a, b *v1alpha1.RBLNDriver) int { return strings.Compare(a.Name, b.Name) })
+
+	ix.byName = make(map[string]int32)
+	ix.invalid = []Invalid{}
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && order[j].Name == order[i].Name {
+			j++
+		}
+		d := order[i]
+		var errs field.ErrorList
+		if j-i > 1 && !sameSpecs(order[i:j]) {
+			// Which copy is first depends on the input order, so report only the duplicate.
+			errs = field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"),
+				fmt.Sprintf("%s (%d RBLNDrivers share this name with different specs; keep one)", d.Name, j-i))}
+		} else {
+			errs = validateDriver(d)
+		}
+		if len(errs) > 0 {
+			ix.invalid = append(ix.invalid, Invalid{Resource: d.Name, Reason: ReasonInvalidSpec, Message: errs.ToAggregate().Error(), Errors: errs})
+		} else {
+			ix.byName[d.Name] = int32(len(ix.drivers))
+			ix.drivers = append(ix.drivers, driver{obj: d, name: d.Name, sel: selectorPairs(d.Spec.NodeSelector)})
+		}
+		i = j
+	}
+
+	ix.keyIdx = make(map[string]int)
+	for _, d := range ix.drivers {
+		for _, p := range d.sel {
+			ix.keyIdx[p.key] = 0
+		}
+	}
+	ix.keys = make([]string, 0, len(ix.keyIdx))
+	for k := range ix.keyIdx {
+		ix.keys = append(ix.keys, k)
+	}
+	slices.Sort(ix.keys)
+	for i, k := range ix.keys {
+		ix.keyIdx[k] = i
+	}
+	ix.words = (len(ix.keys) + 63) / 64
+	ix.driverPosting = make(map[labelPair][]int32)
+	for di := range ix.drivers {
+		d := &ix.drivers[di]
+		d.n = len(d.sel)
+		d.keys = make([]uint64, ix.words)
+		for _, p := range d.sel {
+			ki := ix.keyIdx[p.key]
+			d.keys[ki/64] |= 1 << (ki % 64)
+			ix.driverPosting[p] = append(ix.driverPosting[p], int32(di))
+		}
+		if d.n == 0 {
+			ix.emptySel = append(ix.emptySel, int32(di))
+		}
+	}
+}
+
+func sameSpecs(ds []*v1alpha1.RBLNDriver) bool {
+	for _, d := range ds[1:] {
+		if !apiequality.Semantic.DeepEqual(ds[0].Spec, d.Spec) {
+			return false
+		}
+	}
+	return true
+}
+
+func selectorPairs(sel map[string]string) []labelPair {
+	out := make([]labelPair, 0, len(sel))
+	for k, v := range sel {
+		out = append(out, labelPair{k, v})
+	}
+	slices.SortFunc(out, func(a, b labelPair) int { return strings.Compare(a.key, b.key) })
+	return out
+}
+
+// keyValue is one relevant label of a node: index into Index.keys and value.
+type keyValue struct {
+	k int
+	v string
+}
+
+func (ix *Index) addNodes(in []Node) {
+	ix.nodes = slices.Clone(in)
+	slices.SortStableFunc(ix.nodes, compareNodes)
+	ix.nodeGroup = make([]int32, len(ix.nodes))
+
+	groupOf := make(map[string]int32)
+	counts := make([]int32, len(ix.drivers))
+	var (
+		buf []byte
+		kvs []keyValue
+	)
+	for i := range ix.nodes {
+		labels := ix.nodes[i].Labels
+		if labels[v1alpha1.LabelDeployDriver] != "true" {
+			ix.nodeGroup[i] = -1
+			continue
+		}
+		ix.candidates = append(ix.candidates, int32(i))
+		kvs = ix.relevant(labels, kvs[:0])
+		buf = buf[:0]
+		for _, kv := range kvs {
+			buf = binary.AppendUvarint(buf, uint64(kv.k))
+			buf = binary.AppendUvarint(buf, uint64(len(kv.v)))
+			buf = append(buf, kv.v...)
+		}
+		gi, ok := groupOf[string(buf)]
+		if !ok {
+			gi = int32(len(ix.groups))
+			groupOf[string(buf)] = gi
+			ix.groups = append(ix.groups, ix.newGroup(kvs, counts))
+		}
+		ix.nodeGroup[i] = gi
+	}
+}
+
+// relevant appends the node's labels whose keys appear in some valid selector, ordered by key
+// index. It walks whichever is smaller: the node's labels or the relevant keys.
+func (ix *Index) relevant(labels map[string]string, kvs []keyValue) []keyValue {
+	if len(labels) < len(ix.keys) {
+		for k, v := range labels {
+			if ki, ok := ix.keyIdx[k]; ok {
+				kvs = append(kvs, keyValue{ki, v})
+			}
+		}
+		slices.SortFunc(kvs, func(a, b keyValue) int { return cmp.Compare(a.k, b.k) })
+		return kvs
+	}
+	for ki, k := range ix.keys {
+		if v, ok := labels[k]; ok {
+			kvs = append(kvs, keyValue{ki, v})
+		}
+	}
+	return kvs
+}
+
+// newGroup finds the drivers matching a node with the given relevant labels by counting, per
+// driver, how many of its selector pairs the node has. counts is scratch space, left zeroed.
+func (ix *Index) newGroup(kvs []keyValue, counts []int32) group {
+	matches := slices.Clone(ix.emptySel)
+	var touched []int32
+	for _, kv := range kvs {
+		for _, d := range ix.driverPosting[labelPair{ix.keys[kv.k], kv.v}] {
+			if counts[d] == 0 {
+				touched = append(touched, d)
+			}
+			counts[d]++
+		}
+	}
+	for _, d := range touched {
+		if int(counts[d]) == ix.drivers[d].n {
+			matches = append(matches, d)
+		}
+		counts[d] = 0
+	}
+	slices.Sort(matches)
+	g := group{matches: matches, owner: -1}
+	g.owner, g.tied = ix.resolve(matches)
+	if g.tied != nil {
+		g.tiedKey = encodeInts(g.tied)
+	}
+	return g
+}
+
+// resolve picks the owner among drivers that all match one node: the one whose selector is a
+// strict superset of every other. All of them agree on the node's values, so comparing key
+// sets is comparing selectors. Without a unique strict maximum it returns the maximal
+// drivers (the tied set).
+func (ix *Index) resolve(matches []int32) (owner int32, tied []int32) {
+	switch len(matches) {
+	case 0:
+		return -1, nil
+	case 1:
+		return matches[0], nil
+	}
+	union := make([]uint64, ix.words)
+	for _, d := range matches {
+		for w, x := range ix.drivers[d].keys {
+			union[w] |= x
+		}
+	}
+	size := 0
+	for _, x := range union {
+		size += bits.OnesCount64(x)
+	}
+	owner, top := int32(-1), 0
+	for _, d := range matches {
+		if ix.drivers[d].n == size {
+			owner, top = d, top+1
+		}
+	}
+	if top == 1 {
+		return owner, nil
+	}
+	for _, d := range matches {
+		dd := &ix.drivers[d]
+		maximal := true
+		for _, e := range matches {
+			if ee := &ix.drivers[e]; ee.n > dd.n && subset(dd.keys, ee.keys) {
+				maximal = false
+				break
+			}
+		}
+		if maximal {
+			tied = append(tied, d)
+		}
+	}
+	return -1, tied
+}
+
+func subset(a, b []uint64) bool {
+	for i, x := range a {
+		if x&^b[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func encodeInts(xs []int32) string {
+	var b []byte
+	for _, x := range xs {
+		b = binary.AppendUvarint(b, uint64(x))
+	}
+	return string(b)
+}
+
+func (g *group) has(d int32) bool {
+	_, ok := slices.BinarySearch(g.matches, d)
+	return ok
+}
+
+// ensurePostings indexes candidate nodes by every label pair, for Conflicts.
+func (ix *Index) ensurePostings() {
+	ix.postingsOnce.Do(func() {
+		ix.postings = make(map[labelPair][]int32)
+		for _, i := range ix.candidates {
+			for k, v := range ix.nodes[i].Labels {
+				p := labelPair{k, v}
+				ix.postings[p] = append(ix.postings[p], i)
+			}
+		}
+	})
+}
+
+// compareNodes orders by name, then (for duplicate names only) by labels, so the order never
+// depends on the input order.
+func compareNodes(a, b Node) int {
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return compareLabels(a.Labels, b.Labels)
+}
+
+func compareLabels(a, b map[string]string) int {
+	ka, kb := sortedKeys(a), sortedKeys(b)
+	for i := 0; i < len(ka) && i < len(kb); i++ {
+		if c := strings.Compare(ka[i], kb[i]); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a[ka[i]], b[kb[i]]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(ka), len(kb))
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
