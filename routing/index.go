@@ -31,11 +31,11 @@ type Index struct {
 	byName  map[string]int32 // valid driver name → index in drivers
 	invalid []Invalid        // sorted by name
 
-	keys          []string               // every key used by a valid selector, sorted
-	keyIdx        map[string]int         // key → index in keys
-	driverPosting map[labelPair][]int32  // selector pair → drivers that contain it, ascending
-	emptySel      []int32                // drivers with an empty selector, ascending
-	words         int                    // uint64 words of a key bitset
+	keys          []string              // every key used by a valid selector, sorted
+	keyIdx        map[string]int        // key → index in keys
+	driverPosting map[labelPair][]int32 // selector pair → drivers that contain it, ascending
+	emptySel      []int32               // drivers with an empty selector, ascending
+	words         int                   // uint64 words of a key bitset
 
 	nodes      []Node  // sorted by name
 	nodeGroup  []int32 // group of each node, -1 when out of scope
