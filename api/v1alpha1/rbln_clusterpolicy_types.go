@@ -138,7 +138,7 @@ type RBLNClusterPolicy struct {
 
 	Spec RBLNClusterPolicySpec `json:"spec,omitempty"`
 	// +optional
-	Status RBLNClusterPolicyStatus `json:"status,omitempty"`
+	Status RBLNClusterPolicyStatus `json:"status,omitempty,omitzero"`
 }
 
 // RBLNClusterPolicyList is a list of RBLNClusterPolicy.

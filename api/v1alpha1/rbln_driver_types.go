@@ -125,7 +125,7 @@ type RBLNDriver struct {
 
 	Spec RBLNDriverSpec `json:"spec,omitempty"`
 	// +optional
-	Status RBLNDriverStatus `json:"status,omitempty"`
+	Status RBLNDriverStatus `json:"status,omitempty,omitzero"`
 }
 
 // RBLNDriverList is a list of RBLNDriver.

@@ -1,0 +1,275 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+
+	dgvalidation "github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/api/v1alpha1"
+)
+
+// DefaultReleaseName is the release name used for labels when none is given.
+const DefaultReleaseName = "driverguard"
+
+// Options tune rendering.
+type Options struct {
+	// ReleaseName is the Helm release name (label app.kubernetes.io/instance).
+	ReleaseName string
+}
+
+// Result is what the chart renders from a set of values.
+type Result struct {
+	// Drivers are the RBLNDrivers: the default (if deployed) first, then instances by key.
+	Drivers []v1alpha1.RBLNDriver
+	// ClusterPolicy carries driver.upgradePolicy.
+	ClusterPolicy v1alpha1.RBLNClusterPolicy
+	// Provenance of every field, by RBLNDriver name.
+	Provenance map[string]Provenance
+	// InstanceKeys maps an RBLNDriver name to its driver.instances key ("" for the default).
+	InstanceKeys map[string]string
+	// Warnings are legal but suspicious settings.
+	Warnings []Warning
+}
+
+// Warning is a legal but suspicious setting.
+type Warning struct {
+	// Resource is the RBLNDriver (or RBLNClusterPolicy) concerned.
+	Resource string `json:"resource"`
+	// Path is the values path concerned.
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (w Warning) String() string { return w.Path + ": " + w.Message }
+
+// fields of the driver block that instances never inherit.
+var notInherited = []string{"nodeSelector", "instances", "upgradePolicy", "enabled", "deployDefault"}
+
+// Render coalesces the user's values with the chart's defaults, checks them and expands them
+// into RBLNDrivers and the RBLNClusterPolicy. On any invalid input it returns an
+// *InvalidValuesError listing every problem, and no result.
+func Render(ch *chart.Chart, user map[string]any, opts Options) (*Result, error) {
+	if opts.ReleaseName == "" {
+		opts.ReleaseName = DefaultReleaseName
+	}
+	vals, err := chartutil.CoalesceValues(ch, user)
+	if err != nil {
+		return nil, fmt.Errorf("combining values with the chart's defaults: %w", err)
+	}
+	c := &checker{}
+	c.keys(vals, nil, rootFields)
+	d, ok := c.object(vals["driver"], field.NewPath("driver"), false, "driver settings")
+	if ok {
+		c.driverBlock(d, field.NewPath("driver"))
+	}
+	if len(c.errs) > 0 {
+		return nil, &InvalidValuesError{Errs: c.errs}
+	}
+	if err := chartutil.ValidateAgainstSchema(ch, vals); err != nil {
+		return nil, &SchemaError{Err: err}
+	}
+
+	r := &Result{Provenance: map[string]Provenance{}, InstanceKeys: map[string]string{}}
+	userDriver, _ := user["driver"].(map[string]any)
+	labels := chartLabels(ch, opts.ReleaseName)
+
+	up, upWarnings, err := upgradePolicy(d["upgradePolicy"])
+	if err != nil {
+		return nil, err
+	}
+	r.ClusterPolicy = v1alpha1.RBLNClusterPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RBLNClusterPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterPolicyName, Labels: withComponent(labels, "cluster-policy")},
+		Spec:       v1alpha1.RBLNClusterPolicySpec{Driver: v1alpha1.ClusterDriverSpec{UpgradePolicy: up}},
+	}
+	for _, w := range upWarnings {
+		r.Warnings = append(r.Warnings, Warning{Resource: v1alpha1.ClusterPolicyName, Path: "driver.upgradePolicy", Message: w})
+	}
+
+	if enabled, _ := d["enabled"].(bool); !enabled {
+		return r, nil
+	}
+	base := copyMap(d)
+	for _, k := range notInherited {
+		delete(base, k)
+	}
+	prune(base)
+
+	var errs field.ErrorList
+	add := func(name, key string, eff, inst map[string]any, instPath string) {
+		spec, specErrs := toSpec(eff, instPath)
+		if len(specErrs) > 0 {
+			errs = append(errs, specErrs...)
+			return
+		}
+		r.Drivers = append(r.Drivers, v1alpha1.RBLNDriver{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RBLNDriver"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: withComponent(labels, "driver")},
+			Spec:       spec,
+		})
+		r.Provenance[name] = provenance(eff, inst, userDriver, instPath)
+		r.InstanceKeys[name] = key
+	}
+	if deployDefault, _ := d["deployDefault"].(bool); deployDefault {
+		eff := copyMap(base)
+		sel, _ := deepCopy(d["nodeSelector"]).(map[string]any)
+		prune(sel)
+		eff["nodeSelector"] = sel
+		add(v1alpha1.DefaultDriverName, "", eff, nil, "driver")
+	}
+	instances, _ := d["instances"].(map[string]any)
+	for _, key := range sortedKeys(instances) {
+		raw := instances[key].(map[string]any) // checked by driverBlock
+		inst := copyMap(raw)
+		sel := inst["nodeSelector"]
+		delete(inst, "nodeSelector")
+		eff := chartutil.CoalesceTables(inst, copyMap(base))
+		prune(eff)
+		eff["nodeSelector"] = sel
+		add(v1alpha1.InstanceNamePrefix+key, key, eff, raw, "driver.instances."+key)
+	}
+	if len(errs) > 0 {
+		return nil, &InvalidValuesError{Errs: errs}
+	}
+	r.Warnings = append(r.Warnings, sameAsDefault(r)...)
+	return r, nil
+}
+
+// toSpec turns an effective driver block into a spec, the way templates/_helpers.tpl's
+// driverguard.spec does: empty values are omitted; registry, repository and tag are required.
+func toSpec(eff map[string]any, path string) (v1alpha1.RBLNDriverSpec, field.ErrorList) {
+	var errs field.ErrorList
+	spec := map[string]any{}
+	set := func(k string, v any) {
+		if !isEmpty(v) {
+			spec[k] = v
+		}
+	}
+	img, _ := eff["image"].(map[string]any)
+	for _, f := range [][2]string{{"registry", "registry"}, {"repository", "image"}, {"tag", "version"}} {
+		v, _ := img[f[0]].(string)
+		if v == "" {
+			errs = append(errs, field.Required(field.NewPath(path, "image", f[0]),
+				fmt.Sprintf("spec.%s would be empty: a null on this instance removed the inherited driver.image.%s; remove the null to inherit it or set a value", f[1], f[0])))
+		}
+		set(f[1], v)
+	}
+	set("imagePullPolicy", img["pullPolicy"])
+	set("imagePullSecrets", eff["imagePullSecrets"])
+	component := func(name string, fields [][2]string) {
+		out := map[string]any{}
+		if ci, ok := lookup(eff, name, "image"); ok {
+			m, _ := ci.(map[string]any)
+			for _, f := range fields {
+				if v := m[f[0]]; !isEmpty(v) {
+					out[f[1]] = v
+				}
+			}
+		}
+		set(name, out)
+	}
+	component("manager", [][2]string{{"registry", "registry"}, {"repository", "image"}, {"tag", "version"}, {"pullPolicy", "imagePullPolicy"}})
+	component("smd", [][2]string{{"registry", "registry"}, {"repository", "image"}})
+	for _, k := range []string{"nodeSelector", "tolerations", "annotations", "priorityClassName", "resources", "env"} {
+		set(k, eff[k])
+	}
+	var out v1alpha1.RBLNDriverSpec
+	if len(errs) > 0 {
+		return out, errs
+	}
+	data, err := json.Marshal(spec)
+	if err == nil {
+		var strict []error
+		strict, err = kjson.UnmarshalStrict(data, &out)
+		if err == nil && len(strict) > 0 {
+			err = strict[0]
+		}
+	}
+	if err != nil {
+		// The structural checks make this unreachable; report it rather than render garbage.
+		errs = append(errs, field.InternalError(field.NewPath(path), fmt.Errorf("building the spec: %w", err)))
+	}
+	return out, errs
+}
+
+func upgradePolicy(v any) (v1alpha1.UpgradePolicy, []string, error) {
+	var up v1alpha1.UpgradePolicy
+	data, err := json.Marshal(v)
+	if err != nil {
+		return up, nil, fmt.Errorf("reading driver.upgradePolicy: %w", err)
+	}
+	strict, err := kjson.UnmarshalStrict(data, &up)
+	if err == nil && len(strict) > 0 {
+		err = strict[0]
+	}
+	if err != nil {
+		return up, nil, fmt.Errorf("reading driver.upgradePolicy: %w", err)
+	}
+	errs, warnings := dgvalidation.ValidateUpgradePolicy(&up, field.NewPath("driver", "upgradePolicy"))
+	if len(errs) > 0 {
+		return up, nil, &InvalidValuesError{Errs: errs}
+	}
+	return up, warnings, nil
+}
+
+// sameAsDefault warns about instances that differ from the default only by their selector:
+// they run the same driver and silently follow every change of the top-level block.
+func sameAsDefault(r *Result) []Warning {
+	if len(r.Drivers) == 0 || r.Drivers[0].Name != v1alpha1.DefaultDriverName {
+		return nil
+	}
+	def := r.Drivers[0].Spec.DeepCopy()
+	def.NodeSelector = nil
+	var out []Warning
+	for _, d := range r.Drivers[1:] {
+		s := d.Spec.DeepCopy()
+		s.NodeSelector = nil
+		if apiequality.Semantic.DeepEqual(def, s) {
+			key := r.InstanceKeys[d.Name]
+			out = append(out, Warning{
+				Resource: d.Name,
+				Path:     "driver.instances." + key,
+				Message: fmt.Sprintf("%s differs from %s only by its nodeSelector: it runs the same driver (%s) and follows every change to driver.*; set image.tag on the instance to pin a version, or remove the instance",
+					d.Name, v1alpha1.DefaultDriverName, d.Spec.Version),
+			})
+		}
+	}
+	return out
+}
+
+// chartLabels are the labels templates/_helpers.tpl's driverguard.labels renders.
+func chartLabels(ch *chart.Chart, release string) map[string]string {
+	chartLabel := strings.TrimSuffix(truncate(strings.ReplaceAll(ch.Metadata.Name+"-"+ch.Metadata.Version, "+", "_"), 63), "-")
+	return map[string]string{
+		"app.kubernetes.io/name":       ch.Metadata.Name,
+		"app.kubernetes.io/instance":   release,
+		"app.kubernetes.io/version":    ch.Metadata.AppVersion,
+		"app.kubernetes.io/managed-by": "Helm",
+		"app.kubernetes.io/part-of":    "driverguard",
+		"helm.sh/chart":                chartLabel,
+	}
+}
+
+func withComponent(labels map[string]string, component string) map[string]string {
+	out := make(map[string]string, len(labels)+1)
+	for k, v := range labels {
+		out[k] = v
+	}
+	out["app.kubernetes.io/component"] = component
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
