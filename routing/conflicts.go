@@ -290,7 +290,8 @@ func unionPairs(a, b []labelPair) []labelPair {
 
 // Introduced keeps the conflicts of r (for the new object) that old (the same report for the
 // object before an UPDATE) did not have: ties whose other resources differ from every old
-// tie, and potential conflicts with resources old did not list.
+// tie, and potential conflicts old did not list with the same resource and kind (a selector
+// that becomes identical to another's is new even if the two could tie before).
 func (r ConflictReport) Introduced(old ConflictReport) ConflictReport {
 	out := r
 	out.Ties = []Conflict{}
@@ -304,12 +305,16 @@ func (r ConflictReport) Introduced(old ConflictReport) ConflictReport {
 			out.Ties = append(out.Ties, c)
 		}
 	}
-	oldPot := make(map[string]bool)
+	type pot struct {
+		resource  string
+		identical bool
+	}
+	oldPot := make(map[pot]bool)
 	for _, p := range old.Potential {
-		oldPot[p.Resource] = true
+		oldPot[pot{p.Resource, p.Identical}] = true
 	}
 	for _, p := range r.Potential {
-		if !oldPot[p.Resource] {
+		if !oldPot[pot{p.Resource, p.Identical}] {
 			out.Potential = append(out.Potential, p)
 		}
 	}
