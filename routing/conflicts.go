@@ -52,44 +52,46 @@ func (ix *Index) Conflicts(candidate v1alpha1.RBLNDriver) ConflictReport {
 		rep.Invalid = errs
 		return rep
 	}
-	cand := driver{obj: &candidate, name: candidate.Name, sel: selectorPairs(candidate.Spec.NodeSelector)}
-	cand.n = len(cand.sel)
+	cand := ix.candidate(&candidate)
 	replaced := int32(-1)
 	if d, ok := ix.byName[candidate.Name]; ok {
 		replaced = d
 	}
 
-	rep.Potential = ix.potential(&cand, replaced)
+	rep.Potential = ix.potential(&cand.driver, replaced)
 	ix.ensurePostings()
 
 	type outcome struct {
-		owns    bool
-		tiedKey string
-		tied    []string
+		owns bool
+		tie  *Conflict
 	}
-	outcomes := make(map[int32]*outcome)
+	// seen maps a group to 1 + its index in outcomes; 0 means not decided yet.
+	seen := make([]int32, len(ix.groups))
+	var outcomes []outcome
 	ties := make(map[string]*Conflict)
 	ix.forMatchingNodes(cand.sel, func(node int32) {
 		gi := ix.nodeGroup[node]
-		o := outcomes[gi]
-		if o == nil {
-			o = &outcome{}
-			o.owns, o.tied = ix.resolveWith(&ix.groups[gi], &cand, replaced)
-			o.tiedKey = strings.Join(o.tied, "\x00")
-			outcomes[gi] = o
+		if seen[gi] == 0 {
+			var o outcome
+			owns, tied := ix.resolveWith(&ix.groups[gi], &cand, replaced)
+			o.owns = owns
+			if tied != nil {
+				key := strings.Join(tied, "\x00")
+				if o.tie = ties[key]; o.tie == nil {
+					o.tie = &Conflict{Resources: tied}
+					ties[key] = o.tie
+				}
+			}
+			outcomes = append(outcomes, o)
+			seen[gi] = int32(len(outcomes))
 		}
-		switch {
+		switch o := &outcomes[seen[gi]-1]; {
 		case o.owns:
 			rep.Owns++
-		case o.tied != nil:
-			c := ties[o.tiedKey]
-			if c == nil {
-				c = &Conflict{Resources: o.tied}
-				ties[o.tiedKey] = c
-			}
-			c.Total++
-			if len(c.Nodes) < ConflictSampleSize {
-				c.Nodes = append(c.Nodes, ix.nodes[node].Name)
+		case o.tie != nil:
+			o.tie.Total++
+			if len(o.tie.Nodes) < ConflictSampleSize {
+				o.tie.Nodes = append(o.tie.Nodes, ix.nodes[node].Name)
 			}
 		}
 	})
@@ -129,41 +131,62 @@ next:
 	}
 }
 
+// candidateDriver is a driver under review: its key set over Index.keys, and whether it
+// uses a key no indexed driver uses (then no indexed driver can contain it).
+type candidateDriver struct {
+	driver
+	extra bool
+}
+
+func (ix *Index) candidate(d *v1alpha1.RBLNDriver) candidateDriver {
+	c := candidateDriver{driver: driver{obj: d, name: d.Name, sel: selectorPairs(d.Spec.NodeSelector)}}
+	c.n = len(c.sel)
+	c.keys = make([]uint64, ix.words)
+	for _, p := range c.sel {
+		ki, ok := ix.keyIdx[p.key]
+		if !ok {
+			c.extra = true
+			continue
+		}
+		c.keys[ki/64] |= 1 << (ki % 64)
+	}
+	return c
+}
+
 // resolveWith decides the nodes of group g with cand added (and replaced removed): whether
-// cand owns them, or the sorted names of the tied set when cand is part of a tie.
-func (ix *Index) resolveWith(g *group, cand *driver, replaced int32) (owns bool, tied []string) {
-	others := make([]*driver, 0, len(g.matches))
-	for _, d := range g.matches {
-		if d != replaced {
-			others = append(others, &ix.drivers[d])
+// cand owns them, or the sorted names of the tied set when cand is part of a tie. Every
+// driver involved matches the node, so the selectors agree on shared keys and containment
+// is containment of key sets.
+func (ix *Index) resolveWith(g *group, cand *candidateDriver, replaced int32) (owns bool, tied []string) {
+	below := func(d *driver) bool { return d.n < cand.n && subset(d.keys, cand.keys) } // d ⊊ cand
+	above := func(d *driver) bool { return !cand.extra && d.n > cand.n && subset(cand.keys, d.keys) }
+	owns = true
+	for _, di := range g.matches {
+		if di == replaced {
+			continue
 		}
-	}
-	// Every driver here matches the node, so all selectors are compatible and containment is
-	// containment of key sets.
-	strictlyBelow := true // cand ⊋ every other
-	for _, o := range others {
-		switch relate(cand.sel, o.sel) {
-		case relSubset: // o ⊋ cand: cand is not maximal
+		d := &ix.drivers[di]
+		if above(d) {
 			return false, nil
-		case relSuperset:
-		default:
-			strictlyBelow = false
 		}
+		owns = owns && below(d)
 	}
-	if strictlyBelow {
+	if owns {
 		return true, nil
 	}
 	tied = []string{cand.name}
-	for _, d := range others {
-		maximal := relate(d.sel, cand.sel) != relSubset
-		for _, e := range others {
-			if maximal && e.n > d.n && relate(d.sel, e.sel) == relSubset {
-				maximal = false
+next:
+	for _, di := range g.matches {
+		d := &ix.drivers[di]
+		if di == replaced || below(d) {
+			continue
+		}
+		for _, ei := range g.matches {
+			if e := &ix.drivers[ei]; ei != replaced && e.n > d.n && subset(d.keys, e.keys) {
+				continue next
 			}
 		}
-		if maximal {
-			tied = append(tied, d.name)
-		}
+		tied = append(tied, d.name)
 	}
 	slices.Sort(tied)
 	return false, tied
@@ -175,7 +198,9 @@ func (ix *Index) resolveWith(g *group, cand *driver, replaced int32) (owns bool,
 // both match. If none exists, the node labelled exactly cand∪o ties them.
 func (ix *Index) potential(cand *driver, replaced int32) []PotentialConflict {
 	out := []PotentialConflict{}
-	var counts map[int32]int
+	// inCand[y] = |y ∩ cand|, extra[y] = |y ∩ (o \ cand)| for the o at hand.
+	var inCand, extra []int32
+	var touched []int32
 	for oi := range ix.drivers {
 		if int32(oi) == replaced {
 			continue
@@ -185,15 +210,22 @@ func (ix *Index) potential(cand *driver, replaced int32) []PotentialConflict {
 		if rel != relIdentical && rel != relIncomparable {
 			continue
 		}
-		union := unionPairs(cand.sel, o.sel)
 		if rel == relIncomparable {
-			if counts == nil {
-				counts = make(map[int32]int)
+			if inCand == nil {
+				inCand, extra = make([]int32, len(ix.drivers)), make([]int32, len(ix.drivers))
+				for _, p := range cand.sel {
+					for _, y := range ix.driverPosting[p] {
+						inCand[y]++
+					}
+				}
 			}
-			if ix.dominated(cand, o, int32(oi), replaced, union, counts) {
+			var dominated bool
+			dominated, touched = ix.dominated(cand, o, int32(oi), replaced, inCand, extra, touched[:0])
+			if dominated {
 				continue
 			}
 		}
+		union := unionPairs(cand.sel, o.sel)
 		labels := make(map[string]string, len(union))
 		for _, p := range union {
 			labels[p.key] = p.value
@@ -203,25 +235,45 @@ func (ix *Index) potential(cand *driver, replaced int32) []PotentialConflict {
 	return out // ix.drivers is sorted by name
 }
 
-// dominated reports whether a valid driver other than o and replaced, with a selector inside
-// union, strictly contains cand or o.
-func (ix *Index) dominated(cand, o *driver, oi, replaced int32, union []labelPair, counts map[int32]int) bool {
-	clear(counts)
-	for _, p := range union {
-		for _, y := range ix.driverPosting[p] {
-			counts[y]++
-		}
-	}
-	for y, c := range counts {
-		if y == oi || y == replaced || c != ix.drivers[y].n {
+// dominated reports whether some valid driver y other than o and replaced satisfies
+// y ⊆ cand∪o and (y ⊋ cand or y ⊋ o). Such a y must have a pair of o outside cand (else
+// y ⊆ cand, and neither can hold for incomparable cand and o), so only the postings of those
+// pairs are walked. extra is scratch space, left zeroed.
+func (ix *Index) dominated(cand, o *driver, oi, replaced int32, inCand, extra, touched []int32) (bool, []int32) {
+	oOnly := 0
+	for _, p := range o.sel {
+		if _, shared := pairIn(cand.sel, p); shared {
 			continue
 		}
-		ys := ix.drivers[y].sel
-		if relate(ys, cand.sel) == relSuperset || relate(ys, o.sel) == relSuperset {
-			return true
+		oOnly++
+		for _, y := range ix.driverPosting[p] {
+			if extra[y] == 0 {
+				touched = append(touched, y)
+			}
+			extra[y]++
 		}
 	}
-	return false
+	found := false
+	for _, y := range touched {
+		yd := &ix.drivers[y]
+		inUnion := inCand[y] + extra[y] // |y ∩ (cand ∪ o)|
+		if !found && y != oi && y != replaced && int(inUnion) == yd.n {
+			aboveCand := int(inCand[y]) == cand.n && yd.n > cand.n
+			aboveO := int(extra[y]) == oOnly && yd.n > o.n && relate(yd.sel, o.sel) == relSuperset
+			found = aboveCand || aboveO
+		}
+		extra[y] = 0
+	}
+	return found, touched
+}
+
+// pairIn reports whether sel (sorted by key) has p's key, and whether with p's value.
+func pairIn(sel []labelPair, p labelPair) (hasKey, same bool) {
+	i, ok := slices.BinarySearchFunc(sel, p.key, func(q labelPair, k string) int { return strings.Compare(q.key, k) })
+	if !ok {
+		return false, false
+	}
+	return true, sel[i].value == p.value
 }
 
 type relation int

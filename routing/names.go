@@ -145,7 +145,11 @@ func (p PoolLabels) canonical() bool {
 // has at most 63 characters, otherwise a 52-character prefix, '-' and a hash of cr and the
 // raw pool labels.
 func DaemonSetName(cr string, p PoolLabels) string {
-	name := cr + "-" + p.Name()
+	return daemonSetName(cr, p.Name(), p)
+}
+
+func daemonSetName(cr, pool string, p PoolLabels) string {
+	name := cr + "-" + pool
 	if len(name) <= MaxDaemonSetNameLength {
 		return name
 	}

@@ -38,7 +38,12 @@ func (ix *Index) Route() *Result {
 		return ok
 	}
 	pools := make(map[poolKey]*Pool)
-	conflicts := make(map[string]*Conflict)
+	poolNames := make(map[PoolLabels]string)
+	type tie struct {
+		c             *Conflict
+		kept, notKept string // node details
+	}
+	ties := make(map[string]*tie)
 
 	for i := range ix.nodes {
 		n := &ix.nodes[i]
@@ -58,21 +63,22 @@ func (ix *Index) Route() *Result {
 			continue
 		case owner < 0:
 			nr.Reason = ReasonConflictingNodeSelector
-			c := conflicts[g.tiedKey]
-			if c == nil {
-				c = &Conflict{Resources: ix.names(g.tied)}
-				conflicts[g.tiedKey] = c
+			tc := ties[g.tiedKey]
+			if tc == nil {
+				c := &Conflict{Resources: ix.names(g.tied)}
+				tied := "tied between " + strings.Join(c.Resources, ", ")
+				tc = &tie{c: c, kept: tied + "; keeps its current owner, which still matches", notKept: tied + "; no owner"}
+				ties[g.tiedKey] = tc
 			}
-			c.Total++
-			if len(c.Nodes) < ConflictSampleSize {
-				c.Nodes = append(c.Nodes, n.Name)
+			tc.c.Total++
+			if len(tc.c.Nodes) < ConflictSampleSize {
+				tc.c.Nodes = append(tc.c.Nodes, n.Name)
 			}
-			tied := strings.Join(c.Resources, ", ")
 			if d, ok := ix.byName[nr.CurrentOwner]; ok && g.has(d) {
 				owner = d
-				nr.Detail = "tied between " + tied + "; keeps its current owner, which still matches"
+				nr.Detail = tc.kept
 			} else {
-				nr.Detail = "tied between " + tied + "; no owner"
+				nr.Detail = tc.notKept
 				continue
 			}
 		}
@@ -89,7 +95,12 @@ func (ix *Index) Route() *Result {
 		key := poolKey{owner, pl}
 		p := pools[key]
 		if p == nil {
-			p = ix.newPool(owner, pl)
+			name, ok := poolNames[pl]
+			if !ok {
+				name = pl.Name()
+				poolNames[pl] = name
+			}
+			p = ix.newPool(owner, pl, name)
 			pools[key] = p
 		}
 		p.Nodes = append(p.Nodes, n.Name)
@@ -101,8 +112,8 @@ func (ix *Index) Route() *Result {
 		}
 	}
 
-	for _, c := range conflicts {
-		res.Conflicts = append(res.Conflicts, *c)
+	for _, tc := range ties {
+		res.Conflicts = append(res.Conflicts, *tc.c)
 	}
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return slices.Compare(a.Resources, b.Resources) })
 
@@ -137,11 +148,11 @@ func (ix *Index) names(ds []int32) []string {
 	return out
 }
 
-func (ix *Index) newPool(owner int32, pl PoolLabels) *Pool {
+func (ix *Index) newPool(owner int32, pl PoolLabels, name string) *Pool {
 	d := &ix.drivers[owner]
 	p := &Pool{
-		Name:         pl.Name(),
-		DaemonSet:    DaemonSetName(d.name, pl),
+		Name:         name,
+		DaemonSet:    daemonSetName(d.name, name, pl),
 		Owner:        d.name,
 		NodeSelector: pl.Selector(),
 		Labels:       pl,
