@@ -1,0 +1,65 @@
+package differential
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/driverguard/driverguard/render"
+)
+
+// TestCorpus renders every committed values file through the real `helm template` binary and
+// the Go renderer. ok-* files must render to equal objects; err-* files must be rejected by
+// both, and the Go error must contain the file's "# want:" line.
+func TestCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the helm binary")
+	}
+	files, err := filepath.Glob(filepath.Join(repoRoot(t), "test", "testdata", "values", "*.yaml"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 30, "the corpus must hold at least 30 values files")
+	ch := loadChartDir(t)
+	for _, file := range files {
+		name := filepath.Base(file)
+		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(file)
+			require.NoError(t, err)
+			vals, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{file}})
+			require.NoError(t, err)
+			fromHelm, helmErr := helmTemplate(t, file)
+			fromGo, goErr := goRender(ch, vals)
+			switch {
+			case strings.HasPrefix(name, "ok-"):
+				require.NoError(t, helmErr, "helm must render it")
+				require.NoError(t, goErr, "the Go renderer must render it")
+				assertSameObjects(t, fromHelm, fromGo)
+			case strings.HasPrefix(name, "err-"):
+				require.Error(t, helmErr, "helm must reject it")
+				require.Error(t, goErr, "the Go renderer must reject it")
+				var invalid *render.InvalidValuesError
+				require.True(t, errors.As(goErr, &invalid), "the Go renderer's own checks must catch it (not only the schema backstop): %v", goErr)
+				want := wantFromHeader(data)
+				require.NotEmpty(t, want, "an err-* file needs a '# want:' line")
+				require.Contains(t, goErr.Error(), want)
+			default:
+				t.Fatalf("corpus file names start with ok- or err-: %s", name)
+			}
+		})
+	}
+}
+
+func assertSameObjects(t *testing.T, fromHelm, fromGo objects) {
+	t.Helper()
+	require.NotNil(t, fromHelm.ClusterPolicy, "helm rendered no RBLNClusterPolicy")
+	require.NotNil(t, fromGo.ClusterPolicy, "the Go renderer rendered no RBLNClusterPolicy")
+	if !apiequality.Semantic.DeepEqual(fromHelm, fromGo) {
+		t.Fatalf("helm and the Go renderer disagree (-helm +go):\n%s", cmp.Diff(fromHelm, fromGo))
+	}
+}
