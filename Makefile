@@ -50,7 +50,7 @@ test: tools
 	$(TEST_ENV) $(GO) vet ./...
 	@$(MAKE) --no-print-directory fmt-check
 	@if [ -f $(HELM_CHART)/Chart.yaml ]; then \
-		echo "$(TEST_ENV) helm lint --strict $(HELM_CHART)"; \
+		echo "helm lint --strict $(HELM_CHART)"; \
 		$(TEST_ENV) helm lint --strict $(HELM_CHART); \
 	else \
 		echo "skipping helm lint: $(HELM_CHART)/Chart.yaml does not exist"; \

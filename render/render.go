@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
-	dgvalidation "github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	dgvalidation "github.com/driverguard/driverguard/api/validation"
 )
 
 // DefaultReleaseName is the release name used for labels when none is given.

@@ -55,7 +55,7 @@ func newGenerator(seed uint64) *generator {
 }
 
 func (g *generator) pick(options ...any) any { return options[g.r.IntN(len(options))] }
-func (g *generator) chance(p float64) bool    { return g.r.Float64() < p }
+func (g *generator) chance(p float64) bool   { return g.r.Float64() < p }
 
 var (
 	labelKeys   = []string{"rebellions.ai/npu.family", "env", "example.com/pool", "topology.kubernetes.io/zone", "gen", "a.b.c/d_e.f"}
