@@ -1,0 +1,253 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// testRegistry is an in-process OCI registry on loopback that counts manifest HEADs.
+type testRegistry struct {
+	srv   *httptest.Server
+	host  string
+	heads sync.Map // path → *atomic.Int32
+}
+
+// newTestRegistry serves an OCI registry; if user is set it requires HTTP basic auth.
+func newTestRegistry(t *testing.T, user, pass string) *testRegistry {
+	t.Helper()
+	r := &testRegistry{}
+	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if user != "" {
+			if u, p, ok := req.BasicAuth(); !ok || u != user || p != pass {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		if req.Method == http.MethodHead && strings.Contains(req.URL.Path, "/manifests/") {
+			c, _ := r.heads.LoadOrStore(req.URL.Path, new(atomic.Int32))
+			c.(*atomic.Int32).Add(1)
+		}
+		reg.ServeHTTP(w, req)
+	}))
+	t.Cleanup(r.srv.Close)
+	r.host = strings.TrimPrefix(r.srv.URL, "http://")
+	return r
+}
+
+// push writes a random image to repo:tag.
+func (r *testRegistry) push(t *testing.T, repoTag string, opts ...remote.Option) string {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	require.NoError(t, err)
+	ref, err := name.NewTag(r.host+"/"+repoTag, name.Insecure)
+	require.NoError(t, err)
+	require.NoError(t, remote.Write(ref, img, append(opts, remote.WithContext(t.Context()))...))
+	return ref.String()
+}
+
+func (r *testRegistry) headCount(repoTag string) int32 {
+	repo, tag, _ := strings.Cut(repoTag, ":")
+	c, ok := r.heads.Load("/v2/" + repo + "/manifests/" + tag)
+	if !ok {
+		return 0
+	}
+	return c.(*atomic.Int32).Load()
+}
+
+// unauthorized answers 401 to everything, with a Basic challenge.
+func unauthorized(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="nope"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// silent accepts connections and never answers, until the test ends.
+func silent(t *testing.T) string {
+	t.Helper()
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
+		select {
+		case <-req.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(func() { close(done); srv.Close() })
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// notARegistry answers 404 to everything, including the /v2/ ping.
+func notARegistry(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, "", "")
+	present := reg.push(t, "rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04")
+	missingTag := reg.host + "/rebellions/atom/rbln-driver:3.2.2-6.8.0-91-generic-ubuntu22.04"
+	missingRepo := reg.host + "/rebellions/rebel/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04"
+	denied := unauthorized(t) + "/rebellions/atom/rbln-driver:3.2.2"
+	hanging := silent(t) + "/rebellions/atom/rbln-driver:3.2.2"
+	noRegistry := notARegistry(t) + "/rebellions/atom/rbln-driver:3.2.2"
+	badRef := "repo.rebellions.ai/rebellions/Atom_X/rbln-driver:3.2.2"
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler()) // certificate not trusted
+	t.Cleanup(tlsSrv.Close)
+	badTLS := strings.TrimPrefix(tlsSrv.URL, "https://") + "/rebellions/atom/rbln-driver:3.2.2"
+
+	headsBefore := reg.headCount("rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04") // remote.Write HEADs too
+	c := NewChecker(Options{Timeout: 500 * time.Millisecond, Concurrency: 3})
+	start := time.Now()
+	got := c.Check(t.Context(), []string{present, missingTag, present, missingRepo, denied, hanging, noRegistry, badRef, badTLS, "", present})
+	assert.Less(t, time.Since(start), 5*time.Second, "bounded by the per-image timeout")
+
+	want := map[string]Status{
+		present:     Found,
+		missingTag:  NotFound,
+		missingRepo: NotFound,
+		denied:      Warning,
+		hanging:     Warning,
+		noRegistry:  Warning, // a 404 from the ping is not a missing manifest
+		badRef:      Warning,
+		badTLS:      Warning,
+	}
+	require.Len(t, got, len(want))
+	for img, status := range want {
+		r := got[img]
+		assert.Equal(t, img, r.Image)
+		assert.Equal(t, status, r.Status, "%s: %v", img, r.Err)
+		if status == Found {
+			assert.True(t, strings.HasPrefix(r.Digest, "sha256:"))
+			assert.NoError(t, r.Err)
+		} else {
+			assert.Error(t, r.Err)
+			assert.Contains(t, r.Message, img)
+		}
+	}
+	assert.Contains(t, got[hanging].Message, "no answer within 500ms")
+	assert.Equal(t, headsBefore+1, reg.headCount("rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04"), "each distinct image is checked once")
+}
+
+func TestCheckDNSFailure(t *testing.T) {
+	t.Parallel()
+	// No resolver is consulted: the transport fails every dial as DNS would.
+	noDNS := &http.Transport{DialContext: func(_ context.Context, _, addr string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: addr, IsNotFound: true}}
+	}}
+	img := "registry.invalid/rebellions/atom/rbln-driver:3.2.2"
+	got := NewChecker(Options{Transport: noDNS, Timeout: 2 * time.Second}).Check(t.Context(), []string{img})
+	assert.Equal(t, Warning, got[img].Status)
+	var dnsErr *net.DNSError
+	assert.ErrorAs(t, got[img].Err, &dnsErr)
+}
+
+func TestCheckCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	img := silent(t) + "/a/b:c"
+	got := NewChecker(Options{Timeout: time.Minute}).Check(ctx, []string{img})
+	assert.Equal(t, Warning, got[img].Status)
+}
+
+func TestCheckWithCredentials(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, "robot", "s3cret")
+	img := reg.push(t, "rebellions/atom/rbln-driver:3.2.2", remote.WithAuth(&authn.Basic{Username: "robot", Password: "s3cret"}))
+
+	anon := NewChecker(Options{Timeout: 2 * time.Second}).Check(t.Context(), []string{img})
+	assert.Equal(t, Warning, anon[img].Status, "401 is a warning, never NotFound")
+
+	secret := corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "drivercred", Namespace: "rbln-system"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{"http://%s/v2/":{"auth":%q}}}`,
+			reg.host, base64.StdEncoding.EncodeToString([]byte("robot:s3cret")))},
+	}
+	kc, err := KeychainFromSecrets([]corev1.Secret{{Type: corev1.SecretTypeOpaque}, secret})
+	require.NoError(t, err)
+	withCreds := NewChecker(Options{Keychain: kc, Timeout: 2 * time.Second}).Check(t.Context(), []string{img, reg.host + "/rebellions/atom/rbln-driver:missing"})
+	assert.Equal(t, Found, withCreds[img].Status, "%v", withCreds[img].Err)
+	assert.Equal(t, NotFound, withCreds[reg.host+"/rebellions/atom/rbln-driver:missing"].Status)
+}
+
+func TestApply(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, "", "")
+	reg.push(t, "rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04")
+	denied := unauthorized(t)
+
+	labels := func(kernel string) map[string]string {
+		return map[string]string{
+			v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom",
+			v1alpha1.LabelOSID: "ubuntu", v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: kernel,
+		}
+	}
+	driver := func(name, registry string, sel map[string]string) v1alpha1.RBLNDriver {
+		return v1alpha1.RBLNDriver{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.RBLNDriverSpec{
+			Registry: registry, Image: "rebellions/rbln-driver", Version: "3.2.2", NodeSelector: sel,
+		}}
+	}
+	res := routing.Route(
+		[]v1alpha1.RBLNDriver{driver(v1alpha1.DefaultDriverName, reg.host, nil), driver("rbln-driver-locked", denied, map[string]string{"team": "locked"})},
+		[]routing.Node{
+			{Name: "ok", Labels: labels("6.8.0-90-generic")},
+			{Name: "skew", Labels: labels("6.8.0-91-generic")},
+			{Name: "skew2", Labels: labels("6.8.0-91-generic")},
+			{Name: "locked", Labels: func() map[string]string { l := labels("6.8.0-90-generic"); l["team"] = "locked"; return l }()},
+			{Name: "rpi", Labels: labels("6.1.0+rpt-rpi-v8")},
+		})
+	images := Images(res)
+	require.Len(t, images, 3, "the invalid-tag pool has no image to check")
+
+	results := NewChecker(Options{Timeout: 2 * time.Second}).Check(t.Context(), images)
+	warnings := Apply(res, results)
+	require.Len(t, warnings, 1)
+	assert.True(t, strings.HasPrefix(warnings[0].Image, denied))
+
+	byNode := map[string]routing.Pool{}
+	for _, p := range res.Pools {
+		for _, n := range p.Nodes {
+			byNode[n] = p
+		}
+	}
+	assert.Empty(t, byNode["ok"].Reason)
+	assert.Empty(t, byNode["locked"].Reason, "auth failures let the pool proceed")
+	assert.Equal(t, routing.ReasonInvalidImageTag, byNode["rpi"].Reason)
+	skew := byNode["skew"]
+	assert.Equal(t, routing.ReasonDriverImageNotFound, skew.Reason)
+	assert.Contains(t, skew.Detail, reg.host+"/rebellions/atom/rbln-driver:3.2.2-6.8.0-91-generic-ubuntu22.04")
+	assert.Equal(t, []string{"skew", "skew2"}, skew.Nodes)
+}
