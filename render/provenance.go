@@ -1,6 +1,8 @@
 package render
 
 import (
+	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -26,6 +28,8 @@ type FieldOrigin struct {
 	// ValuesPath is the values path the value was read from (or cleared at).
 	ValuesPath string `json:"valuesPath"`
 	Origin     Origin `json:"origin"`
+	// Value is the rendered value, compactly formatted ("" when cleared).
+	Value string `json:"value,omitempty"`
 }
 
 // Provenance lists the origin of every rendered (or cleared) field of one RBLNDriver,
@@ -74,7 +78,9 @@ func provenance(eff, inst, userDriver map[string]any, instPath string) Provenanc
 			return
 		}
 		if !isEmpty(v) {
-			out = append(out, origin(path))
+			fo := origin(path)
+			fo.Value = formatValue(v)
+			out = append(out, fo)
 		}
 	}
 	for _, k := range sortedKeys(eff) {
@@ -106,6 +112,18 @@ func provenance(eff, inst, userDriver map[string]any, instPath string) Provenanc
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return dedupe(out)
+}
+
+// formatValue renders a values node compactly: strings as they are, anything else as JSON.
+func formatValue(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
 }
 
 func dedupe(p Provenance) Provenance {

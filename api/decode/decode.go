@@ -1,0 +1,149 @@
+// Package decode reads Kubernetes objects from files the way kubectl writes them: YAML or JSON,
+// one object, a stream of documents, or a v1 List (`kubectl get nodes -o yaml`). It is the one
+// place the CLI turns node inventories, RBLNDrivers and cluster policies into typed objects.
+package decode
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+)
+
+// typeMeta is the part of every object that says what it is.
+type typeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Items      []rawDoc `json:"items"`
+}
+
+// rawDoc keeps a document's bytes (JSON) for a second, typed decode.
+type rawDoc []byte
+
+func (r *rawDoc) UnmarshalJSON(b []byte) error {
+	*r = append((*r)[:0], b...)
+	return nil
+}
+
+// Document is one object read from a stream, with where it came from for error messages.
+type Document struct {
+	Kind       string
+	APIVersion string
+	Data       []byte // JSON
+	Source     string // file[#n]
+}
+
+// Documents splits a YAML/JSON stream into objects, expanding v1 Lists. Empty documents are
+// skipped.
+func Documents(r io.Reader, source string) ([]Document, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	var docs []Document
+	for n := 1; ; n++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading document %d: %w", source, n, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		data, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d is not valid YAML: %w", source, n, err)
+		}
+		if string(bytes.TrimSpace(data)) == "null" {
+			continue
+		}
+		var tm typeMeta
+		if err := yaml.Unmarshal(data, &tm); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", source, n, err)
+		}
+		src := fmt.Sprintf("%s#%d", source, n)
+		if tm.Kind == "" {
+			return nil, fmt.Errorf("%s: the document has no kind", src)
+		}
+		if itemKind, isList := strings.CutSuffix(tm.Kind, "List"); isList {
+			for i, item := range tm.Items {
+				var itm typeMeta
+				if err := yaml.Unmarshal(item, &itm); err != nil {
+					return nil, fmt.Errorf("%s: item %d: %w", src, i, err)
+				}
+				kind := itm.Kind
+				if kind == "" {
+					kind = itemKind // the items of a NodeList carry no kind
+				}
+				docs = append(docs, Document{Kind: kind, APIVersion: itm.APIVersion, Data: item, Source: fmt.Sprintf("%s item %d", src, i)})
+			}
+			continue
+		}
+		docs = append(docs, Document{Kind: tm.Kind, APIVersion: tm.APIVersion, Data: data, Source: src})
+	}
+}
+
+// File opens path ("-" for standard input) and returns its documents.
+func File(path string, stdin io.Reader) ([]Document, error) {
+	if path == "-" {
+		return Documents(stdin, "<stdin>")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Documents(f, path)
+}
+
+// Nodes decodes every Node document; any other kind is an error.
+func Nodes(docs []Document) ([]corev1.Node, error) {
+	return typed[corev1.Node](docs, "Node", "v1")
+}
+
+// Drivers decodes every RBLNDriver document; other kinds (an RBLNClusterPolicy, CRDs in the
+// output of `render`) are skipped.
+func Drivers(docs []Document) ([]v1alpha1.RBLNDriver, error) {
+	return typed[v1alpha1.RBLNDriver](onlyKind(docs, "RBLNDriver"), "RBLNDriver", v1alpha1.GroupVersion.String())
+}
+
+// ClusterPolicies decodes every RBLNClusterPolicy document, skipping other kinds.
+func ClusterPolicies(docs []Document) ([]v1alpha1.RBLNClusterPolicy, error) {
+	return typed[v1alpha1.RBLNClusterPolicy](onlyKind(docs, "RBLNClusterPolicy"), "RBLNClusterPolicy", v1alpha1.GroupVersion.String())
+}
+
+func onlyKind(docs []Document, kind string) []Document {
+	var out []Document
+	for _, d := range docs {
+		if d.Kind == kind {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func typed[T any](docs []Document, kind, apiVersion string) ([]T, error) {
+	out := make([]T, 0, len(docs))
+	for _, d := range docs {
+		if d.Kind != kind {
+			return nil, fmt.Errorf("%s: expected a %s, got kind %q", d.Source, kind, d.Kind)
+		}
+		if d.APIVersion != "" && d.APIVersion != apiVersion {
+			return nil, fmt.Errorf("%s: expected apiVersion %s for %s, got %q", d.Source, apiVersion, kind, d.APIVersion)
+		}
+		var obj T
+		if err := yaml.Unmarshal(d.Data, &obj); err != nil {
+			return nil, fmt.Errorf("%s: decoding the %s: %w", d.Source, kind, err)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/driverguard/driverguard/render"
+)
+
+type renderOptions struct {
+	valuesFlags
+	output outputFlag
+}
+
+func newRenderCommand(s Streams) *cobra.Command {
+	o := &renderOptions{output: outputFlag{format: "yaml", allowed: []string{"yaml", "json"}}}
+	cmd := &cobra.Command{
+		Use:   "render -f values.yaml [-f more.yaml] [--set key=value]",
+		Short: "Render the RBLNDriver and RBLNClusterPolicy objects helm template would render",
+		Long: `render expands driver values into RBLNDriver resources (one per driver.instances entry plus the
+default) and the RBLNClusterPolicy, exactly as 'helm template' renders them with the chart embedded
+in this binary. Unlike Helm it rejects, with the values path and a fix, what Helm would let through
+silently. On any invalid input nothing is printed to stdout and the exit code is 1.`,
+		Example: `  driverguard render -f examples/multi-driver.yaml
+  driverguard render -f values.yaml --set driver.instances.atom-canary.image.tag=3.3.1 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.output.validate(); err != nil {
+				return err
+			}
+			r, err := o.render()
+			if err != nil {
+				return err
+			}
+			for _, w := range r.Warnings {
+				fmt.Fprintln(s.Err, "Warning:", w)
+			}
+			switch o.output.format {
+			case "json":
+				list, err := asList(r)
+				if err != nil {
+					return err
+				}
+				return writeJSON(s.Out, list)
+			default:
+				data, err := render.Manifest(r)
+				if err != nil {
+					return err
+				}
+				_, err = s.Out.Write(data)
+				return err
+			}
+		},
+	}
+	o.addFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.output.format, "output", "o", o.output.format, "output format: yaml or json")
+	return cmd
+}
+
+// asList wraps the rendered objects in a v1 List, as kubectl prints several objects in JSON.
+func asList(r *render.Result) (*metav1.List, error) {
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	objs := []any{&r.ClusterPolicy}
+	for i := range r.Drivers {
+		objs = append(objs, &r.Drivers[i])
+	}
+	for _, o := range objs {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %T: %w", o, err)
+		}
+		list.Items = append(list.Items, runtime.RawExtension{Raw: raw})
+	}
+	return list, nil
+}

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/render"
+)
+
+// valuesFlags are the Helm-compatible value flags shared by render, preview and check.
+type valuesFlags struct {
+	values      render.ValuesOptions
+	releaseName string
+}
+
+func (f *valuesFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&f.values.ValueFiles, "values", "f", nil, "values file (can repeat; later files win), as for helm template")
+	fs.StringArrayVar(&f.values.Values, "set", nil, "set a value on the command line (can repeat or be comma-separated: key1=val1,key2=val2)")
+	fs.StringArrayVar(&f.values.StringValues, "set-string", nil, "set a STRING value on the command line")
+	fs.StringArrayVar(&f.values.JSONValues, "set-json", nil, "set a JSON value on the command line")
+	fs.StringArrayVar(&f.values.FileValues, "set-file", nil, "set a value from a file (key=path)")
+	fs.StringVar(&f.releaseName, "release-name", render.DefaultReleaseName, "Helm release name used for the app.kubernetes.io/instance label")
+}
+
+// render loads the values and renders them with the embedded chart. Unreadable values are a
+// usage error (exit 2); invalid values are exit 1.
+func (f *valuesFlags) render() (*render.Result, error) {
+	vals, err := render.LoadValues(f.values)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	ch, err := charts.Driverguard()
+	if err != nil {
+		return nil, fmt.Errorf("the embedded chart is broken: %w", err)
+	}
+	r, err := render.Render(ch, vals, render.Options{ReleaseName: f.releaseName})
+	if err != nil {
+		return nil, invalidError(err)
+	}
+	return r, nil
+}
