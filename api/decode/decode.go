@@ -21,8 +21,8 @@ import (
 
 // typeMeta is the part of every object that says what it is.
 type typeMeta struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
 	Items      []rawDoc `json:"items"`
 }
 
