@@ -99,9 +99,6 @@ func provenance(eff, inst, userDriver map[string]any, instPath string) Provenanc
 			if !isEmpty(v) {
 				return
 			}
-			if _, inEff := lookup(eff, path...); inEff && v != nil {
-				return // "" or [] is rendered as absent and listed by walk only when non-empty
-			}
 			out = append(out, FieldOrigin{Field: specField(path), ValuesPath: instPath + "." + strings.Join(path, "."), Origin: OriginCleared})
 		}
 		for _, k := range sortedKeys(inst) {
