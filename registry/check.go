@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -159,6 +160,17 @@ func isManifestNotFound(err error) bool {
 	}
 	req := te.Request
 	return req != nil && req.URL != nil && strings.Contains(req.URL.Path, "/manifests/")
+}
+
+// Check is the one call for the CLI: it checks every distinct pool image of res with a
+// Checker built from opts, applies the results to res (see Apply), and returns all results
+// sorted by image.
+func Check(ctx context.Context, res *routing.Result, opts Options) []ImageResult {
+	results := NewChecker(opts).Check(ctx, Images(res))
+	Apply(res, results)
+	out := slices.Collect(maps.Values(results))
+	slices.SortFunc(out, func(a, b ImageResult) int { return strings.Compare(a.Image, b.Image) })
+	return out
 }
 
 // Images returns the distinct composed pool images of res, sorted.

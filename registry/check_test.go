@@ -251,3 +251,24 @@ func TestApply(t *testing.T) {
 	assert.Contains(t, skew.Detail, reg.host+"/rebellions/atom/rbln-driver:3.2.2-6.8.0-91-generic-ubuntu22.04")
 	assert.Equal(t, []string{"skew", "skew2"}, skew.Nodes)
 }
+
+func TestCheckResult(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, "", "")
+	reg.push(t, "rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04")
+	labels := func(kernel string) map[string]string {
+		return map[string]string{
+			v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom",
+			v1alpha1.LabelOSID: "ubuntu", v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: kernel,
+		}
+	}
+	res := routing.Route([]v1alpha1.RBLNDriver{{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultDriverName},
+		Spec: v1alpha1.RBLNDriverSpec{Registry: reg.host, Image: "rebellions/rbln-driver", Version: "3.2.2"}}},
+		[]routing.Node{{Name: "a", Labels: labels("6.8.0-90-generic")}, {Name: "b", Labels: labels("6.8.0-91-generic")}})
+	got := Check(t.Context(), res, Options{Timeout: 2 * time.Second})
+	require.Len(t, got, 2)
+	assert.Equal(t, Found, got[0].Status)
+	assert.Equal(t, NotFound, got[1].Status)
+	assert.Empty(t, res.Pools[0].Reason)
+	assert.Equal(t, routing.ReasonDriverImageNotFound, res.Pools[1].Reason)
+}

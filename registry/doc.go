@@ -9,10 +9,13 @@
 // reference — is a [Warning]: the pool proceeds and the kubelet decides whether the pull
 // works.
 //
-// The CLI and the webhook use it the same way:
+// The CLI calls
 //
 //	res := routing.Route(drivers, nodes)
-//	checker := registry.NewChecker(registry.Options{Keychain: kc})
+//	results := registry.Check(ctx, res, registry.Options{Keychain: kc})
+//
+// and a long-running caller (the webhook, a periodic re-check) keeps one Checker:
+//
 //	results := checker.Check(ctx, registry.Images(res))
 //	warnings := registry.Apply(res, results)
 //

@@ -172,3 +172,20 @@ func TestConflictsSampleIsCapped(t *testing.T) {
 	assert.Equal(t, 30, rep.Ties[0].Total)
 	assert.Equal(t, []string{"n00", "n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09"}, rep.Ties[0].Nodes)
 }
+
+func TestIndexConcurrentUse(t *testing.T) {
+	t.Parallel()
+	drivers, nodes := benchCluster(500, 40)
+	ix := newIndex(drivers, nodes) // postings built lazily, by whichever goroutine comes first
+	want := ix.Route()
+	cand := drv("rbln-driver-x", famSel("atom"))
+	done := make(chan ConflictReport)
+	for range 8 {
+		go func() { done <- ix.Conflicts(cand) }()
+	}
+	first := <-done
+	for range 7 {
+		assert.Equal(t, first, <-done)
+	}
+	assert.Equal(t, want, ix.Route())
+}
