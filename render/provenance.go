@@ -135,8 +135,9 @@ func dedupe(p Provenance) Provenance {
 }
 
 // specField names the RBLNDriver spec field a values path renders to.
+var imageField = map[string]string{"registry": "registry", "repository": "image", "tag": "version", "pullPolicy": "imagePullPolicy"}
+
 func specField(path []string) string {
-	imageField := map[string]string{"registry": "registry", "repository": "image", "tag": "version", "pullPolicy": "imagePullPolicy"}
 	switch {
 	case path[0] == "image" && len(path) == 2:
 		return imageField[path[1]]

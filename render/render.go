@@ -7,6 +7,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -145,59 +146,88 @@ func Render(ch *chart.Chart, user map[string]any, opts Options) (*Result, error)
 
 // toSpec turns an effective driver block into a spec, the way templates/_helpers.tpl's
 // driverguard.spec does: empty values are omitted; registry, repository and tag are required.
+// The block has passed the structural checks, so every field has its expected type.
 func toSpec(eff map[string]any, path string) (v1alpha1.RBLNDriverSpec, field.ErrorList) {
 	var errs field.ErrorList
-	spec := map[string]any{}
-	set := func(k string, v any) {
-		if !isEmpty(v) {
-			spec[k] = v
-		}
-	}
+	var spec v1alpha1.RBLNDriverSpec
 	img, _ := eff["image"].(map[string]any)
-	for _, f := range [][2]string{{"registry", "registry"}, {"repository", "image"}, {"tag", "version"}} {
-		v, _ := img[f[0]].(string)
-		if v == "" {
-			errs = append(errs, field.Required(field.NewPath(path, "image", f[0]),
-				fmt.Sprintf("spec.%s would be empty: a null on this instance removed the inherited driver.image.%s; remove the null to inherit it or set a value", f[1], f[0])))
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	for _, f := range []struct {
+		key, field string
+		dst        *string
+	}{{"registry", "registry", &spec.Registry}, {"repository", "image", &spec.Image}, {"tag", "version", &spec.Version}} {
+		*f.dst = str(img, f.key)
+		if *f.dst == "" {
+			errs = append(errs, field.Required(field.NewPath(path, "image", f.key),
+				fmt.Sprintf("spec.%s would be empty: a null on this instance removed the inherited driver.image.%s; remove the null to inherit it or set a value", f.field, f.key)))
 		}
-		set(f[1], v)
 	}
-	set("imagePullPolicy", img["pullPolicy"])
-	set("imagePullSecrets", eff["imagePullSecrets"])
-	component := func(name string, fields [][2]string) {
-		out := map[string]any{}
-		if ci, ok := lookup(eff, name, "image"); ok {
-			m, _ := ci.(map[string]any)
-			for _, f := range fields {
-				if v := m[f[0]]; !isEmpty(v) {
-					out[f[1]] = v
-				}
-			}
-		}
-		set(name, out)
-	}
-	component("manager", [][2]string{{"registry", "registry"}, {"repository", "image"}, {"tag", "version"}, {"pullPolicy", "imagePullPolicy"}})
-	component("smd", [][2]string{{"registry", "registry"}, {"repository", "image"}})
-	for _, k := range []string{"nodeSelector", "tolerations", "annotations", "priorityClassName", "resources", "env"} {
-		set(k, eff[k])
-	}
-	var out v1alpha1.RBLNDriverSpec
 	if len(errs) > 0 {
-		return out, errs
+		return spec, errs
 	}
-	data, err := json.Marshal(spec)
-	if err == nil {
-		var strict []error
-		strict, err = kjson.UnmarshalStrict(data, &out)
-		if err == nil && len(strict) > 0 {
-			err = strict[0]
+	spec.ImagePullPolicy = corev1.PullPolicy(str(img, "pullPolicy"))
+	if list, _ := eff["imagePullSecrets"].([]any); len(list) > 0 {
+		spec.ImagePullSecrets = make([]string, len(list))
+		for i, v := range list {
+			spec.ImagePullSecrets[i], _ = v.(string)
 		}
 	}
-	if err != nil {
-		// The structural checks make this unreachable; report it rather than render garbage.
-		errs = append(errs, field.InternalError(field.NewPath(path), fmt.Errorf("building the spec: %w", err)))
+	if m, ok := lookup(eff, "manager", "image"); ok {
+		m, _ := m.(map[string]any)
+		mgr := v1alpha1.ManagerSpec{Registry: str(m, "registry"), Image: str(m, "repository"), Version: str(m, "tag"), ImagePullPolicy: corev1.PullPolicy(str(m, "pullPolicy"))}
+		if mgr != (v1alpha1.ManagerSpec{}) {
+			spec.Manager = &mgr
+		}
 	}
-	return out, errs
+	if m, ok := lookup(eff, "smd", "image"); ok {
+		m, _ := m.(map[string]any)
+		smd := v1alpha1.SMDSpec{Registry: str(m, "registry"), Image: str(m, "repository")}
+		if smd != (v1alpha1.SMDSpec{}) {
+			spec.SMD = &smd
+		}
+	}
+	spec.NodeSelector = stringMap(eff["nodeSelector"])
+	spec.Annotations = stringMap(eff["annotations"])
+	spec.PriorityClassName = str(eff, "priorityClassName")
+	// Kubernetes-typed fields go through JSON, as the checks decoded them.
+	typed := []struct {
+		key string
+		dst any
+	}{{"tolerations", &spec.Tolerations}, {"env", &spec.Env}}
+	if !isEmpty(eff["resources"]) {
+		spec.Resources = &corev1.ResourceRequirements{}
+		typed = append(typed, struct {
+			key string
+			dst any
+		}{"resources", spec.Resources})
+	}
+	for _, t := range typed {
+		if isEmpty(eff[t.key]) {
+			continue
+		}
+		data, err := json.Marshal(eff[t.key])
+		if err == nil {
+			err = json.Unmarshal(data, t.dst)
+		}
+		if err != nil {
+			// The structural checks make this unreachable; report it rather than render garbage.
+			errs = append(errs, field.InternalError(field.NewPath(path, t.key), fmt.Errorf("building the spec: %w", err)))
+		}
+	}
+	return spec, errs
+}
+
+// stringMap converts a checked map of strings; an empty map is nil (omitted).
+func stringMap(v any) map[string]string {
+	m, _ := v.(map[string]any)
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, val := range m {
+		out[k], _ = val.(string)
+	}
+	return out
 }
 
 func upgradePolicy(v any) (v1alpha1.UpgradePolicy, []string, error) {

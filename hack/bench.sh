@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Benchmarks that matter, each printed next to a baseline measured in the same run (this
+# machine is noisy: compare ratios, not absolute times).
+#
+#   1. render: `helm template` vs `driverguard render` (whole processes, same values file), and
+#      vs the Go renderer in-process (BenchmarkRender), for 10/100/500 instances.
+#   2. the Go benchmarks of the routing engine (BenchmarkRoute, BenchmarkConflicts).
+#
+# Usage: hack/bench.sh [runs]   (runs per measurement, default 5; medians are reported)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-5}
+GO=${GO:-go}
+
+bash hack/tools.sh helm >&2
+$GO build -o bin/driverguard ./cmd/driverguard
+HELM=bin/helm
+DG=bin/driverguard
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# values with n instances exercising every inheritance rule (mirrors benchValues in
+# render/bench_test.go).
+gen_values() {
+	local n=$1 i
+	{
+		echo "driver:"
+		echo "  resources: {limits: {cpu: 500m, memory: 128Mi}}"
+		echo "  annotations: {team: npu}"
+		echo "  tolerations: [{key: npu, operator: Exists}]"
+		echo "  instances:"
+		for ((i = 0; i < n; i++)); do
+			printf '    inst-%04d:\n      nodeSelector: {rebellions.ai/npu.family: fam%d, pool: p%d}\n      image: {tag: "3.%d.%d"}\n' \
+				"$i" $((i % 7)) "$i" $((i % 5)) "$i"
+			case $((i % 4)) in
+			0) echo '      resources: {limits: {cpu: "2"}}' ;;
+			1) echo '      tolerations: []' ;;
+			2) echo '      annotations: {team: null, canary: "true"}' ;;
+			esac
+		done
+	} >"$work/values-$n.yaml"
+}
+
+# median wall time in milliseconds of RUNS runs of a command (output discarded).
+now_ns() { date +%s%N; }
+median_ms() {
+	local -a times=()
+	local i start end
+	for ((i = 0; i < RUNS; i++)); do
+		start=$(now_ns)
+		"$@" >/dev/null
+		end=$(now_ns)
+		times+=($(((end - start) / 1000)))
+	done
+	printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
+}
+
+echo "== render: helm template vs driverguard render (median of $RUNS runs, wall ms)"
+printf '%-10s %14s %18s %14s %18s %10s\n' instances "helm template" "driverguard render" "ratio(proc)" "Go in-process" "ratio"
+bench_out=$($GO test -run '^$' -bench 'BenchmarkRender$' -benchtime 20x ./render/ 2>&1) || { echo "$bench_out" >&2; exit 1; }
+for n in 10 100 500; do
+	gen_values "$n"
+	# interleave the two so drift on a noisy machine hits both alike
+	h=$(median_ms "$HELM" template bench ./charts/driverguard -f "$work/values-$n.yaml")
+	g=$(median_ms "$DG" render -f "$work/values-$n.yaml")
+	inproc=$(echo "$bench_out" | awk -v n="$n" '$1 ~ "instances="n"(-[0-9]+)?$" {printf "%.2f", $3/1e6}')
+	printf '%-10s %14s %18s %14s %18s %10s\n' "$n" "$h" "$g" \
+		"$(awk -v a="$h" -v b="$g" 'BEGIN{printf "%.1fx", a/b}')" "$inproc" \
+		"$(awk -v a="$h" -v b="$inproc" 'BEGIN{ if (b>0) printf "%.1fx", a/b; else print "n/a"}')"
+done
+echo "(ratio(proc): helm template / driverguard render, both whole processes; ratio: helm template / Go renderer in-process)"
+
+echo
+echo "== routing engine (go test -bench; goals: Route 10k nodes x 500 drivers <= 100 ms, Conflicts <= 1 ms)"
+$GO test -run '^$' -bench 'BenchmarkRoute|BenchmarkConflicts' -benchtime 5x ./routing/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)'

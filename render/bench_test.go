@@ -1,0 +1,59 @@
+package render_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/render"
+)
+
+// benchValues builds values with n instances that exercise every inheritance rule.
+func benchValues(n int) map[string]any {
+	instances := map[string]any{}
+	for i := range n {
+		inst := map[string]any{
+			"nodeSelector": map[string]any{"rebellions.ai/npu.family": fmt.Sprintf("fam%d", i%7), "pool": fmt.Sprintf("p%d", i)},
+			"image":        map[string]any{"tag": fmt.Sprintf("3.%d.%d", i%5, i)},
+		}
+		switch i % 4 {
+		case 0:
+			inst["resources"] = map[string]any{"limits": map[string]any{"cpu": "2"}}
+		case 1:
+			inst["tolerations"] = []any{}
+		case 2:
+			inst["annotations"] = map[string]any{"team": nil, "canary": "true"}
+		}
+		instances[fmt.Sprintf("inst-%04d", i)] = inst
+	}
+	return map[string]any{"driver": map[string]any{
+		"resources":   map[string]any{"limits": map[string]any{"cpu": "500m", "memory": "128Mi"}},
+		"annotations": map[string]any{"team": "npu"},
+		"tolerations": []any{map[string]any{"key": "npu", "operator": "Exists"}},
+		"instances":   instances,
+	}}
+}
+
+// BenchmarkRender measures the Go renderer (coalescing, checks, expansion, provenance) for
+// 10, 100 and 500 instances. hack/bench.sh sets it next to `helm template` for the same values.
+func BenchmarkRender(b *testing.B) {
+	ch, err := charts.Driverguard()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{10, 100, 500} {
+		vals := benchValues(n)
+		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := render.Render(ch, vals, render.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(r.Drivers) != n+1 {
+					b.Fatalf("rendered %d drivers, want %d", len(r.Drivers), n+1)
+				}
+			}
+		})
+	}
+}
