@@ -82,6 +82,7 @@ Exit codes: 0 ok, 1 invalid input or a failed check, 2 wrong usage or unreadable
 	root.AddCommand(
 		newRenderCommand(s),
 		newPreviewCommand(s),
+		newRouteCommand(s),
 	)
 	return root
 }

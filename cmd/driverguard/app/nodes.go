@@ -45,7 +45,5 @@ type imageCheckFlags struct {
 
 // check HEADs every composed image of res once and marks pools whose image is missing.
 func (f imageCheckFlags) check(ctx context.Context, res *routing.Result) []registry.ImageResult {
-	checker := registry.NewChecker(registry.Options{Timeout: f.timeout})
-	results := checker.Check(ctx, registry.Images(res))
-	return registry.Apply(res, results)
+	return registry.Check(ctx, res, registry.Options{Timeout: f.timeout})
 }

@@ -3,12 +3,10 @@ package app
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/render/preview"
 )
@@ -120,69 +118,25 @@ func printPreview(w io.Writer, rep *preview.Report) error {
 }
 
 func printNodeReport(w io.Writer, nr *preview.NodeReport) error {
-	fmt.Fprintln(w, "\nNODES")
-	tw := newTable(w)
-	fmt.Fprintln(tw, "  NODE\tOWNER\tPOOL\tIMAGE\tREASON")
-	for _, n := range nr.Routing.Nodes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", n.Name, dash(n.Owner), dash(n.Pool), dash(n.Image), dash(n.Reason))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nPOOLS")
-	tw = newTable(w)
-	fmt.Fprintln(tw, "  DAEMONSET\tOWNER\tNODES\tIMAGE\tSTATUS")
-	for _, p := range nr.Routing.Pools {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", p.DaemonSet, p.Owner, len(p.Nodes), dash(p.Image), dash(strings.TrimSpace(p.Reason+" "+p.Detail)))
-	}
-	for _, smd := range nr.Routing.SMD {
-		fmt.Fprintf(tw, "  %s\t%s\t-\t%s\t%s\n", smd.DaemonSet, smd.Resource, dash(smd.Image), dash(smd.Detail))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	section := func(title string, lines []string) {
-		if len(lines) == 0 {
-			return
-		}
-		fmt.Fprintf(w, "\n%s\n", title)
-		for _, l := range lines {
-			fmt.Fprintf(w, "  %s\n", l)
-		}
-	}
+	fmt.Fprintln(w)
+	printRouting(w, nr.Routing)
 	var lines []string
-	for _, c := range nr.Routing.Conflicts {
-		lines = append(lines, fmt.Sprintf("%s tie on %d node(s): %s", strings.Join(c.Resources, " and "), c.Total, strings.Join(c.Nodes, ", ")))
-	}
-	section("TIES (ConflictingNodeSelector)", lines)
-	lines = nil
-	for _, inv := range nr.Routing.Invalid {
-		lines = append(lines, fmt.Sprintf("%s: %s %s", inv.Resource, inv.Reason, inv.Message))
-	}
-	section("INVALID RESOURCES", lines)
-	lines = nil
 	for _, n := range nr.Unowned {
 		lines = append(lines, fmt.Sprintf("%s (%s)", n.Name, n.Reason))
 	}
-	section("UNOWNED CANDIDATE NODES", lines)
-	section("NODES WITHOUT A VALID FAMILY LABEL (DriverFamilyLabelMissing: no pool; existing DaemonSets are kept)", nr.FamilyLabelMissing)
+	printSection(w, "UNOWNED CANDIDATE NODES", lines)
+	printSection(w, "NODES WITHOUT A VALID FAMILY LABEL (DriverFamilyLabelMissing: no pool; existing DaemonSets are kept)", nr.FamilyLabelMissing)
 	lines = nil
 	for _, c := range nr.LosingDriver {
 		lines = append(lines, fmt.Sprintf("%s: owned by %s now, would get no driver (%s)", c.Node, c.From, dash(c.Reason)))
 	}
-	section("NODES THAT WOULD LOSE THEIR DRIVER", lines)
+	printSection(w, "NODES THAT WOULD LOSE THEIR DRIVER", lines)
 	lines = nil
 	for _, c := range nr.ChangingDriver {
 		lines = append(lines, fmt.Sprintf("%s: %s -> %s", c.Node, c.From, c.To))
 	}
-	section("NODES THAT WOULD CHANGE DRIVER", lines)
-	lines = nil
-	for _, img := range nr.Images {
-		if img.Status != registry.Found {
-			lines = append(lines, fmt.Sprintf("%s: %s %s", img.Image, img.Status, img.Message))
-		}
-	}
-	section("IMAGE CHECK", lines)
+	printSection(w, "NODES THAT WOULD CHANGE DRIVER", lines)
+	printImages(w, nr.Images)
 	return nil
 }
 

@@ -1,0 +1,131 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/routing"
+)
+
+type routeOptions struct {
+	driversFile string
+	nodesFile   string
+	images      imageCheckFlags
+	output      outputFlag
+}
+
+func newRouteCommand(s Streams) *cobra.Command {
+	o := &routeOptions{output: outputFlag{format: "table", allowed: []string{"table", "json"}}}
+	cmd := &cobra.Command{
+		Use:   "route --drivers drivers.yaml --nodes nodes.yaml [-o json|table] [--check-images]",
+		Short: "Decide the owner, pool, DaemonSet and image of every node from files",
+		Long: `route applies the routing rules to RBLNDrivers and Nodes read from files: which driver owns each
+node (the most specific matching selector), ties, invalid resources, pools with their DaemonSet
+names and composed images.
+
+--drivers takes any stream of RBLNDriver documents (for example the output of 'driverguard
+render'; other kinds are skipped). --nodes takes 'kubectl get nodes -o yaml' output or a Node
+stream. -o json prints the stable contract:
+  {"nodes":[{"name","owner","pool","image","reason"}],"conflicts":[{"resources","nodes"}],
+   "invalid":[{"resource","reason"}],"pools":[{"name","daemonSet","owner","image","nodes"}]}
+with every list sorted by name. The exit code is 0 whenever the files could be read; read the
+output for ties and invalid resources.`,
+		Example: `  driverguard render -f values.yaml > drivers.yaml
+  kubectl get nodes -o yaml > nodes.yaml
+  driverguard route --drivers drivers.yaml --nodes nodes.yaml -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.output.validate(); err != nil {
+				return err
+			}
+			if o.driversFile == "" || o.nodesFile == "" {
+				return usageError(fmt.Errorf("both --drivers and --nodes are required"))
+			}
+			if o.driversFile == "-" && o.nodesFile == "-" {
+				return usageError(fmt.Errorf("only one of --drivers and --nodes can read standard input"))
+			}
+			drivers, err := readDrivers(o.driversFile, s)
+			if err != nil {
+				return err
+			}
+			nodes, err := readNodes(o.nodesFile, s)
+			if err != nil {
+				return err
+			}
+			res := routing.Route(drivers, nodes)
+			var images []registry.ImageResult
+			if o.images.enabled {
+				images = o.images.check(cmd.Context(), res)
+			}
+			if o.output.format == "json" {
+				return writeJSON(s.Out, res.Contract())
+			}
+			printRouting(s.Out, res)
+			printImages(s.Out, images)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.driversFile, "drivers", "", "RBLNDriver documents, e.g. the output of render ('-' for stdin)")
+	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "node inventory: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
+	cmd.Flags().BoolVar(&o.images.enabled, "check-images", false, "HEAD every composed driver image in its registry; only a 404 fails a pool")
+	cmd.Flags().DurationVar(&o.images.timeout, "image-timeout", 10*time.Second, "timeout of one image check")
+	cmd.Flags().StringVarP(&o.output.format, "output", "o", o.output.format, "output format: table or json")
+	return cmd
+}
+
+// printRouting prints nodes, pools, ties and invalid resources as aligned tables.
+func printRouting(w io.Writer, res *routing.Result) {
+	fmt.Fprintln(w, "NODES")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  NODE\tOWNER\tPOOL\tIMAGE\tREASON")
+	for _, n := range res.Nodes {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", n.Name, dash(n.Owner), dash(n.Pool), dash(n.Image), dash(n.Reason))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nDAEMONSETS")
+	tw = newTable(w)
+	fmt.Fprintln(tw, "  DAEMONSET\tOWNER\tNODES\tIMAGE\tSTATUS")
+	for _, p := range res.Pools {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", p.DaemonSet, p.Owner, len(p.Nodes), dash(p.Image), dash(strings.TrimSpace(p.Reason+" "+p.Detail)))
+	}
+	for _, smd := range res.SMD {
+		fmt.Fprintf(tw, "  %s\t%s\tall owned\t%s\t%s\n", smd.DaemonSet, smd.Resource, dash(smd.Image), dash(smd.Detail))
+	}
+	tw.Flush()
+	var lines []string
+	for _, c := range res.Conflicts {
+		lines = append(lines, fmt.Sprintf("%s tie on %d node(s), e.g. %s; make one selector a strict superset of the other or change a selector",
+			strings.Join(c.Resources, " and "), c.Total, strings.Join(c.Nodes, ", ")))
+	}
+	printSection(w, "TIES (ConflictingNodeSelector)", lines)
+	lines = nil
+	for _, inv := range res.Invalid {
+		lines = append(lines, fmt.Sprintf("%s: %s: %s", inv.Resource, inv.Reason, inv.Message))
+	}
+	printSection(w, "INVALID RESOURCES (take no part in routing)", lines)
+}
+
+func printImages(w io.Writer, images []registry.ImageResult) {
+	var lines []string
+	for _, img := range images {
+		if img.Status != registry.Found {
+			lines = append(lines, fmt.Sprintf("%s: %s %s", img.Image, img.Status, img.Message))
+		}
+	}
+	printSection(w, "IMAGE CHECK", lines)
+}
+
+func printSection(w io.Writer, title string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s\n", title)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}

@@ -1,0 +1,55 @@
+package routing
+
+import (
+	"encoding/json"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+)
+
+// TestContractKeys pins the `route -o json` contract of SPEC §7: exactly these keys.
+func TestContractKeys(t *testing.T) {
+	drivers := []v1alpha1.RBLNDriver{
+		drv("rbln-driver", nil),
+		drv("rbln-driver-a", map[string]string{"env": "a"}),
+		drv("rbln-driver-b", map[string]string{"zone": "b"}),
+		drv("rbln-driver-bad", map[string]string{v1alpha1.LabelOwner: "x"}),
+	}
+	nodes := []Node{{Name: "n1", Labels: map[string]string{
+		v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", v1alpha1.LabelOSID: "ubuntu",
+		v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: "6.8.0-90-generic", "env": "a", "zone": "b",
+	}}, {Name: "n2", Labels: map[string]string{
+		v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", v1alpha1.LabelOSID: "ubuntu",
+		v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: "6.8.0-90-generic",
+	}}}
+	data, err := json.Marshal(Route(drivers, nodes).Contract())
+	require.NoError(t, err)
+	var doc map[string][]map[string]any
+	require.NoError(t, json.Unmarshal(data, &doc))
+	assert.Equal(t, []string{"conflicts", "invalid", "nodes", "pools"}, keys(doc))
+	want := map[string][]string{
+		"nodes":     {"image", "name", "owner", "pool", "reason"},
+		"conflicts": {"nodes", "resources"},
+		"invalid":   {"reason", "resource"},
+		"pools":     {"daemonSet", "image", "name", "nodes", "owner"},
+	}
+	for list, fields := range want {
+		require.NotEmpty(t, doc[list], list)
+		for _, item := range doc[list] {
+			assert.Equal(t, fields, keys(item), list)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
