@@ -74,7 +74,7 @@ func Render(ch *chart.Chart, user map[string]any, opts Options) (*Result, error)
 	if len(c.errs) > 0 {
 		return nil, &InvalidValuesError{Errs: c.errs}
 	}
-	if err := chartutil.ValidateAgainstSchema(ch, vals); err != nil {
+	if err := validateSchema(ch, vals); err != nil {
 		return nil, &SchemaError{Err: err}
 	}
 
