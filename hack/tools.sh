@@ -16,6 +16,8 @@
 #   2. A machine-wide cache, ${XDG_CACHE_HOME:-$HOME/.cache}/driverguard/bin/<tool>-<hash of key>/,
 #      holds finished builds, so a fresh clone on the same machine only hardlinks (or copies) them.
 # A cold kube-apiserver build takes ~10 min and ~2.4 GiB of memory; everything warm takes seconds.
+# Note: Go's own build cache also lives under XDG_CACHE_HOME (unless GOCACHE is set), so pointing
+# XDG_CACHE_HOME somewhere new means cold Go builds too.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
