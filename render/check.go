@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
@@ -63,7 +64,7 @@ func (c *checker) object(v any, p *field.Path, nullable bool, what string) (map[
 
 // keys reports every key of m that is not in known, with the nearest known key.
 func (c *checker) keys(m map[string]any, p *field.Path, known []string) {
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if slices.Contains(known, k) {
 			continue
 		}
@@ -191,7 +192,7 @@ func (c *checker) driverBlock(d map[string]any, p *field.Path) {
 		c.upgradePolicy(v, p.Child("upgradePolicy"))
 	}
 	instances, _ := c.object(d["instances"], p.Child("instances"), true, "instance key to partial driver block")
-	for _, key := range sortedKeys(instances) {
+	for _, key := range slices.Sorted(maps.Keys(instances)) {
 		ip := p.Child("instances", key)
 		c.add(dgvalidation.ValidateInstanceKey(key, ip)...)
 		c.instance(instances[key], ip)
@@ -212,7 +213,7 @@ func (c *checker) instance(v any, p *field.Path) {
 	if !ok {
 		return
 	}
-	for _, k := range sortedKeys(inst) {
+	for _, k := range slices.Sorted(maps.Keys(inst)) {
 		if slices.Contains(instanceFields, k) {
 			continue
 		}
@@ -297,7 +298,7 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 			if _, hasTag := img["tag"]; hasTag {
 				c.add(field.Forbidden(ip.Child("tag"), "smd has no tag of its own: its tag is always the driver version (image.tag); remove it"))
 			}
-			for _, k := range sortedKeys(img) {
+			for _, k := range slices.Sorted(maps.Keys(img)) {
 				if k != "registry" && k != "repository" && k != "tag" {
 					c.add(unknownField(ip.Child(k), k, []string{"registry", "repository"}))
 				}
@@ -313,7 +314,7 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 	if v, ok := m["annotations"]; ok {
 		if ann, ok := c.object(v, p.Child("annotations"), nullable, "annotation key to string value"); ok {
 			strs := map[string]string{}
-			for _, k := range sortedKeys(ann) {
+			for _, k := range slices.Sorted(maps.Keys(ann)) {
 				switch s := ann[k].(type) {
 				case string:
 					strs[k] = s
@@ -363,7 +364,7 @@ func (c *checker) selector(v any, p *field.Path, instance bool) map[string]strin
 	}
 	sel := make(map[string]string, len(m))
 	typesOK := true
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		s, isStr := m[k].(string)
 		if !isStr {
 			typesOK = false
@@ -394,7 +395,7 @@ func (c *checker) resources(v any, p *field.Path, nullable bool) {
 		if !ok {
 			continue
 		}
-		for _, name := range sortedKeys(rl) {
+		for _, name := range slices.Sorted(maps.Keys(rl)) {
 			qp := p.Child(k).Key(name)
 			switch q := rl[name].(type) {
 			case nil:
@@ -608,13 +609,4 @@ func describe(v any) any {
 		return "null"
 	}
 	return v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -72,7 +74,7 @@ func provenance(eff, inst, userDriver map[string]any, instPath string) Provenanc
 	var walk func(v any, path []string)
 	walk = func(v any, path []string) {
 		if m, ok := v.(map[string]any); ok && len(path) > 0 && mapFields[path[0]] && !(path[0] == "resources" && len(path) == 2 && path[1] == "claims") {
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				walk(m[k], append(append([]string(nil), path...), k))
 			}
 			return
@@ -83,7 +85,7 @@ func provenance(eff, inst, userDriver map[string]any, instPath string) Provenanc
 			out = append(out, fo)
 		}
 	}
-	for _, k := range sortedKeys(eff) {
+	for _, k := range slices.Sorted(maps.Keys(eff)) {
 		walk(eff[k], []string{k})
 	}
 	// Values the instance removed with null, [] or "" that would otherwise be inherited.
@@ -91,7 +93,7 @@ func provenance(eff, inst, userDriver map[string]any, instPath string) Provenanc
 		var cleared func(v any, path []string)
 		cleared = func(v any, path []string) {
 			if m, ok := v.(map[string]any); ok {
-				for _, k := range sortedKeys(m) {
+				for _, k := range slices.Sorted(maps.Keys(m)) {
 					cleared(m[k], append(append([]string(nil), path...), k))
 				}
 				return
@@ -101,7 +103,7 @@ func provenance(eff, inst, userDriver map[string]any, instPath string) Provenanc
 			}
 			out = append(out, FieldOrigin{Field: specField(path), ValuesPath: instPath + "." + strings.Join(path, "."), Origin: OriginCleared})
 		}
-		for _, k := range sortedKeys(inst) {
+		for _, k := range slices.Sorted(maps.Keys(inst)) {
 			if k != "nodeSelector" {
 				cleared(inst[k], []string{k})
 			}

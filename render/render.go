@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -127,7 +129,7 @@ func Render(ch *chart.Chart, user map[string]any, opts Options) (*Result, error)
 		add(v1alpha1.DefaultDriverName, "", eff, nil, "driver")
 	}
 	instances, _ := d["instances"].(map[string]any)
-	for _, key := range sortedKeys(instances) {
+	for _, key := range slices.Sorted(maps.Keys(instances)) {
 		raw := instances[key].(map[string]any) // checked by driverBlock
 		inst := copyMap(raw)
 		sel := inst["nodeSelector"]

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -344,7 +345,7 @@ func compareNodes(a, b Node) int {
 }
 
 func compareLabels(a, b map[string]string) int {
-	ka, kb := sortedKeys(a), sortedKeys(b)
+	ka, kb := slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b))
 	for i := 0; i < len(ka) && i < len(kb); i++ {
 		if c := strings.Compare(ka[i], kb[i]); c != 0 {
 			return c
@@ -354,13 +355,4 @@ func compareLabels(a, b map[string]string) int {
 		}
 	}
 	return cmp.Compare(len(ka), len(kb))
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 
@@ -52,7 +53,7 @@ func ValidateDriverName(name string, fldPath *field.Path) field.ErrorList {
 // ValidateNodeSelector checks label syntax and reserved keys of a nodeSelector.
 func ValidateNodeSelector(sel map[string]string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, k := range sortedKeys(sel) {
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		v := sel[k]
 		p := fldPath.Key(k)
 		if v1alpha1.IsReservedSelectorKey(k) {
@@ -72,7 +73,7 @@ func ValidateNodeSelector(sel map[string]string, fldPath *field.Path) field.Erro
 // ValidateAnnotationKeys checks that every annotation key is a qualified name.
 func ValidateAnnotationKeys(ann map[string]string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, k := range sortedKeys(ann) {
+	for _, k := range slices.Sorted(maps.Keys(ann)) {
 		for _, msg := range validation.IsQualifiedName(k) {
 			errs = append(errs, field.Invalid(fldPath.Key(k), k, "annotation key is not valid: "+msg))
 		}
@@ -149,13 +150,4 @@ func ValidateUpgradePolicy(up *v1alpha1.UpgradePolicy, fldPath *field.Path) (fie
 			fldPath.Child("reboot", "enable"), fldPath.Child("drain", "enable")))
 	}
 	return errs, warnings
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
