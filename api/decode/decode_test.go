@@ -1,0 +1,86 @@
+package decode
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const nodeList = `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: a, labels: {x: "1"}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: b}
+`
+
+const nodeStream = `apiVersion: v1
+kind: Node
+metadata: {name: a}
+---
+# a comment-only document is skipped
+---
+{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}}
+`
+
+func TestNodes(t *testing.T) {
+	for name, in := range map[string]string{
+		"v1 List":  nodeList,
+		"stream":   nodeStream,
+		"NodeList": "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: a}\n- metadata: {name: b}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			docs, err := Documents(strings.NewReader(in), "nodes.yaml")
+			require.NoError(t, err)
+			nodes, err := Nodes(docs)
+			require.NoError(t, err)
+			require.Len(t, nodes, 2)
+			assert.Equal(t, "a", nodes[0].Name)
+			assert.Equal(t, "b", nodes[1].Name)
+		})
+	}
+}
+
+func TestNodesRejectsOtherKinds(t *testing.T) {
+	docs, err := Documents(strings.NewReader("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"), "nodes.yaml")
+	require.NoError(t, err)
+	_, err = Nodes(docs)
+	require.ErrorContains(t, err, `nodes.yaml#1: expected a Node, got kind "Pod"`)
+}
+
+func TestDriversSkipsOtherKinds(t *testing.T) {
+	in := `apiVersion: rebellions.ai/v1alpha1
+kind: RBLNClusterPolicy
+metadata: {name: rbln-cluster-policy}
+---
+apiVersion: rebellions.ai/v1alpha1
+kind: RBLNDriver
+metadata: {name: rbln-driver}
+spec: {registry: r, image: i, version: "1"}
+`
+	docs, err := Documents(strings.NewReader(in), "d.yaml")
+	require.NoError(t, err)
+	drivers, err := Drivers(docs)
+	require.NoError(t, err)
+	require.Len(t, drivers, 1)
+	assert.Equal(t, "1", drivers[0].Spec.Version)
+	cps, err := ClusterPolicies(docs)
+	require.NoError(t, err)
+	require.Len(t, cps, 1)
+}
+
+func TestDocumentsErrors(t *testing.T) {
+	_, err := Documents(strings.NewReader("kind: [unclosed"), "bad.yaml")
+	require.ErrorContains(t, err, "bad.yaml")
+	_, err = Documents(strings.NewReader("metadata: {name: x}\n"), "nokind.yaml")
+	require.ErrorContains(t, err, "has no kind")
+	docs, err := Documents(strings.NewReader("apiVersion: v2\nkind: RBLNDriver\nmetadata: {name: x}\n"), "v.yaml")
+	require.NoError(t, err)
+	_, err = Drivers(docs)
+	require.ErrorContains(t, err, "expected apiVersion rebellions.ai/v1alpha1")
+}

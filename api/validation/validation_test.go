@@ -1,0 +1,138 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+)
+
+func TestValidateInstanceKey(t *testing.T) {
+	tests := []struct {
+		key  string
+		ok   bool
+		want string
+	}{
+		{"atom", true, ""},
+		{"0", true, ""},
+		{"atom-canary", true, ""},
+		{strings.Repeat("a", 40), true, ""},
+		{strings.Repeat("a", 41), false, "is 41 characters; at most 40"},
+		{"", false, "lowercase DNS-1123 label"},
+		{"Atom", false, "lowercase DNS-1123 label"},
+		{"atom_canary", false, "lowercase DNS-1123 label"},
+		{"-atom", false, "lowercase DNS-1123 label"},
+		{"atom-", false, "lowercase DNS-1123 label"},
+		{"a.b", false, "lowercase DNS-1123 label"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			errs := ValidateInstanceKey(tt.key, field.NewPath("driver", "instances", tt.key))
+			if tt.ok {
+				assert.Empty(t, errs)
+				return
+			}
+			assert.Len(t, errs, 1)
+			assert.Contains(t, errs.ToAggregate().Error(), tt.want)
+		})
+	}
+}
+
+func TestValidateNodeSelector(t *testing.T) {
+	tests := []struct {
+		name string
+		sel  map[string]string
+		want []string
+	}{
+		{"empty", nil, nil},
+		{"family and env", map[string]string{v1alpha1.LabelFamily: "atom", "env": "canary"}, nil},
+		{"empty value is a valid label value", map[string]string{"env": ""}, nil},
+		{"reserved owner", map[string]string{v1alpha1.LabelOwner: "x"}, []string{"Forbidden", "reserved"}},
+		{"reserved deploy", map[string]string{v1alpha1.LabelDeployDriver: "true"}, []string{"Forbidden", "reserved"}},
+		{"bad key", map[string]string{"a b": "x"}, []string{"not a valid label key"}},
+		{"prefix too long", map[string]string{strings.Repeat("a", 254) + "/k": "x"}, []string{"not a valid label key"}},
+		{"bad value", map[string]string{"k": "a b"}, []string{"not a valid label value"}},
+		{"value too long", map[string]string{"k": strings.Repeat("v", 64)}, []string{"63"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := ValidateNodeSelector(tt.sel, field.NewPath("spec", "nodeSelector"))
+			if len(tt.want) == 0 {
+				assert.Empty(t, errs)
+				return
+			}
+			msg := errs.ToAggregate().Error()
+			for _, w := range tt.want {
+				assert.Contains(t, msg, w)
+			}
+			assert.Contains(t, msg, "spec.nodeSelector[", "the error names the key")
+		})
+	}
+}
+
+func TestValidateDriverSpec(t *testing.T) {
+	valid := func() *v1alpha1.RBLNDriverSpec {
+		return &v1alpha1.RBLNDriverSpec{Registry: "r.example", Image: "org/drv", Version: "3.2.2", NodeSelector: map[string]string{"k": "v"}}
+	}
+	assert.Empty(t, ValidateDriverSpec("rbln-driver-a", valid(), field.NewPath("spec")))
+
+	empty := valid()
+	empty.NodeSelector = nil
+	assert.Empty(t, ValidateDriverSpec(v1alpha1.DefaultDriverName, empty, field.NewPath("spec")), "the default may have an empty selector")
+	assert.Contains(t, ValidateDriverSpec("rbln-driver-a", empty, field.NewPath("spec")).ToAggregate().Error(), "spec.nodeSelector: Required value: only the default resource rbln-driver may have an empty selector")
+
+	missing := &v1alpha1.RBLNDriverSpec{NodeSelector: map[string]string{"k": "v"}}
+	msg := ValidateDriverSpec("x", missing, field.NewPath("spec")).ToAggregate().Error()
+	for _, f := range []string{"spec.registry", "spec.image", "spec.version"} {
+		assert.Contains(t, msg, f)
+	}
+
+	plus := valid()
+	plus.Version = "3.2.2+build"
+	assert.Contains(t, ValidateDriverSpec("x", plus, field.NewPath("spec")).ToAggregate().Error(), "cannot start an OCI image tag")
+
+	pull := valid()
+	pull.ImagePullPolicy = "Sometimes"
+	assert.Contains(t, ValidateDriverSpec("x", pull, field.NewPath("spec")).ToAggregate().Error(), `spec.imagePullPolicy: Unsupported value: "Sometimes"`)
+}
+
+func TestValidateDriverName(t *testing.T) {
+	assert.Empty(t, ValidateDriverName("rbln-driver-"+strings.Repeat("a", 40), field.NewPath("metadata", "name")))
+	assert.NotEmpty(t, ValidateDriverName(strings.Repeat("a", 64), field.NewPath("metadata", "name")))
+	assert.NotEmpty(t, ValidateDriverName("rbln.driver", field.NewPath("metadata", "name")), "a dot is not allowed in a label value-safe DNS label")
+}
+
+func TestValidateUpgradePolicy(t *testing.T) {
+	up := &v1alpha1.UpgradePolicy{MaxParallelUpgrades: -1}
+	up.Drain.TimeoutSeconds = -3
+	up.Reboot.Enable = true
+	errs, warnings := ValidateUpgradePolicy(up, field.NewPath("spec", "driver", "upgradePolicy"))
+	assert.Len(t, errs, 2)
+	assert.Contains(t, errs.ToAggregate().Error(), "spec.driver.upgradePolicy.maxParallelUpgrades: Invalid value: -1: must be 0 or greater")
+	assert.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "enable them together")
+
+	up = &v1alpha1.UpgradePolicy{}
+	up.Reboot.Enable, up.Drain.Enable = true, true
+	errs, warnings = ValidateUpgradePolicy(up, field.NewPath("x"))
+	assert.Empty(t, errs)
+	assert.Empty(t, warnings)
+}
+
+func TestIsValidTag(t *testing.T) {
+	for tag, ok := range map[string]bool{
+		"3.2.2-6.8.0-90-generic-ubuntu22.04":         true,
+		"3.2.2-5.14.0-284.11.1.el9_2.x86_64-rhel9.2": true,
+		"3.2.2-6.8.0-1015-AWS-ubuntu22.04":           true,
+		"3.2.2-6.1.0+rpt-rpi-v8-debian12":            false,
+		"":                                           false,
+		".hidden":                                    false,
+		strings.Repeat("a", 128):                     true,
+		strings.Repeat("a", 129):                     false,
+	} {
+		assert.Equal(t, ok, IsValidTag(tag), tag)
+	}
+}
