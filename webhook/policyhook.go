@@ -1,0 +1,163 @@
+package webhook
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// DefaultPolicyTimeout bounds one policy evaluation when Options.PolicyTimeout is zero. It
+// stays well below the webhook configurations' timeoutSeconds (10 s in the chart).
+const DefaultPolicyTimeout = 3 * time.Second
+
+// policyHook runs the optional policy.Evaluator for one object.
+type policyHook struct {
+	eval     policy.Evaluator
+	failOpen bool
+	timeout  time.Duration
+}
+
+func newPolicyHook(o Options) *policyHook {
+	h := &policyHook{eval: o.Policy, failOpen: o.PolicyFailOpen, timeout: o.PolicyTimeout}
+	if h.timeout <= 0 {
+		h.timeout = DefaultPolicyTimeout
+	}
+	return h
+}
+
+// evaluate builds the input (only when an evaluator is configured) and evaluates it. It
+// returns the deny messages and the warn messages as admission warnings. An evaluation error
+// is a 503 when fail-closed, and a warning when fail-open.
+func (h *policyHook) evaluate(ctx context.Context, input func() *policy.Input) (deny []policy.Message, warnings []string, err error) {
+	if h == nil || h.eval == nil {
+		return nil, nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	dec, err := h.eval.Evaluate(ctx, input())
+	if err != nil {
+		if h.failOpen {
+			return nil, []string{"policy evaluation failed, admitted without policies (fail-open): " + err.Error()}, nil
+		}
+		return nil, nil, unavailable("policy evaluation failed: %v; the webhook is fail-closed, so the request is denied: retry, or fix the policy that fails (serve --policy-fail-open admits such requests with a warning)", err)
+	}
+	if dec == nil {
+		return nil, nil, nil
+	}
+	for _, m := range dec.Warn {
+		warnings = append(warnings, policyText(m))
+	}
+	return dec.Deny, warnings, nil
+}
+
+// userInfo returns the requesting user from the admission request in ctx, if any.
+func userInfo(ctx context.Context) *authenticationv1.UserInfo {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil
+	}
+	u := req.UserInfo
+	return &u
+}
+
+// driverPolicyInput builds the policy input for an RBLNDriver request. cluster.drivers are the
+// other drivers; cluster.nodes are routed as if the object were admitted (the same view
+// `driverguard check` gives at render time, where every rendered driver is routed together).
+// When the change cannot move any node (same selector, same validity as the stored version)
+// the snapshot's cached routing is reused instead of routing again.
+func driverPolicyInput(ctx context.Context, snap *Snapshot, op string, obj, old *v1alpha1.RBLNDriver, objValid bool) *policy.Input {
+	in := &policy.Input{
+		Object:    withDriverTypeMeta(obj),
+		Operation: op,
+		UserInfo:  userInfo(ctx),
+		Source:    policy.SourceAdmission,
+		Cluster: policy.Cluster{
+			Drivers:       otherDrivers(snap, obj.Name),
+			ClusterPolicy: snap.ClusterPolicy(),
+		},
+	}
+	if old != nil {
+		in.OldObject = withDriverTypeMeta(old)
+	}
+	if len(snap.Nodes()) == 0 {
+		return in
+	}
+	var res *routing.Result
+	if cur, ok := snap.Driver(obj.Name); ok && maps.Equal(cur.Spec.NodeSelector, obj.Spec.NodeSelector) && objValid == (len(driverSyntaxErrors(cur)) == 0) {
+		res = snap.Route()
+	} else {
+		drivers := append(otherDrivers(snap, obj.Name), *obj)
+		res = routing.Route(drivers, snap.Nodes())
+	}
+	in.Cluster.Nodes = policyNodes(snap.Nodes(), res)
+	return in
+}
+
+// clusterPolicyInput builds the policy input for an RBLNClusterPolicy request.
+func clusterPolicyInput(ctx context.Context, snap *Snapshot, op string, obj, old *v1alpha1.RBLNClusterPolicy) *policy.Input {
+	in := &policy.Input{
+		Object:    withClusterPolicyTypeMeta(obj),
+		Operation: op,
+		UserInfo:  userInfo(ctx),
+		Source:    policy.SourceAdmission,
+		Cluster: policy.Cluster{
+			Drivers:       append([]v1alpha1.RBLNDriver{}, snap.Drivers()...),
+			ClusterPolicy: snap.ClusterPolicy(),
+		},
+	}
+	if old != nil {
+		in.OldObject = withClusterPolicyTypeMeta(old)
+	}
+	if len(snap.Nodes()) > 0 {
+		in.Cluster.Nodes = policyNodes(snap.Nodes(), snap.Route())
+	}
+	return in
+}
+
+func otherDrivers(snap *Snapshot, name string) []v1alpha1.RBLNDriver {
+	out := make([]v1alpha1.RBLNDriver, 0, len(snap.Drivers()))
+	for _, d := range snap.Drivers() {
+		if d.Name != name {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// policyNodes pairs every node's labels with its routing verdict. Both lists are sorted by
+// name; routing keeps one entry per input node.
+func policyNodes(nodes []routing.Node, res *routing.Result) []policy.Node {
+	out := make([]policy.Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = policy.Node{Name: n.Name, Labels: n.Labels}
+		if i < len(res.Nodes) && res.Nodes[i].Name == n.Name {
+			out[i].Owner, out[i].Pool = res.Nodes[i].Owner, res.Nodes[i].Pool
+		}
+	}
+	return out
+}
+
+func withDriverTypeMeta(d *v1alpha1.RBLNDriver) *v1alpha1.RBLNDriver {
+	if d.Kind != "" && d.APIVersion != "" {
+		return d
+	}
+	c := d.DeepCopy()
+	c.APIVersion, c.Kind = v1alpha1.GroupVersion.String(), "RBLNDriver"
+	return c
+}
+
+func withClusterPolicyTypeMeta(cp *v1alpha1.RBLNClusterPolicy) *v1alpha1.RBLNClusterPolicy {
+	if cp.Kind != "" && cp.APIVersion != "" {
+		return cp
+	}
+	c := cp.DeepCopy()
+	c.APIVersion, c.Kind = v1alpha1.GroupVersion.String(), "RBLNClusterPolicy"
+	return c
+}

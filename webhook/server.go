@@ -1,0 +1,273 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+)
+
+// ServerOptions configure Run (`driverguard serve`).
+type ServerOptions struct {
+	// Options configure the decisions (the policy hook).
+	Options
+
+	// Host and Port the webhook server listens on (all addresses and 9443 by default).
+	Host string
+	Port int
+	// CertDir holds CertName and KeyName (tls.crt, tls.key). The files are watched and
+	// reloaded when they change (a renewed Secret, a cert-manager rotation).
+	CertDir  string
+	CertName string
+	KeyName  string
+	// TLSMinVersion is tls.VersionTLS13 when zero; tls.VersionTLS12 is the lowest accepted.
+	TLSMinVersion uint16
+	// EnableHTTP2 serves HTTP/2 as well as HTTP/1.1. Off by default: HTTP/2 stream handling
+	// has had denial-of-service advisories (CVE-2023-44487), and the API server speaks 1.1.
+	EnableHTTP2 bool
+
+	// MetricsAddr serves Prometheus metrics (controller-runtime's webhook metrics plus the
+	// cluster-view metrics); "0" disables it.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; "0" disables it.
+	HealthAddr string
+
+	// ShutdownDelay is how long the server keeps serving, not ready, after ctx ends, so the
+	// Service's endpoints drop the pod before it stops accepting connections.
+	ShutdownDelay time.Duration
+	// ShutdownTimeout bounds the graceful stop (in-flight requests finish within it).
+	ShutdownTimeout time.Duration
+
+	// CertRotation, when set, generates a self-signed CA and serving certificate into a
+	// Secret, rotates them, and injects the CA into the webhook configurations (for clusters
+	// without cert-manager). CertDir must then be where that Secret is mounted.
+	CertRotation *CertRotation
+	// OwnerClusterRole, when set, makes that ClusterRole the owner of the webhook
+	// configurations named in WebhookConfigurations, so deleting the release (and with it the
+	// ClusterRole) garbage-collects them even though Helm created them as hooks.
+	OwnerClusterRole string
+	// WebhookConfigurations name the validating and mutating webhook configurations.
+	WebhookConfigurations WebhookConfigurationNames
+
+	// RebuildDelay of the cluster view (DefaultRebuildDelay when zero).
+	RebuildDelay time.Duration
+	// Logger is the structured logger of the server and of controller-runtime.
+	Logger logr.Logger
+	// OnReady, if set, is called once the server serves and the cluster view is synced.
+	OnReady func()
+}
+
+// CertRotation configures the self-signed certificate bootstrap (cert-controller).
+type CertRotation struct {
+	// Namespace and SecretName locate the Secret that holds ca.crt, ca.key, tls.crt, tls.key.
+	Namespace  string
+	SecretName string
+	// ServiceName is the webhook Service; the certificate is valid for <svc>.<ns>.svc and
+	// <svc>.<ns>.svc.cluster.local.
+	ServiceName string
+}
+
+// WebhookConfigurationNames name the webhook configurations of the release.
+type WebhookConfigurationNames struct {
+	Validating string
+	Mutating   string
+}
+
+// Run serves the admission webhooks until ctx ends, then drains: it reports not ready for
+// ShutdownDelay, stops accepting connections and lets in-flight requests finish.
+func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
+	log := o.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	minTLS := o.TLSMinVersion
+	if minTLS == 0 {
+		minTLS = tls.VersionTLS13
+	}
+	if minTLS < tls.VersionTLS12 {
+		return fmt.Errorf("TLS minimum version %#x is below TLS 1.2", minTLS)
+	}
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host: o.Host, Port: o.Port, CertDir: o.CertDir, CertName: o.CertName, KeyName: o.KeyName,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.MinVersion = minTLS
+			if !o.EnableHTTP2 {
+				c.NextProtos = []string{"http/1.1"}
+			}
+		}},
+	})
+	shutdownTimeout := o.ShutdownTimeout
+	if shutdownTimeout <= 0 {
+		shutdownTimeout = 30 * time.Second
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                  scheme,
+		Logger:                  log,
+		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, "0")},
+		HealthProbeBindAddress:  orDefault(o.HealthAddr, "0"),
+		GracefulShutdownTimeout: &shutdownTimeout,
+		Cache:                   ctrlcache.Options{DefaultTransform: ctrlcache.TransformStripManagedFields()},
+		WebhookServer:           srv,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	state := NewCacheState(mgr.GetCache(), CacheStateOptions{Logger: log.WithName("cluster-view"), RebuildDelay: o.RebuildDelay})
+	if err := mgr.Add(state); err != nil {
+		return err
+	}
+	New(state, o.Options).Register(srv)
+
+	certsReady := make(chan struct{})
+	if r := o.CertRotation; r != nil {
+		if r.Namespace == "" || r.SecretName == "" || r.ServiceName == "" {
+			return errors.New("certificate rotation needs the namespace, the Secret name and the Service name")
+		}
+		var webhooks []rotator.WebhookInfo
+		if n := o.WebhookConfigurations.Validating; n != "" {
+			webhooks = append(webhooks, rotator.WebhookInfo{Name: n, Type: rotator.Validating})
+		}
+		if n := o.WebhookConfigurations.Mutating; n != "" {
+			webhooks = append(webhooks, rotator.WebhookInfo{Name: n, Type: rotator.Mutating})
+		}
+		dns := r.ServiceName + "." + r.Namespace + ".svc"
+		if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+			SecretKey:      types.NamespacedName{Namespace: r.Namespace, Name: r.SecretName},
+			CertDir:        o.CertDir,
+			CAName:         "driverguard-webhook-ca",
+			CAOrganization: "driverguard",
+			DNSName:        dns,
+			ExtraDNSNames:  []string{dns + ".cluster.local"},
+			IsReady:        certsReady,
+			Webhooks:       webhooks,
+			// Every replica serves, so every replica must see the certificates.
+			RequireLeaderElection: false,
+			EnableReadinessCheck:  true,
+		}); err != nil {
+			return fmt.Errorf("setting up certificate rotation: %w", err)
+		}
+	} else {
+		close(certsReady)
+	}
+	// The server reads its certificate when it starts: wait for the rotator to write it.
+	if err := mgr.Add(&waitingServer{Server: srv, ready: certsReady}); err != nil {
+		return err
+	}
+	if o.OwnerClusterRole != "" {
+		if err := mgr.Add(&ownerRefs{client: mgr.GetClient(), reader: mgr.GetAPIReader(), owner: o.OwnerClusterRole,
+			names: o.WebhookConfigurations, log: log.WithName("owner-refs")}); err != nil {
+			return err
+		}
+	}
+
+	var draining atomic.Bool
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	for name, check := range map[string]healthz.Checker{
+		"webhook-server": srv.StartedChecker(),
+		"cluster-view":   state.Ready,
+		"shutdown": func(*http.Request) error {
+			if draining.Load() {
+				return errors.New("shutting down")
+			}
+			return nil
+		},
+	} {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return err
+		}
+	}
+	if o.OnReady != nil {
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return waitReady(ctx, srv.StartedChecker(), state.Ready, o.OnReady)
+		})); err != nil {
+			return err
+		}
+	}
+
+	// The manager stops ShutdownDelay after ctx ends; meanwhile /readyz fails.
+	mgrCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-mgrCtx.Done():
+			return
+		}
+		draining.Store(true)
+		log.Info("shutting down: not ready, still serving", "delay", o.ShutdownDelay)
+		select {
+		case <-time.After(o.ShutdownDelay):
+		case <-mgrCtx.Done():
+		}
+		stop()
+	}()
+	log.Info("starting the webhook server", "port", o.Port, "certDir", o.CertDir, "tlsMinVersion", tls.VersionName(minTLS),
+		"certRotation", o.CertRotation != nil, "policy", o.Policy != nil, "policyFailOpen", o.PolicyFailOpen)
+	return mgr.Start(mgrCtx)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// waitingServer starts the webhook server once its certificates exist.
+type waitingServer struct {
+	ctrlwebhook.Server
+	ready <-chan struct{}
+}
+
+func (w *waitingServer) Start(ctx context.Context) error {
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	return w.Server.Start(ctx)
+}
+
+// waitReady polls the checks until all pass, then calls done.
+func waitReady(ctx context.Context, server healthz.Checker, view healthz.Checker, done func()) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if server(nil) == nil && view(nil) == nil {
+			done()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/policy"
+)
+
+// Paths the webhooks are served on; the chart's webhook configurations point at them.
+const (
+	PathValidateDriver        = "/validate-rbln-driver"
+	PathValidateClusterPolicy = "/validate-rbln-cluster-policy"
+	PathMutateDaemonSet       = "/mutate-driver-daemonset"
+)
+
+// Options configure the decisions.
+type Options struct {
+	// Policy, when set, evaluates the OPA policies on every RBLNDriver and RBLNClusterPolicy
+	// request: deny messages reject the object, warn messages become admission warnings.
+	Policy policy.Evaluator
+	// PolicyFailOpen admits a request whose policy evaluation fails, with a warning. The
+	// default (false) is fail-closed: such a request is refused with 503.
+	PolicyFailOpen bool
+	// PolicyTimeout bounds one evaluation; DefaultPolicyTimeout when zero.
+	PolicyTimeout time.Duration
+}
+
+// Webhooks are the three admission webhooks over one State.
+type Webhooks struct {
+	Drivers         *DriverValidator
+	ClusterPolicies *ClusterPolicyValidator
+	DaemonSets      *DaemonSetMutator
+
+	hooks map[string]*admission.Webhook
+}
+
+// New returns the webhooks deciding over state.
+func New(state State, opts Options) *Webhooks {
+	w := &Webhooks{
+		Drivers:         NewDriverValidator(state, opts),
+		ClusterPolicies: NewClusterPolicyValidator(state, opts),
+		DaemonSets:      NewDaemonSetMutator(state),
+	}
+	w.hooks = map[string]*admission.Webhook{
+		PathValidateDriver: {Handler: &validatingHandler[*v1alpha1.RBLNDriver]{
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), validator: w.Drivers}},
+		PathValidateClusterPolicy: {Handler: &validatingHandler[*v1alpha1.RBLNClusterPolicy]{
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), validator: w.ClusterPolicies}},
+		PathMutateDaemonSet: {Handler: &daemonSetHandler{m: w.DaemonSets}},
+	}
+	return w
+}
+
+// Handlers returns the HTTP handler of every path. Each is a controller-runtime
+// admission.Webhook: it reads and decodes the AdmissionReview, recovers panics, and writes the
+// response with the request's UID.
+func (w *Webhooks) Handlers() map[string]http.Handler {
+	out := make(map[string]http.Handler, len(w.hooks))
+	for p, h := range w.hooks {
+		out[p] = h
+	}
+	return out
+}
+
+// Register serves every webhook on srv (a controller-runtime webhook server, which adds the
+// request metrics per path).
+func (w *Webhooks) Register(srv interface{ Register(string, http.Handler) }) {
+	for _, p := range []string{PathValidateDriver, PathValidateClusterPolicy, PathMutateDaemonSet} {
+		srv.Register(p, w.hooks[p])
+	}
+}
+
+// PathFor returns the path that serves requests for group/kind, or "" if none does.
+func PathFor(group, kind string) string {
+	switch {
+	case group == v1alpha1.GroupVersion.Group && kind == "RBLNDriver":
+		return PathValidateDriver
+	case group == v1alpha1.GroupVersion.Group && kind == "RBLNClusterPolicy":
+		return PathValidateClusterPolicy
+	case group == daemonSetGVK.Group && kind == daemonSetGVK.Kind:
+		return PathMutateDaemonSet
+	}
+	return ""
+}
+
+// Review answers one AdmissionReview (admission.k8s.io/v1, JSON) offline through the same
+// HTTP handler `serve` runs, choosing the path by request.kind. It returns the review with its
+// response (and the request it was given). An error means the input is not a usable
+// AdmissionReview; a request the handler cannot decode is answered (400), not an error.
+func (w *Webhooks) Review(ctx context.Context, body []byte) (*admissionv1.AdmissionReview, error) {
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil {
+		return nil, fmt.Errorf("not an AdmissionReview JSON document: %w", err)
+	}
+	if review.Kind != "" && review.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("kind is %q, expected AdmissionReview (admission.k8s.io/v1)", review.Kind)
+	}
+	if review.Request == nil {
+		return nil, fmt.Errorf("the AdmissionReview has no request")
+	}
+	path := PathFor(review.Request.Kind.Group, review.Request.Kind.Kind)
+	if path == "" {
+		return nil, fmt.Errorf("request.kind %s is not handled by driverguard (RBLNDriver, RBLNClusterPolicy and DaemonSet are)", formatGVK(review.Request.Kind))
+	}
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	w.hooks[path].ServeHTTP(rec, req)
+	var answer admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil || answer.Response == nil {
+		return nil, fmt.Errorf("the webhook wrote no AdmissionReview response (HTTP %d): %s", rec.Code, rec.Body.String())
+	}
+	review.Response = answer.Response
+	if review.APIVersion == "" {
+		review.APIVersion, review.Kind = admissionv1.SchemeGroupVersion.String(), "AdmissionReview"
+	}
+	return &review, nil
+}
