@@ -2,6 +2,8 @@ package differential
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -308,4 +310,8 @@ func anySlice(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+func sortedMapKeys(m map[string]any) []string {
+	return slices.Sorted(maps.Keys(m))
 }
