@@ -3,10 +3,10 @@ package differential
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
