@@ -1,0 +1,212 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+)
+
+const (
+	// policyNamespace is the root of every policy package (SPEC §6).
+	policyNamespace = "driverguard"
+	// decisionPackage holds the generated aggregation of every policy's deny and warn.
+	decisionPackage = "driverguard_engine"
+	decisionQuery   = "data." + decisionPackage + ".decision"
+	decisionFile    = "driverguard:decision.rego"
+)
+
+// unsafeBuiltins are refused in policies: a policy is a pure function of input and data, so
+// that render time and admission time agree and evaluation stays fast.
+var unsafeBuiltins = map[string]struct{}{
+	"http.send":          {},
+	"net.lookup_ip_addr": {},
+}
+
+// policyPackage is a package under driverguard. that declares deny and/or warn.
+type policyPackage struct {
+	// pkg is the package path without data., e.g. driverguard.lib.pinned_version.
+	pkg string
+	// name is pkg without driverguard., e.g. lib.pinned_version: the name used to disable it.
+	name  string
+	ref   ast.Ref
+	rules []string // deny, warn (sorted, each once)
+}
+
+// policyPackages finds the policy packages of modules, sorted by package, and the problems of
+// deny/warn rules that are not message sets.
+func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem) {
+	byPkg := map[string]*policyPackage{}
+	var problems []Problem
+	for _, key := range sortedKeys(modules) {
+		m := modules[key]
+		path := m.Package.Path
+		if len(path) < 2 || !path[1].Equal(ast.InternedTerm(policyNamespace)) {
+			continue
+		}
+		for _, r := range m.Rules {
+			ref := r.Head.Ref()
+			rule, ok := ref[0].Value.(ast.Var)
+			if !ok || (rule != "deny" && rule != "warn") {
+				continue
+			}
+			if len(ref) != 1 || len(r.Head.Args) != 0 || r.Head.RuleKind() != ast.MultiValue {
+				problems = append(problems, problemAt(r.Location, "%s must collect messages as a set: write `%s contains msg if { ... }`", rule, rule))
+				continue
+			}
+			pkg := strings.TrimPrefix(path.String(), "data.")
+			p := byPkg[pkg]
+			if p == nil {
+				p = &policyPackage{pkg: pkg, name: strings.TrimPrefix(pkg, policyNamespace+"."), ref: path}
+				byPkg[pkg] = p
+			}
+			if !slices.Contains(p.rules, string(rule)) {
+				p.rules = append(p.rules, string(rule))
+				slices.Sort(p.rules)
+			}
+		}
+	}
+	out := make([]policyPackage, 0, len(byPkg))
+	for _, k := range sortedKeys(byPkg) {
+		out = append(out, *byPkg[k])
+	}
+	return out, problems
+}
+
+// checkNamespaces reports user modules in the namespaces driverguard reserves.
+func checkNamespaces(modules map[string]*ast.Module) []Problem {
+	var problems []Problem
+	for _, key := range sortedKeys(modules) {
+		m := modules[key]
+		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+		switch {
+		case pkg == LibraryNamespace || strings.HasPrefix(pkg, LibraryNamespace+"."):
+			problems = append(problems, problemAt(m.Package.Location, "package %s: %s is reserved for the bundled library; name your package after your team, e.g. %s.platform", pkg, LibraryNamespace, policyNamespace))
+		case pkg == decisionPackage || strings.HasPrefix(pkg, decisionPackage+"."):
+			problems = append(problems, problemAt(m.Package.Location, "package %s is reserved for driverguard's decision", pkg))
+		}
+	}
+	return problems
+}
+
+// resolveDisabled maps disable names (lib.pinned_version or driverguard.lib.pinned_version) to
+// policy packages. origin names where the names came from, for messages.
+func resolveDisabled(pkgs []policyPackage, names []string, origin string) (map[string]bool, []Problem) {
+	disabled := map[string]bool{}
+	var problems []Problem
+	for _, n := range names {
+		i := slices.IndexFunc(pkgs, func(p policyPackage) bool { return p.name == n || p.pkg == n })
+		if i < 0 {
+			known := make([]string, len(pkgs))
+			for j, p := range pkgs {
+				known[j] = p.name
+			}
+			problems = append(problems, Problem{File: origin, Message: fmt.Sprintf("cannot disable %q: no policy has that name; the policies are %s", n, strings.Join(known, ", "))})
+			continue
+		}
+		disabled[pkgs[i].pkg] = true
+	}
+	return disabled, problems
+}
+
+// decisionModule generates the query module: one object with every enabled policy's deny and
+// warn messages, each tagged with its package. Refs are static, so evaluation touches exactly
+// the enabled policies (no walk over data).
+func decisionModule(pkgs []policyPackage) (*ast.Module, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "package %s\n\n", decisionPackage)
+	for _, rule := range []string{"deny", "warn"} {
+		var parts []string
+		for _, p := range pkgs {
+			if slices.Contains(p.rules, rule) {
+				parts = append(parts, fmt.Sprintf("{{\"package\": %q, \"msg\": m} | some m in %s}", p.pkg, p.ref.Append(ast.StringTerm(rule))))
+			}
+		}
+		if len(parts) == 0 {
+			parts = []string{"set()"}
+		}
+		fmt.Fprintf(&b, "%s_messages := %s\n\n", rule, strings.Join(parts, " | "))
+	}
+	b.WriteString("decision := {\"deny\": deny_messages, \"warn\": warn_messages}\n")
+	return ast.ParseModuleWithOpts(decisionFile, b.String(), parserOptions)
+}
+
+// policySet is one compiled, immutable set of policies ready for concurrent evaluation.
+type policySet struct {
+	query    rego.PreparedEvalQuery
+	policies []string // evaluated packages, sorted
+	disabled []string // disabled packages, sorted
+	files    []string // user module and data files, sorted
+}
+
+// newCompiler returns the compiler every policy set and test run uses.
+func newCompiler() *ast.Compiler {
+	return ast.NewCompiler().
+		WithDefaultRegoVersion(ast.RegoV1).
+		WithUnsafeBuiltins(unsafeBuiltins)
+}
+
+// userProblems are the checks shared by the engine and the test runner: reserved namespaces
+// and data keys, and driverguard_config.
+func userProblems(user *parsed) (disabled []string, problems []Problem) {
+	problems = checkNamespaces(user.modules)
+	for _, k := range []string{policyNamespace, decisionPackage} {
+		if _, ok := user.data[k]; ok {
+			problems = append(problems, Problem{File: user.dataFiles[k], Message: fmt.Sprintf("a data document sets data.%s, the policy namespace; put data elsewhere, e.g. data.%s or data.<team>", k, configKey)})
+		}
+	}
+	disabled, cp := disabledFromConfig(user)
+	return disabled, append(problems, cp...)
+}
+
+// compileSet compiles the library (unless excluded) and the user's modules into a prepared
+// decision query. disable are names from the caller (e.g. --disable); data.driverguard_config
+// adds its own.
+func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, files []string) (*policySet, error) {
+	cfgDisabled, problems := userProblems(user)
+	modules := make(map[string]*ast.Module, len(lib)+len(user.modules)+1)
+	for k, m := range lib {
+		modules[k] = m
+	}
+	for k, m := range user.modules {
+		modules[k] = m
+	}
+	pkgs, ps := policyPackages(modules)
+	problems = append(problems, ps...)
+	off, ps := resolveDisabled(pkgs, disable, "--disable")
+	problems = append(problems, ps...)
+	offCfg, ps := resolveDisabled(pkgs, cfgDisabled, user.dataFiles[configKey])
+	problems = append(problems, ps...)
+	if len(problems) > 0 {
+		return nil, &LoadError{Problems: problems}
+	}
+	set := &policySet{files: files}
+	enabled := pkgs[:0:0]
+	for _, p := range pkgs {
+		if off[p.pkg] || offCfg[p.pkg] {
+			set.disabled = append(set.disabled, p.pkg)
+			continue
+		}
+		enabled = append(enabled, p)
+		set.policies = append(set.policies, p.pkg)
+	}
+	dm, err := decisionModule(enabled)
+	if err != nil {
+		return nil, fmt.Errorf("policy: generating the decision module: %w", err)
+	}
+	modules[decisionFile] = dm
+	c := newCompiler()
+	if c.Compile(modules); c.Failed() {
+		return nil, &LoadError{Problems: problemsOf(c.Errors, "")}
+	}
+	store := inmem.NewFromObjectWithOpts(user.data, inmem.OptRoundTripOnWrite(false))
+	set.query, err = rego.New(rego.Query(decisionQuery), rego.Compiler(c), rego.Store(store)).PrepareForEval(ctx)
+	if err != nil {
+		return nil, &LoadError{Problems: problemsOf(err, "")}
+	}
+	return set, nil
+}

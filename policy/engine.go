@@ -1,0 +1,282 @@
+package policy
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout      = time.Second
+	DefaultPollInterval = 10 * time.Second
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Dirs are policy directories (a --policy flag, a mounted ConfigMap): their .rego modules
+	// (except *_test.rego) and JSON/YAML data documents, read recursively; entries whose
+	// name starts with "." are skipped.
+	Dirs []string
+	// Disable names policies to turn off: a package without its driverguard. prefix (e.g.
+	// lib.max_parallel_upgrades) or in full. data.driverguard_config.disabled adds more.
+	Disable []string
+	// ExcludeLibrary leaves the bundled library out (only Dirs are evaluated).
+	ExcludeLibrary bool
+	// Timeout bounds one evaluation (DefaultTimeout when zero); the caller's context may end
+	// it sooner.
+	Timeout time.Duration
+	// PollInterval is how often Start re-reads Dirs besides reacting to file system events
+	// (DefaultPollInterval when zero).
+	PollInterval time.Duration
+	// Logger receives load and reload reports (none when unset).
+	Logger logr.Logger
+	// Metrics registers the engine's collectors; nil means controller-runtime's registry
+	// (what `driverguard serve` exposes on /metrics).
+	Metrics prometheus.Registerer
+}
+
+// Engine evaluates the bundled library and the user's policies. It compiles every module once
+// into a prepared query (at New and on each reload) and evaluates it per object; it is safe
+// for concurrent use. A reload that fails keeps the previous policy set active and is
+// reported by Status, the log and the driverguard_policy_load_failed metric.
+type Engine struct {
+	opts    Options
+	log     logr.Logger
+	metrics *engineMetrics
+	lib     map[string]*ast.Module
+
+	active atomic.Pointer[policySet]
+
+	// mu serializes loads and guards what follows.
+	mu sync.Mutex
+	// attempted is the fingerprint of the files of the latest load attempt.
+	attempted [sha256.Size]byte
+	status    Status
+}
+
+var _ Evaluator = (*Engine)(nil)
+
+// New loads the bundled library and the policy directories. It fails, with a *LoadError
+// naming every problem's file and line, when the policies do not compile: there is no
+// previous set to fall back on.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	reg := opts.Metrics
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	e := &Engine{opts: opts, log: opts.Logger, metrics: newEngineMetrics(reg), lib: map[string]*ast.Module{}}
+	if e.log.GetSink() == nil {
+		e.log = logr.Discard()
+	}
+	if !opts.ExcludeLibrary {
+		lib, err := library()
+		if err != nil {
+			return nil, fmt.Errorf("policy: the bundled library does not parse: %w", err)
+		}
+		e.lib = lib.policies
+	}
+	e.status.Dirs = slices.Clone(opts.Dirs)
+	if err := e.load(ctx, true); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Reload re-reads the policy directories and activates the new set. On failure the previous
+// set stays active and the returned *LoadError is also reported by Status.
+func (e *Engine) Reload(ctx context.Context) error {
+	return e.load(ctx, true)
+}
+
+// reloadIfChanged reloads when the directories' content differs from the latest attempt.
+func (e *Engine) reloadIfChanged(ctx context.Context) error {
+	return e.load(ctx, false)
+}
+
+func (e *Engine) load(ctx context.Context, force bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	files, err := readDirs(e.opts.Dirs, false)
+	if err == nil {
+		fp := fingerprint(files)
+		if !force && fp == e.attempted {
+			return nil
+		}
+		e.attempted = fp
+		err = e.compile(ctx, files)
+	} else {
+		e.attempted = [sha256.Size]byte{}
+	}
+	if err != nil {
+		e.metrics.loads.WithLabelValues("failure").Inc()
+		e.metrics.loadFailed.Set(1)
+		var le *LoadError
+		if !errors.As(err, &le) {
+			le = &LoadError{Problems: []Problem{{Message: err.Error()}}}
+		}
+		e.status.Error = le
+		e.status.FailedAt = time.Now()
+		if e.active.Load() != nil {
+			e.log.Error(le, "policy reload failed; the previous policies stay active", "generation", e.status.Generation)
+		}
+		return le
+	}
+	set := e.active.Load()
+	e.metrics.loads.WithLabelValues("success").Inc()
+	e.metrics.loadFailed.Set(0)
+	e.status.Error = nil
+	e.status.FailedAt = time.Time{}
+	e.status.Generation++
+	e.status.LoadedAt = time.Now()
+	e.status.Policies = set.policies
+	e.status.Disabled = set.disabled
+	e.status.Files = set.files
+	e.log.Info("policies loaded", "generation", e.status.Generation, "policies", len(set.policies), "files", set.files, "disabled", set.disabled)
+	return nil
+}
+
+func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
+	user, problems := parseFiles(files)
+	if len(problems) > 0 {
+		return &LoadError{Problems: problems}
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.path
+	}
+	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, names)
+	if err != nil {
+		return err
+	}
+	e.active.Store(set)
+	return nil
+}
+
+// Evaluate runs every enabled policy on one input within the engine's deadline. The error is
+// non-nil when the policies could not be evaluated (a conflict in a rule, the deadline, a
+// cancelled context); errors.Is(err, context.DeadlineExceeded) tells a timeout. What an
+// error means is the caller's choice: `check` fails (exit 2), the webhook refuses the request
+// unless it is configured fail-open (webhook.Options.PolicyFailOpen).
+func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
+	start := time.Now()
+	d, err := e.evaluate(ctx, in)
+	e.metrics.duration.Observe(time.Since(start).Seconds())
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		e.metrics.evaluations.WithLabelValues("timeout").Inc()
+	case err != nil:
+		e.metrics.evaluations.WithLabelValues("error").Inc()
+	case len(d.Deny) > 0:
+		e.metrics.evaluations.WithLabelValues("denied").Inc()
+	case len(d.Warn) > 0:
+		e.metrics.evaluations.WithLabelValues("warned").Inc()
+	default:
+		e.metrics.evaluations.WithLabelValues("allowed").Inc()
+	}
+	return d, err
+}
+
+func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
+	if in == nil {
+		return nil, errors.New("policy: no input")
+	}
+	value, err := inputValue(in)
+	if err != nil {
+		return nil, err
+	}
+	set := e.active.Load()
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(value))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			if errors.Is(ctxErr, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("policy: evaluation did not finish within %s: %w", e.opts.Timeout, errors.Join(ctxErr, err))
+			}
+			return nil, fmt.Errorf("policy: evaluation cancelled: %w", errors.Join(ctxErr, err))
+		}
+		return nil, fmt.Errorf("policy: evaluation failed: %w", err)
+	}
+	return decisionOf(rs)
+}
+
+// inputValue converts the input document to the AST value OPA evaluates, through its JSON
+// form (exactly what `driverguard policy input` prints).
+func inputValue(in *Input) (ast.Value, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("policy: encoding the input: %w", err)
+	}
+	v, err := ast.ValueFromReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("policy: converting the input: %w", err)
+	}
+	return v, nil
+}
+
+func decisionOf(rs rego.ResultSet) (*Decision, error) {
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, fmt.Errorf("policy: the decision query returned %d results", len(rs))
+	}
+	obj, ok := rs[0].Expressions[0].Value.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("policy: the decision is a %T, not an object", rs[0].Expressions[0].Value)
+	}
+	return &Decision{Deny: messagesOf(obj["deny"], "deny"), Warn: messagesOf(obj["warn"], "warn")}, nil
+}
+
+// messagesOf converts one decision list, sorted by package and message. A message is a
+// string, or an object whose msg is one (conftest's form); anything else is shown as JSON.
+func messagesOf(v any, rule string) []Message {
+	items, _ := v.([]any)
+	out := make([]Message, 0, len(items))
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		pkg, _ := m["package"].(string)
+		out = append(out, Message{Package: pkg, Rule: rule, Msg: messageText(m["msg"])})
+	}
+	slices.SortFunc(out, func(a, b Message) int {
+		if c := cmp.Compare(a.Package, b.Package); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Msg, b.Msg)
+	})
+	return out
+}
+
+func messageText(v any) string {
+	switch m := v.(type) {
+	case string:
+		return m
+	case map[string]any:
+		if s, ok := m["msg"].(string); ok {
+			return s
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,272 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/policy"
+)
+
+const teamPolicy = `package driverguard.team
+
+import data.driverguard.lib.util
+
+deny contains msg if {
+	util.is_driver
+	not input.object.metadata.annotations["team.example/owner"]
+	msg := sprintf("%s: set the annotation team.example/owner", [util.resource])
+}
+`
+
+func TestExampleIsClean(t *testing.T) {
+	e := newEngine(t, policy.Options{})
+	for _, in := range renderInputs(t, exampleValues, exampleNodes) {
+		d, err := e.Evaluate(t.Context(), in)
+		require.NoError(t, err)
+		assert.Empty(t, d.Deny, objectName(in))
+		assert.Empty(t, d.Warn, objectName(in))
+		assert.NotNil(t, d.Deny, "an empty list, not null, in JSON")
+	}
+	st := e.Status()
+	assert.True(t, st.Healthy())
+	assert.EqualValues(t, 1, st.Generation)
+	assert.Contains(t, st.Policies, "driverguard.lib.pinned_version")
+	assert.NotContains(t, st.Policies, "driverguard.lib.util", "helper packages have no deny or warn")
+}
+
+func TestUserPolicyIsCollected(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "team.rego", teamPolicy)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}})
+	d := evaluate(t, e, renderInputs(t, exampleValues, ""), "rbln-driver-rebel")
+	assert.Equal(t, []policy.Message{{
+		Package: "driverguard.team", Rule: "deny",
+		Msg: "RBLNDriver/rbln-driver-rebel: set the annotation team.example/owner",
+	}}, d.Deny)
+	assert.Equal(t, []string{writeFile(t, dir, "team.rego", teamPolicy)}, e.Status().Files)
+}
+
+func TestMessagesFromSeveralPackagesAreSorted(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "b.rego", "package driverguard.b\ndeny contains \"b2\"\ndeny contains \"b1\"\nwarn contains {\"msg\": \"object message\", \"details\": 1}\n")
+	writeFile(t, dir, "sub/a.rego", "package driverguard.a.nested\ndeny contains \"a\"\n")
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true})
+	d, err := e.Evaluate(t.Context(), &policy.Input{Object: map[string]any{}, Operation: "CREATE", Source: policy.SourceRender})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"driverguard.a.nested: a", "driverguard.b: b1", "driverguard.b: b2"}, msgs(d.Deny))
+	assert.Equal(t, []string{"driverguard.b: object message"}, msgs(d.Warn))
+}
+
+func TestDisable(t *testing.T) {
+	values := writeFile(t, t.TempDir(), "values.yaml", "driver:\n  image: {tag: latest}\n  upgradePolicy: {maxParallelUpgrades: 0}\n")
+	inputs := renderInputs(t, values, "")
+
+	e := newEngine(t, policy.Options{})
+	assert.Len(t, evaluate(t, e, inputs, "rbln-driver").Deny, 1)
+	assert.Len(t, evaluate(t, e, inputs, "rbln-cluster-policy").Warn, 1)
+
+	t.Run("by option", func(t *testing.T) {
+		e := newEngine(t, policy.Options{Disable: []string{"lib.pinned_version", "driverguard.lib.max_parallel_upgrades"}})
+		assert.Empty(t, evaluate(t, e, inputs, "rbln-driver").Deny)
+		assert.Empty(t, evaluate(t, e, inputs, "rbln-cluster-policy").Warn)
+		assert.Equal(t, []string{"driverguard.lib.max_parallel_upgrades", "driverguard.lib.pinned_version"}, e.Status().Disabled)
+	})
+	t.Run("by driverguard_config", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, dir, "data.yaml", "driverguard_config:\n  disabled: [lib.pinned_version]\n")
+		e := newEngine(t, policy.Options{Dirs: []string{dir}})
+		assert.Empty(t, evaluate(t, e, inputs, "rbln-driver").Deny)
+		assert.Len(t, evaluate(t, e, inputs, "rbln-cluster-policy").Warn, 1)
+	})
+	t.Run("an unknown name is an error", func(t *testing.T) {
+		_, err := policy.New(t.Context(), policy.Options{Disable: []string{"lib.pinned_versions"}, Metrics: prometheus.NewRegistry()})
+		var le *policy.LoadError
+		require.ErrorAs(t, err, &le)
+		assert.Contains(t, err.Error(), `--disable: cannot disable "lib.pinned_versions": no policy has that name; the policies are lib.allowed_registries,`)
+	})
+}
+
+func TestAllowedRegistriesFromData(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "data.json", `{"driverguard_config": {"allowed_registries": ["repo.rebellions.ai"]}}`)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}})
+	d := evaluate(t, e, renderInputs(t, exampleValues, ""), "rbln-driver")
+	assert.Equal(t, []string{`driverguard.lib.allowed_registries: RBLNDriver/rbln-driver: spec.manager.registry "docker.io" is not an allowed registry (allowed: repo.rebellions.ai); pull from one of them, e.g. through a mirror (values: driver.manager.image.registry)`}, msgs(d.Deny))
+}
+
+func TestKernelTagUsesRoutedNodes(t *testing.T) {
+	nodes := writeFile(t, t.TempDir(), "nodes.yaml", `apiVersion: v1
+kind: Node
+metadata:
+  name: custom-kernel
+  labels:
+    rebellions.ai/npu.deploy.driver: "true"
+    rebellions.ai/npu.family: rebel
+    feature.node.kubernetes.io/system-os_release.ID: ubuntu
+    feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"
+    feature.node.kubernetes.io/kernel-version.full: 5.15.0+custom
+`)
+	e := newEngine(t, policy.Options{})
+	inputs := renderInputs(t, exampleValues, nodes)
+	d := evaluate(t, e, inputs, "rbln-driver-rebel")
+	require.Len(t, d.Deny, 1)
+	assert.Contains(t, d.Deny[0].Msg, `driver image tag "3.2.3-5.15.0+custom-ubuntu22.04" for 1 node(s) (custom-kernel)`)
+	assert.Empty(t, evaluate(t, e, inputs, "rbln-driver").Deny, "the node belongs to rbln-driver-rebel")
+}
+
+func TestLoadErrorsNameFileAndLine(t *testing.T) {
+	tests := []struct {
+		name, file, content, want string
+	}{
+		{"parse error", "bad.rego", "package driverguard.bad\n\ndeny contains msg if {\n\tmsg := \n}\n", "bad.rego:5:1: rego_parse_error: unexpected } token"},
+		{"compile error", "bad.rego", "package driverguard.bad\n\ndeny contains msg if {\n\tmsg := undefined_function(1)\n}\n", "bad.rego:4:9: rego_type_error: undefined function undefined_function"},
+		{"single-value deny", "bad.rego", "package driverguard.bad\n\ndeny := \"no\"\n", "bad.rego:3:1: deny must collect messages as a set: write `deny contains msg if { ... }`"},
+		{"library namespace", "bad.rego", "package driverguard.lib.mine\n\ndeny contains \"x\"\n", "bad.rego:1:1: package driverguard.lib.mine: driverguard.lib is reserved for the bundled library"},
+		{"unsafe builtin", "bad.rego", "package driverguard.bad\n\ndeny contains msg if {\n\tmsg := http.send({\"method\": \"GET\", \"url\": \"x\"})\n}\n", "bad.rego:4:9: rego_type_error: unsafe built-in function calls in expression: http.send"},
+		{"bad data", "data.yaml", "driverguard_config: [unclosed", "data.yaml: not a valid JSON or YAML data document"},
+		{"unknown setting", "data.yaml", "driverguard_config: {allowed_registry: [x]}", "data.yaml: driverguard_config.allowed_registry is not a setting: use one of allowed_registries, disabled, known_families"},
+		{"setting type", "data.yaml", "driverguard_config: {disabled: lib.x}", "data.yaml: driverguard_config.disabled must be a list of strings"},
+		{"data in the policy namespace", "data.yaml", "driverguard: {x: 1}", "data.yaml: a data document sets data.driverguard, the policy namespace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := writeFile(t, dir, tt.file, tt.content)
+			_, err := policy.New(t.Context(), policy.Options{Dirs: []string{dir}, Metrics: prometheus.NewRegistry()})
+			var le *policy.LoadError
+			require.ErrorAs(t, err, &le)
+			assert.Contains(t, err.Error(), strings.Replace(tt.want, tt.file, path, 1))
+		})
+	}
+	t.Run("missing directory", func(t *testing.T) {
+		_, err := policy.New(t.Context(), policy.Options{Dirs: []string{"does-not-exist"}, Metrics: prometheus.NewRegistry()})
+		assert.EqualError(t, err, "policy: does-not-exist: cannot read the policy directory: no such file or directory")
+	})
+}
+
+func TestTestFilesAndHiddenEntriesAreNotPolicies(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "team_test.rego", "package driverguard.team_test\n\ndeny contains \"from a test file\"\n")
+	writeFile(t, dir, ".hidden/x.rego", "package driverguard.hidden\n\ndeny contains \"hidden\"\n")
+	writeFile(t, dir, "README.md", "not a policy")
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true})
+	d, err := e.Evaluate(t.Context(), &policy.Input{Object: map[string]any{}})
+	require.NoError(t, err)
+	assert.Empty(t, d.Deny)
+}
+
+// TestReloadKeepsTheLastGoodSet: a broken file leaves the previous answers in force, is
+// reported with file and line (error, Status, metric), and a fix is picked up.
+func TestReloadKeepsTheLastGoodSet(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "team.rego", teamPolicy)
+	reg := prometheus.NewRegistry()
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, Metrics: reg})
+	inputs := renderInputs(t, exampleValues, "")
+	require.Len(t, evaluate(t, e, inputs, "rbln-driver").Deny, 1)
+
+	writeFile(t, dir, "team.rego", strings.Replace(teamPolicy, "msg := sprintf", "msg := sprintf(", 1))
+	err := e.Reload(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), file+":8:")
+	assert.Len(t, evaluate(t, e, inputs, "rbln-driver").Deny, 1, "the previous set answers")
+	st := e.Status()
+	assert.False(t, st.Healthy())
+	assert.EqualValues(t, 1, st.Generation)
+	require.NotNil(t, st.Error)
+	assert.Equal(t, file, st.Error.Problems[0].File)
+	assert.Equal(t, 8, st.Error.Problems[0].Line)
+	assert.Contains(t, st.String(), "the latest reload failed, generation 1 stays active:\n  "+file+":8:")
+	assert.InDelta(t, 1, gauge(t, reg, "driverguard_policy_load_failed"), 0)
+
+	writeFile(t, dir, "team.rego", strings.Replace(teamPolicy, "deny contains", "warn contains", 1))
+	require.NoError(t, e.Reload(t.Context()))
+	d := evaluate(t, e, inputs, "rbln-driver")
+	assert.Empty(t, d.Deny)
+	assert.Len(t, d.Warn, 1)
+	st = e.Status()
+	assert.True(t, st.Healthy())
+	assert.EqualValues(t, 2, st.Generation)
+	assert.InDelta(t, 0, gauge(t, reg, "driverguard_policy_load_failed"), 0)
+}
+
+// gauge returns the value of a registered gauge.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("metric %s is not registered", name)
+	return 0
+}
+
+func TestEvaluationDeadline(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "slow.rego", `package driverguard.slow
+
+deny contains "slow" if {
+	some i in numbers.range(1, 100000000)
+	i < 0
+}
+`)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true, Timeout: 20 * time.Millisecond})
+	start := time.Now()
+	_, err := e.Evaluate(t.Context(), &policy.Input{Object: map[string]any{}})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded), err)
+	assert.Contains(t, err.Error(), "did not finish within 20ms")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestEvaluationErrorFromAConflict(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "conflict.rego", `package driverguard.conflict
+
+level := 1
+level := 2 if input.object.kind == "RBLNDriver"
+
+deny contains "x" if level > 5
+`)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true})
+	_, err := e.Evaluate(t.Context(), &policy.Input{Object: map[string]any{"kind": "RBLNDriver"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "eval_conflict_error")
+	assert.False(t, errors.Is(err, context.DeadlineExceeded))
+}
+
+// TestConcurrentEvaluationAndReload runs evaluations while the set is reloaded (go test -race).
+func TestConcurrentEvaluationAndReload(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "team.rego", teamPolicy)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}})
+	inputs := renderInputs(t, exampleValues, exampleNodes)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				for _, in := range inputs {
+					_, err := e.Evaluate(t.Context(), in)
+					assert.NoError(t, err)
+				}
+			}
+		})
+	}
+	for i := range 5 {
+		writeFile(t, dir, "team.rego", strings.Replace(teamPolicy, "team.example/owner", "team.example/owner-"+string(rune('a'+i)), 2))
+		assert.NoError(t, e.Reload(t.Context()))
+	}
+	wg.Wait()
+	assert.EqualValues(t, 6, e.Status().Generation)
+}

@@ -1,0 +1,23 @@
+# METADATA
+# title: The NPU family is not written into spec.image
+# description: |
+#   The operator inserts the node pool's family before the last segment of spec.image
+#   (rebellions/rbln-driver becomes rebellions/atom/rbln-driver on ATOM nodes). A family already
+#   in spec.image is doubled (rebellions/atom/atom/rbln-driver) and pins every pool to one
+#   family's build. Families are the known ones (atom, rebel, ca, cr, or
+#   data.driverguard_config.known_families) plus every rebellions.ai/npu.family value of
+#   input.cluster.nodes.
+package driverguard.lib.family_in_image
+
+import data.driverguard.lib.util
+
+deny contains msg if {
+	util.is_driver
+	image := object.get(util.spec, "image", "")
+	segments := split(image, "/")
+	some i, segment in segments
+	i < count(segments) - 1
+	lower(segment) in util.families
+	fixed := concat("/", [s | some j, s in segments; j != i])
+	msg := sprintf("%s: spec.image %q contains the NPU family %q; leave the family out, the operator inserts it per node pool (this would pull .../%s/%s/...): set spec.image to %q (values: image.repository)", [util.resource, image, segment, segment, segment, fixed])
+}

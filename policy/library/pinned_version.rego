@@ -1,0 +1,38 @@
+# METADATA
+# title: Driver versions are pinned
+# description: |
+#   spec.version (values: image.tag) must be an exact, semver-like release: not empty, not a
+#   moving tag such as latest. A moving tag makes two nodes run different drivers under one
+#   RBLNDriver and makes every rollout unreviewable. spec.manager.version must not be a moving
+#   tag either.
+package driverguard.lib.pinned_version
+
+import data.driverguard.lib.util
+
+moving_tags := {"latest", "stable", "main", "master", "edge", "nightly", "dev"}
+
+# X.Y.Z with an optional leading v and an optional pre-release or build suffix (3.3.0-rc1).
+semver_like := `^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z][0-9A-Za-z.-]*)?$`
+
+deny contains msg if {
+	util.is_driver
+	problem := version_problem(object.get(util.spec, "version", ""))
+	msg := sprintf("%s: spec.version %s; pin an exact driver version, e.g. \"3.2.2\" (values: driver.image.tag or driver.instances.<key>.image.tag)", [util.resource, problem])
+}
+
+deny contains msg if {
+	util.is_driver
+	v := object.get(util.spec, ["manager", "version"], "")
+	lower(v) in moving_tags
+	msg := sprintf("%s: spec.manager.version is %q, a moving tag; pin the driver manager, e.g. \"v0.2.2\" (values: driver.manager.image.tag)", [util.resource, v])
+}
+
+version_problem(v) := "is empty" if v == ""
+
+version_problem(v) := sprintf("is %q, a moving tag", [v]) if lower(v) in moving_tags
+
+version_problem(v) := sprintf("%q is not a semver-like version (X.Y.Z, optionally with a suffix such as -rc1)", [v]) if {
+	v != ""
+	not lower(v) in moving_tags
+	not regex.match(semver_like, v)
+}

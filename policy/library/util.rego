@@ -1,0 +1,82 @@
+# METADATA
+# title: Shared helpers of the bundled library
+# description: |
+#   Not a policy (it has no deny or warn rules): helpers the bundled rules share and that
+#   user policies may import as data.driverguard.lib.util.
+package driverguard.lib.util
+
+# Node labels (SPEC §4).
+family_label := "rebellions.ai/npu.family"
+
+os_label := "feature.node.kubernetes.io/system-os_release.ID"
+
+os_version_label := "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+
+kernel_label := "feature.node.kubernetes.io/kernel-version.full"
+
+# default_driver is the name of the default RBLNDriver, the only one that may select every node.
+default_driver := "rbln-driver"
+
+# The policies apply to objects being created or updated, never to deletions.
+applies if input.operation != "DELETE"
+
+# is_driver is true when the object under evaluation is an RBLNDriver.
+is_driver if {
+	applies
+	input.object.kind == "RBLNDriver"
+}
+
+# is_cluster_policy is true when the object under evaluation is the RBLNClusterPolicy.
+is_cluster_policy if {
+	applies
+	input.object.kind == "RBLNClusterPolicy"
+}
+
+# name is the object's name ("" when it has none yet).
+name := object.get(input.object, ["metadata", "name"], "")
+
+# resource names the object in messages, e.g. RBLNDriver/rbln-driver-atom-canary.
+resource := sprintf("%s/%s", [object.get(input.object, "kind", "object"), name])
+
+# spec is the object's spec ({} when absent).
+spec := object.get(input.object, "spec", {})
+
+# upgrade_policy is the RBLNClusterPolicy's spec.driver.upgradePolicy ({} when absent).
+upgrade_policy := object.get(spec, ["driver", "upgradePolicy"], {})
+
+# selector returns an RBLNDriver's spec.nodeSelector ({} when absent).
+selector(driver) := object.get(driver, ["spec", "nodeSelector"], {})
+
+# subset is true when every key=value of a is also in b (a selects at least the nodes b does).
+subset(a, b) if {
+	every k, v in a {
+		b[k] == v
+	}
+}
+
+# format_selector prints a selector as sorted k=v pairs; the empty selector is {}.
+format_selector(sel) := "{}" if count(sel) == 0
+
+format_selector(sel) := concat(",", sort([sprintf("%s=%s", [k, v]) | some k, v in sel])) if count(sel) > 0
+
+# known_families are the RBLN NPU families driverguard knows without node data;
+# data.driverguard_config.known_families replaces the list.
+default known_families := {"atom", "rebel", "ca", "cr"}
+
+known_families := {lower(f) | some f in configured} if configured := data.driverguard_config.known_families
+
+# families are the known families plus every family label of the known nodes.
+families := known_families | {lower(f) |
+	some node in input.cluster.nodes
+	f := object.get(node.labels, family_label, "")
+	f != ""
+}
+
+# allowed_registries is data.driverguard_config.allowed_registries ([] when unset: every
+# registry is allowed).
+default allowed_registries := []
+
+allowed_registries := data.driverguard_config.allowed_registries
+
+# oci_tag_pattern is the OCI distribution-spec tag grammar.
+oci_tag_pattern := `^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`
