@@ -84,7 +84,7 @@ func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*Dae
 	drv, ok := snap.Driver(cr)
 	if !ok {
 		return nil, reject(&field.Error{Type: field.ErrorTypeNotFound, Field: instanceLabelPath.String(), BadValue: cr, Detail: fmt.Sprintf(
-			"RBLNDriver %q does not exist, so the driver image cannot be composed; create the RBLNDriver first or fix the label", cr)})
+			"RBLNDriver %q does not exist, so the image cannot be composed; create the RBLNDriver first or fix the label", cr)})
 	}
 	if errs := driverSyntaxErrors(drv); len(errs) > 0 {
 		return nil, reject(field.Invalid(instanceLabelPath, cr, fmt.Sprintf(

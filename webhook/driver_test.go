@@ -159,7 +159,11 @@ func TestDriverConflicts(t *testing.T) {
 			warn: []string{`could tie with RBLNDriver "rbln-driver-atom"`}},
 		{name: "update never conflicts with its own old version",
 			drivers: existing, nodes: nodes,
-			obj: func() *v1alpha1.RBLNDriver { d := wt.Driver("rbln-driver-atom", atom); d.Spec.Version = "3.3.0"; return d }(),
+			obj: func() *v1alpha1.RBLNDriver {
+				d := wt.Driver("rbln-driver-atom", atom)
+				d.Spec.Version = "3.3.0"
+				return d
+			}(),
 			old: wt.Driver("rbln-driver-atom", atom)},
 		{name: "update of a selector to overlap its own old selector",
 			drivers: existing, nodes: nodes,
@@ -167,7 +171,11 @@ func TestDriverConflicts(t *testing.T) {
 			old: wt.Driver("rbln-driver-atom", atom)},
 		{name: "update keeping a pre-existing tie is a warning (version bump)",
 			drivers: append(existing, wt.Driver("rbln-driver-canary", canary)), nodes: nodes,
-			obj:  func() *v1alpha1.RBLNDriver { d := wt.Driver("rbln-driver-canary", canary); d.Spec.Version = "3.3.0"; return d }(),
+			obj: func() *v1alpha1.RBLNDriver {
+				d := wt.Driver("rbln-driver-canary", canary)
+				d.Spec.Version = "3.3.0"
+				return d
+			}(),
 			old:  wt.Driver("rbln-driver-canary", canary),
 			warn: []string{`already ties with RBLNDriver "rbln-driver-atom" on existing node(s) node-b`, "does not introduce"}},
 		{name: "update introducing a tie is denied",
