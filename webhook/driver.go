@@ -144,7 +144,7 @@ func DriverConflicts(ix *routing.Index, obj, old *v1alpha1.RBLNDriver) (warnings
 				nodeSelectorPath, p.Resource))
 		case introPot[p.Resource] || old == nil:
 			warnings = append(warnings, fmt.Sprintf(
-				"%s: could tie with RBLNDriver %q on a future node labelled %s (no existing node ties today, so the request is allowed); make one selector a strict superset of the other to rule it out",
+				"%s: could tie with RBLNDriver %q on a future node labelled %s (no existing node ties them today); make one selector a strict superset of the other to rule it out",
 				nodeSelectorPath, p.Resource, formatSelector(p.Labels)))
 		default:
 			warnings = append(warnings, fmt.Sprintf(

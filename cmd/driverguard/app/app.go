@@ -83,6 +83,8 @@ Exit codes: 0 ok, 1 invalid input or a failed check, 2 wrong usage or unreadable
 		newRenderCommand(s),
 		newPreviewCommand(s),
 		newRouteCommand(s),
+		newReviewCommand(s),
+		newServeCommand(s),
 	)
 	return root
 }

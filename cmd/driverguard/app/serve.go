@@ -1,0 +1,141 @@
+package app
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/driverguard/driverguard/webhook"
+)
+
+type serveOptions struct {
+	server        webhook.ServerOptions
+	kubeconfig    string
+	tlsMinVersion string
+	logFormat     string
+	logLevel      string
+	certRotation  bool
+	rotation      webhook.CertRotation
+}
+
+func newServeCommand(s Streams) *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve the admission webhook (validating RBLNDrivers and RBLNClusterPolicies, mutating driver DaemonSets)",
+		Long: `serve runs the admission webhook over TLS: it validates RBLNDriver and RBLNClusterPolicy
+objects (syntax, selector conflicts against the live nodes and drivers, policies) and completes
+driver DaemonSets with pool-composed images. It watches Nodes (metadata only), RBLNDrivers and
+RBLNClusterPolicies.
+
+Certificates are read from --cert-dir and reloaded when they change. With --cert-rotation it
+bootstraps a self-signed CA and serving certificate into --cert-secret, renews them, and
+injects the CA into the webhook configurations (clusters without cert-manager); --cert-dir is
+then where that Secret is mounted.
+
+/healthz and /readyz are served on --health-addr (ready once the webhook listens and the
+cluster view has synced); Prometheus metrics on --metrics-addr. On SIGTERM the server reports
+not ready for --shutdown-delay, then stops accepting connections and lets in-flight requests
+finish within --shutdown-timeout.`,
+		Example: `  driverguard serve --cert-dir /certs
+  driverguard serve --cert-rotation --namespace driverguard --cert-secret driverguard-webhook-cert \
+    --service-name driverguard-webhook --validating-webhook-configuration driverguard \
+    --mutating-webhook-configuration driverguard`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(s.Err, o.logFormat, o.logLevel)
+			if err != nil {
+				return usageError(err)
+			}
+			switch o.tlsMinVersion {
+			case "1.3":
+				o.server.TLSMinVersion = tls.VersionTLS13
+			case "1.2":
+				o.server.TLSMinVersion = tls.VersionTLS12
+			default:
+				return usageError(fmt.Errorf("--tls-min-version %q: use 1.2 or 1.3", o.tlsMinVersion))
+			}
+			if o.certRotation {
+				if o.rotation.Namespace == "" {
+					o.rotation.Namespace = os.Getenv("POD_NAMESPACE")
+				}
+				if o.rotation.Namespace == "" || o.rotation.SecretName == "" || o.rotation.ServiceName == "" {
+					return usageError(errors.New("--cert-rotation needs --namespace (or POD_NAMESPACE), --cert-secret and --service-name"))
+				}
+				o.server.CertRotation = &o.rotation
+			}
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = o.kubeconfig
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+			if err != nil {
+				return usageError(fmt.Errorf("no cluster to watch (in-cluster config, --kubeconfig or KUBECONFIG): %w", err))
+			}
+			cfg.UserAgent = "driverguard-webhook"
+			// controller-runtime, cert-controller and client-go log through the same logger.
+			ctrllog.SetLogger(log)
+			klog.SetLogger(log)
+			o.server.Logger = log.WithName("webhook")
+			return webhook.Run(cmd.Context(), cfg, o.server)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, or KUBECONFIG)")
+	f.StringVar(&o.server.Host, "host", "", "address to serve the webhook on (default: all)")
+	f.IntVar(&o.server.Port, "port", 9443, "port to serve the webhook on")
+	f.StringVar(&o.server.CertDir, "cert-dir", "/certs", "directory holding the serving certificate and key; reloaded when they change")
+	f.StringVar(&o.server.CertName, "cert-name", "tls.crt", "certificate file in --cert-dir")
+	f.StringVar(&o.server.KeyName, "key-name", "tls.key", "key file in --cert-dir")
+	f.StringVar(&o.tlsMinVersion, "tls-min-version", "1.3", "lowest TLS version accepted: 1.2 or 1.3")
+	f.BoolVar(&o.server.EnableHTTP2, "enable-http2", false, "also serve HTTP/2 (off: the API server uses HTTP/1.1, and HTTP/2 has had denial-of-service advisories)")
+	f.StringVar(&o.server.MetricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	f.StringVar(&o.server.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz; 0 disables them")
+	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
+	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time for in-flight requests to finish after the delay")
+	f.BoolVar(&o.server.PolicyFailOpen, "policy-fail-open", false, "admit RBLNDriver and RBLNClusterPolicy requests (with a warning) when policy evaluation fails; default: refuse them")
+	f.BoolVar(&o.certRotation, "cert-rotation", false, "bootstrap and rotate a self-signed certificate (clusters without cert-manager)")
+	f.StringVar(&o.rotation.Namespace, "namespace", "", "namespace of the certificate Secret (default: POD_NAMESPACE)")
+	f.StringVar(&o.rotation.SecretName, "cert-secret", "", "Secret that holds the self-signed CA and serving certificate (--cert-rotation)")
+	f.StringVar(&o.rotation.ServiceName, "service-name", "", "the webhook Service; the certificate is issued for <service>.<namespace>.svc (--cert-rotation)")
+	f.StringVar(&o.server.WebhookConfigurations.Validating, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to inject the CA into (--cert-rotation) and to own (--owner-cluster-role)")
+	f.StringVar(&o.server.WebhookConfigurations.Mutating, "mutating-webhook-configuration", "", "MutatingWebhookConfiguration to inject the CA into (--cert-rotation) and to own (--owner-cluster-role)")
+	f.StringVar(&o.server.OwnerClusterRole, "owner-cluster-role", "", "ClusterRole made the owner of the webhook configurations, so uninstalling the release garbage-collects them")
+	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: error, info, or debug (debug also logs every admission request)")
+	return cmd
+}
+
+// newLogger returns a structured logger (log/slog through logr).
+func newLogger(w io.Writer, format, level string) (logr.Logger, error) {
+	var lvl slog.Level
+	switch level {
+	case "error":
+		lvl = slog.LevelError
+	case "info":
+		lvl = slog.LevelInfo
+	case "debug":
+		lvl = slog.Level(-5) // logr V(5): controller-runtime's per-request admission logs
+	default:
+		return logr.Logger{}, fmt.Errorf("--log-level %q: use error, info or debug", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler
+	switch format {
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
+	case "text":
+		h = slog.NewTextHandler(w, opts)
+	default:
+		return logr.Logger{}, fmt.Errorf("--log-format %q: use json or text", format)
+	}
+	return logr.FromSlogHandler(h), nil
+}
