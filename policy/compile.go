@@ -35,6 +35,8 @@ type policyPackage struct {
 	name  string
 	ref   ast.Ref
 	rules []string // deny, warn (sorted, each once)
+	// title is the package's METADATA title, file the first module that declares it.
+	title, file string
 }
 
 // policyPackages finds the policy packages of modules, sorted by package, and the problems of
@@ -61,8 +63,13 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 			pkg := strings.TrimPrefix(path.String(), "data.")
 			p := byPkg[pkg]
 			if p == nil {
-				p = &policyPackage{pkg: pkg, name: strings.TrimPrefix(pkg, policyNamespace+"."), ref: path}
+				p = &policyPackage{pkg: pkg, name: strings.TrimPrefix(pkg, policyNamespace+"."), ref: path, file: key}
 				byPkg[pkg] = p
+			}
+			for _, a := range m.Annotations {
+				if a.Scope == "package" && a.Title != "" && p.title == "" {
+					p.title = a.Title
+				}
 			}
 			if !slices.Contains(p.rules, string(rule)) {
 				p.rules = append(p.rules, string(rule))
@@ -141,6 +148,22 @@ type policySet struct {
 	policies []string // evaluated packages, sorted
 	disabled []string // disabled packages, sorted
 	files    []string // user module and data files, sorted
+	infos    []PolicyInfo
+}
+
+// PolicyInfo describes one policy of the active set.
+type PolicyInfo struct {
+	// Package is the Rego package, e.g. driverguard.lib.pinned_version.
+	Package string `json:"package"`
+	// Name is what --disable takes, e.g. lib.pinned_version.
+	Name string `json:"name"`
+	// Rules are deny and/or warn.
+	Rules []string `json:"rules"`
+	// Title is the package's METADATA title, if any.
+	Title string `json:"title,omitempty"`
+	// File declares the package (bundled:<file> for the library).
+	File     string `json:"file"`
+	Disabled bool   `json:"disabled"`
 }
 
 // newCompiler returns the compiler every policy set and test run uses.
@@ -187,6 +210,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	set := &policySet{files: files}
 	enabled := pkgs[:0:0]
 	for _, p := range pkgs {
+		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg] || offCfg[p.pkg]})
 		if off[p.pkg] || offCfg[p.pkg] {
 			set.disabled = append(set.disabled, p.pkg)
 			continue

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -56,4 +57,9 @@ func (e *Engine) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.status
+}
+
+// Policies describes every policy of the active set, enabled or disabled, sorted by package.
+func (e *Engine) Policies() []PolicyInfo {
+	return slices.Clone(e.active.Load().infos)
 }

@@ -39,5 +39,10 @@ deny contains msg if {
 	some [field, values_path, registry] in registries
 	registry != ""
 	not allowed(registry)
-	msg := sprintf("%s: %s %q is not an allowed registry (allowed: %s); pull from one of them, e.g. through a mirror (values: driver.%s)", [util.resource, field, registry, concat(", ", util.allowed_registries), values_path])
+	msg := sprintf("%s: %s %q is not an allowed registry (allowed: %s); pull from one of them, e.g. through a mirror (%s)", [util.resource, field, registry, concat(", ", util.allowed_registries), values_hint(values_path)])
 }
+
+# The RBLNClusterPolicy renders from driver.upgradePolicy, which instances do not override.
+values_hint(path) := util.values(path) if util.is_driver
+
+values_hint(path) := sprintf("values: driver.%s", [path]) if util.is_cluster_policy

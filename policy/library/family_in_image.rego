@@ -19,5 +19,5 @@ deny contains msg if {
 	i < count(segments) - 1
 	lower(segment) in util.families
 	fixed := concat("/", [s | some j, s in segments; j != i])
-	msg := sprintf("%s: spec.image %q contains the NPU family %q; leave the family out, the operator inserts it per node pool (this would pull .../%s/%s/...): set spec.image to %q (values: image.repository)", [util.resource, image, segment, segment, segment, fixed])
+	msg := sprintf("%s: spec.image %q contains the NPU family %q; leave the family out, the operator inserts it per node pool (this would pull .../%s/%s/...): set spec.image to %q (%s)", [util.resource, image, segment, segment, segment, fixed, util.values("image.repository")])
 }

@@ -32,7 +32,7 @@ deny contains msg if {
 	smd_configured
 	comparable
 	semver.compare(trim_prefix(manager_version, "v"), minimum) < 0
-	msg := sprintf("%s: spec.manager.version %q is older than v%s, the first driver manager that drives the RSMD DaemonSet configured in spec.smd; set spec.manager.version to v%s or later (values: driver.manager.image.tag)", [util.resource, manager_version, minimum, minimum])
+	msg := sprintf("%s: spec.manager.version %q is older than v%s, the first driver manager that drives the RSMD DaemonSet configured in spec.smd; set spec.manager.version to v%s or later (%s)", [util.resource, manager_version, minimum, minimum, util.values("manager.image.tag")])
 }
 
 deny contains msg if {
@@ -41,12 +41,12 @@ deny contains msg if {
 	manager_version != ""
 	not moving
 	not comparable
-	msg := sprintf("%s: spec.manager.version %q is not a version driverguard can compare with v%s (vX.Y.Z), and spec.smd needs driver manager v%s or later; pin a release such as v%s (values: driver.manager.image.tag)", [util.resource, manager_version, minimum, minimum, minimum])
+	msg := sprintf("%s: spec.manager.version %q is not a version driverguard can compare with v%s (vX.Y.Z), and spec.smd needs driver manager v%s or later; pin a release such as v%s (%s)", [util.resource, manager_version, minimum, minimum, minimum, util.values("manager.image.tag")])
 }
 
 warn contains msg if {
 	util.is_driver
 	smd_configured
 	manager_version == ""
-	msg := sprintf("%s: spec.smd is configured but spec.manager.version is not set, so the operator's default driver manager runs; it must be v%s or later to drive RSMD: pin spec.manager.version (values: driver.manager.image.tag)", [util.resource, minimum])
+	msg := sprintf("%s: spec.smd is configured but spec.manager.version is not set, so the operator's default driver manager runs; it must be v%s or later to drive RSMD: pin spec.manager.version (%s)", [util.resource, minimum, util.values("manager.image.tag")])
 }

@@ -17,14 +17,14 @@ semver_like := `^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z][0-9A-Za-z.-]*)?$`
 deny contains msg if {
 	util.is_driver
 	problem := version_problem(object.get(util.spec, "version", ""))
-	msg := sprintf("%s: spec.version %s; pin an exact driver version, e.g. \"3.2.2\" (values: driver.image.tag or driver.instances.<key>.image.tag)", [util.resource, problem])
+	msg := sprintf("%s: spec.version %s; pin an exact driver version, e.g. \"3.2.2\" (%s)", [util.resource, problem, util.values("image.tag")])
 }
 
 deny contains msg if {
 	util.is_driver
 	v := object.get(util.spec, ["manager", "version"], "")
 	lower(v) in moving_tags
-	msg := sprintf("%s: spec.manager.version is %q, a moving tag; pin the driver manager, e.g. \"v0.2.2\" (values: driver.manager.image.tag)", [util.resource, v])
+	msg := sprintf("%s: spec.manager.version is %q, a moving tag; pin the driver manager, e.g. \"v0.2.2\" (%s)", [util.resource, v, util.values("manager.image.tag")])
 }
 
 version_problem(v) := "is empty" if v == ""

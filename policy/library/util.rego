@@ -80,3 +80,13 @@ allowed_registries := data.driverguard_config.allowed_registries
 
 # oci_tag_pattern is the OCI distribution-spec tag grammar.
 oci_tag_pattern := `^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`
+
+# instance_key is the driver.instances key an RBLNDriver named rbln-driver-<key> renders from.
+instance_key := trim_prefix(name, "rbln-driver-") if startswith(name, "rbln-driver-")
+
+# values names the chart values behind an RBLNDriver field (path relative to driver.), for
+# messages: values("image.tag") on rbln-driver-atom is
+# "values: driver.instances.atom.image.tag, or the driver.image.tag it inherits".
+values(path) := sprintf("values: driver.instances.%s.%s, or the driver.%s it inherits", [instance_key, path, path])
+
+values(path) := sprintf("values: driver.%s", [path]) if not instance_key

@@ -85,6 +85,8 @@ Exit codes: 0 ok, 1 invalid input or a failed check, 2 wrong usage or unreadable
 		newRouteCommand(s),
 		newReviewCommand(s),
 		newServeCommand(s),
+		newCheckCommand(s),
+		newPolicyCommand(s),
 	)
 	return root
 }

@@ -1,0 +1,187 @@
+package app
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const examplePolicy = "../../../docs/examples/policy"
+
+func TestCheckExampleGolden(t *testing.T) {
+	r := run(t, "", "check", "-f", exampleValues, "--nodes", exampleNodes)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	golden(t, "check-multi-driver.txt", r.stdout)
+}
+
+func TestCheckDenyAndWarn(t *testing.T) {
+	args := []string{"check", "-f", exampleValues, "--set", "driver.image.tag=latest", "--set", "driver.upgradePolicy.maxParallelUpgrades=0"}
+	r := run(t, "", args...)
+	assert.Equal(t, ExitInvalid, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  FAIL  driverguard.lib.pinned_version: spec.version is \"latest\", a moving tag;")
+	assert.Contains(t, r.stdout, "RBLNClusterPolicy/rbln-cluster-policy\n  WARN  driverguard.lib.max_parallel_upgrades:")
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver-rebel\n  PASS\n")
+	assert.Contains(t, r.stdout, "4 resources, 9 policies: 1 failure, 1 warning; FAILED\n")
+	assert.Empty(t, r.stderr, "a failed check explains itself on stdout")
+
+	t.Run("json", func(t *testing.T) {
+		r := run(t, "", append(args, "-o", "json")...)
+		assert.Equal(t, ExitInvalid, r.code)
+		var rep checkReport
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+		assert.False(t, rep.Passed)
+		assert.Equal(t, 1, rep.Failures)
+		assert.Equal(t, 1, rep.Warnings)
+		require.Len(t, rep.Resources, 4)
+		assert.Equal(t, "RBLNClusterPolicy", rep.Resources[0].Kind)
+		assert.Equal(t, "rbln-driver", rep.Resources[1].Name)
+		assert.Equal(t, "driverguard.lib.pinned_version", rep.Resources[1].Deny[0].Package)
+		assert.Equal(t, "deny", rep.Resources[1].Deny[0].Rule)
+		assert.NotNil(t, rep.Resources[2].Deny, "empty lists are [] in JSON")
+	})
+	t.Run("disable", func(t *testing.T) {
+		r := run(t, "", append(args, "--disable", "lib.pinned_version")...)
+		assert.Equal(t, ExitOK, r.code, "warnings alone pass")
+		assert.Contains(t, r.stdout, "0 failures, 1 warning; passed")
+	})
+	t.Run("fail on warn", func(t *testing.T) {
+		r := run(t, "", append(args, "--disable", "lib.pinned_version", "--fail-on-warn")...)
+		assert.Equal(t, ExitInvalid, r.code)
+		assert.Contains(t, r.stdout, "0 failures, 1 warning; FAILED (--fail-on-warn)")
+	})
+}
+
+// TestCheckWithACustomPolicy: a policy directory changes the results.
+func TestCheckWithACustomPolicy(t *testing.T) {
+	args := []string{"check", "-f", exampleValues, "--set", "driver.instances.rebel.image.tag=3.3.0-rc1"}
+	without := run(t, "", args...)
+	assert.Equal(t, ExitOK, without.code, without.stdout)
+	with := run(t, "", append(args, "--policy", examplePolicy)...)
+	assert.Equal(t, ExitInvalid, with.code)
+	assert.Contains(t, with.stdout, "RBLNDriver/rbln-driver-rebel\n  FAIL  driverguard.platform: version \"3.3.0-rc1\" is a pre-release")
+	assert.Contains(t, with.stdout, "4 resources, 10 policies: 1 failure, 0 warnings; FAILED")
+}
+
+func TestCheckUnusableInput(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken")
+	require.NoError(t, os.MkdirAll(broken, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(broken, "team.rego"), []byte("package driverguard.team\n\ndeny contains msg if {\n"), 0o600))
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"a policy that does not parse", []string{"--policy", broken}, filepath.Join(broken, "team.rego") + ":4: rego_parse_error: unexpected eof token"},
+		{"a missing policy directory", []string{"--policy", filepath.Join(dir, "nope")}, "nope: cannot read the policy directory"},
+		{"an unknown policy to disable", []string{"--disable", "lib.nope"}, `cannot disable "lib.nope"`},
+		{"a missing nodes file", []string{"--nodes", filepath.Join(dir, "nodes.yaml")}, "reading nodes"},
+		{"bad output", []string{"-o", "yaml"}, `unsupported output format "yaml"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", append([]string{"check", "-f", exampleValues}, tt.args...)...)
+			assert.Equal(t, ExitUsage, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tt.wantStderr)
+			assert.Empty(t, r.stdout)
+		})
+	}
+	r := run(t, "", "check", "-f", exampleValues, "--set", "driver.instances.Bad.nodeSelector.a=b")
+	assert.Equal(t, ExitInvalid, r.code, "invalid values are exit 1, as for render")
+}
+
+func TestPolicyTest(t *testing.T) {
+	r := run(t, "", "policy", "test", examplePolicy)
+	require.Equal(t, ExitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "PASS  driverguard.platform_test.test_deny_prerelease_outside_canary (../../../docs/examples/policy/platform_test.rego:6)\n")
+	assert.NotContains(t, r.stdout, "driverguard.lib.", "bundled tests only when they fail or with -v")
+	assert.Regexp(t, `(?m)^4/4 passed; bundled library: (\d+)/(\d+) passed$`, r.stdout)
+
+	verbose := run(t, "", "policy", "test", examplePolicy, "-v", "--run", "pinned_version")
+	assert.Contains(t, verbose.stdout, "PASS  driverguard.lib.pinned_version_test.test_deny_latest (bundled:pinned_version_test.rego:")
+	assert.NotContains(t, verbose.stdout, "platform_test")
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "team_test.rego"), []byte(`package driverguard.team_test
+
+import data.driverguard.lib.fixtures
+import data.driverguard.lib.pinned_version
+
+test_fails if {
+	print("the denials:", pinned_version.deny)
+	count(pinned_version.deny) == 1 with input as fixtures.review(fixtures.driver("rbln-driver", {}))
+}
+`), 0o600))
+	failing := run(t, "", "policy", "test", dir)
+	assert.Equal(t, ExitInvalid, failing.code)
+	assert.Contains(t, failing.stdout, "FAIL  driverguard.team_test.test_fails ("+filepath.Join(dir, "team_test.rego")+":6)\n")
+	assert.Contains(t, failing.stdout, "0/1 passed;")
+
+	js := run(t, "", "policy", "test", dir, "-o", "json")
+	assert.Equal(t, ExitInvalid, js.code)
+	var out struct {
+		Tests []struct {
+			Name    string
+			Outcome string
+			Bundled bool
+		}
+		Failed int
+	}
+	require.NoError(t, json.Unmarshal([]byte(js.stdout), &out))
+	assert.Equal(t, 1, out.Failed)
+
+	empty := run(t, "", "policy", "test", t.TempDir())
+	assert.Equal(t, ExitOK, empty.code)
+	assert.Contains(t, empty.stderr, "Warning: no tests (test_* rules) in")
+
+	broken := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(broken, "x.rego"), []byte("package driverguard.x\n\ndeny contains msg if {\n"), 0o600))
+	b := run(t, "", "policy", "test", broken)
+	assert.Equal(t, ExitUsage, b.code)
+	assert.Contains(t, b.stderr, filepath.Join(broken, "x.rego")+":4: rego_parse_error")
+}
+
+func TestPolicyInput(t *testing.T) {
+	r := run(t, "", "policy", "input", "-f", exampleValues, "--nodes", exampleNodes)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var inputs []struct {
+		Object struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
+		Operation string
+		Source    string
+		Cluster   struct {
+			Drivers []struct{ Metadata struct{ Name string } }
+			Nodes   []struct{ Name, Owner, Pool string }
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &inputs))
+	require.Len(t, inputs, 4)
+	assert.Equal(t, "RBLNClusterPolicy", inputs[0].Object.Kind)
+	assert.Equal(t, "rbln-driver-atom-canary", inputs[2].Object.Metadata.Name)
+	assert.Equal(t, "CREATE", inputs[2].Operation)
+	assert.Equal(t, "render", inputs[2].Source)
+	assert.Len(t, inputs[2].Cluster.Drivers, 2, "the other drivers")
+	assert.NotEmpty(t, inputs[2].Cluster.Nodes)
+
+	one := run(t, "", "policy", "input", "-f", exampleValues, "--name", "rbln-driver-rebel")
+	require.Equal(t, ExitOK, one.code, one.stderr)
+	assert.True(t, strings.HasPrefix(one.stdout, "{\n  \"object\": {"), "one document, not a list")
+
+	missing := run(t, "", "policy", "input", "-f", exampleValues, "--name", "rbln-driver-nope")
+	assert.Equal(t, ExitUsage, missing.code)
+	assert.Contains(t, missing.stderr, `no rendered object is named "rbln-driver-nope"; the objects are rbln-cluster-policy, rbln-driver, rbln-driver-atom-canary, rbln-driver-rebel`)
+}
+
+func TestPolicyList(t *testing.T) {
+	r := run(t, "", "policy", "list", "--policy", examplePolicy, "--disable", "lib.drain_empty_dir")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^lib\.drain_empty_dir\s+warn\s+disabled\s+bundled:drain_empty_dir\.rego\s+Draining must not delete emptyDir data silently$`, r.stdout)
+	assert.Regexp(t, `(?m)^platform\s+deny,warn\s+enabled\s+\.\./\.\./\.\./docs/examples/policy/platform\.rego\s+Pre-release drivers only on canary nodes`, r.stdout)
+}

@@ -1,0 +1,45 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/driverguard/driverguard/policy"
+)
+
+// policyFlags select and configure the policies of check and review.
+type policyFlags struct {
+	dirs    []string
+	disable []string
+	timeout time.Duration
+}
+
+// addFlags registers --<dirFlag> (repeatable), --disable and --policy-timeout.
+func (f *policyFlags) addFlags(fs *pflag.FlagSet, dirFlag string) {
+	fs.StringArrayVar(&f.dirs, dirFlag, nil, "directory of Rego policies (packages under driverguard.) and data documents, evaluated with the bundled library (can repeat)")
+	fs.StringArrayVar(&f.disable, "disable", nil, "turn off a policy by name, e.g. lib.max_parallel_upgrades (can repeat; 'driverguard policy list' shows the names)")
+	fs.DurationVar(&f.timeout, "policy-timeout", policy.DefaultTimeout, "deadline of one policy evaluation (every policy on one object)")
+}
+
+// engine loads the policies once; a broken policy directory is unusable input (exit 2).
+func (f *policyFlags) engine(ctx context.Context) (*policy.Engine, error) {
+	e, err := policy.New(ctx, policy.Options{
+		Dirs:    f.dirs,
+		Disable: f.disable,
+		Timeout: f.timeout,
+		Metrics: prometheus.NewRegistry(), // nothing serves metrics in a one-shot command
+	})
+	if err != nil {
+		var le *policy.LoadError
+		if errors.As(err, &le) {
+			return nil, usageError(fmt.Errorf("loading policies: %w", err))
+		}
+		return nil, err
+	}
+	return e, nil
+}
