@@ -25,7 +25,7 @@ import (
 var (
 	driverFields   = []string{"enabled", "deployDefault", "image", "imagePullSecrets", "resources", "manager", "smd", "annotations", "tolerations", "env", "priorityClassName", "nodeSelector", "upgradePolicy", "instances"}
 	instanceFields = []string{"image", "imagePullSecrets", "resources", "manager", "smd", "annotations", "tolerations", "env", "priorityClassName", "nodeSelector"}
-	rootFields     = []string{"driver", "global"}
+	rootFields     = []string{"driver", "global", "webhook"}
 
 	// notInstanceFields explains the top-level-only fields when they appear on an instance.
 	notInstanceFields = map[string]string{

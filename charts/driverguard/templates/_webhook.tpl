@@ -1,0 +1,60 @@
+{{/*
+Helpers of the admission webhook's objects (webhook-*.yaml). Names are <release>-driverguard
+(or the release name when it already contains "driverguard"), cut to fit 63 characters.
+*/}}
+
+{{- define "driverguard.webhook.fullname" -}}
+{{- $base := .Release.Name -}}
+{{- if not (contains .Chart.Name .Release.Name) -}}
+{{- $base = printf "%s-%s" .Release.Name .Chart.Name -}}
+{{- end -}}
+{{- printf "%s-webhook" ($base | trunc 55 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "driverguard.webhook.certSecret" -}}
+{{- printf "%s-cert" (include "driverguard.webhook.fullname" .) -}}
+{{- end -}}
+
+{{- define "driverguard.webhook.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
+app.kubernetes.io/component: webhook
+{{- end -}}
+
+{{- define "driverguard.webhook.labels" -}}
+{{ include "driverguard.labels" . }}
+app.kubernetes.io/component: webhook
+{{- end -}}
+
+{{- define "driverguard.webhook.image" -}}
+{{- $img := .Values.webhook.image -}}
+{{- printf "%s/%s:%s" $img.registry $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- end -}}
+
+{{/*
+driverguard.webhook.caBundle: the caBundle a webhook of a configuration already has (the
+configurations are re-created by Helm hooks on every upgrade; keeping the injected CA avoids
+a window in which the API server cannot verify the webhook). Empty on install and in
+`helm template`. Input: dict "kind" "name" "index".
+*/}}
+{{- define "driverguard.webhook.caBundle" -}}
+{{- $old := lookup "admissionregistration.k8s.io/v1" .kind "" .name -}}
+{{- if and $old $old.webhooks (gt (len $old.webhooks) .index) -}}
+{{- $w := index $old.webhooks .index -}}
+{{- if and $w $w.clientConfig $w.clientConfig.caBundle -}}
+{{- $w.clientConfig.caBundle -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The annotations of a webhook configuration: Helm hook, and cert-manager CA injection. */}}
+{{- define "driverguard.webhook.configAnnotations" -}}
+# Created after the release's other objects, so `helm install` never sends its own RBLNDrivers
+# to a webhook that is not running yet; `driverguard serve --owner-cluster-role` makes the
+# release's ClusterRole their owner, so `helm uninstall` garbage-collects them.
+helm.sh/hook: post-install,post-upgrade
+helm.sh/hook-delete-policy: before-hook-creation
+{{- if eq .Values.webhook.certificates.mode "certManager" }}
+cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "driverguard.webhook.fullname" .) }}
+{{- end }}
+{{- end -}}
