@@ -44,9 +44,13 @@ deny contains msg if {
 	msg := sprintf("%s: spec.manager.version %q is not a version driverguard can compare with v%s (vX.Y.Z), and spec.smd needs driver manager v%s or later; pin a release such as v%s (%s)", [util.resource, manager_version, minimum, minimum, minimum, util.values("manager.image.tag")])
 }
 
+# A manager block without a version runs a custom manager image under the operator's default
+# tag: say so. (Without any manager block the operator runs its own default manager, which
+# driverguard cannot judge; that stays quiet.)
 warn contains msg if {
 	util.is_driver
 	smd_configured
+	util.spec.manager
 	manager_version == ""
-	msg := sprintf("%s: spec.smd is configured but spec.manager.version is not set, so the operator's default driver manager runs; it must be v%s or later to drive RSMD: pin spec.manager.version (%s)", [util.resource, minimum, util.values("manager.image.tag")])
+	msg := sprintf("%s: spec.smd is configured but spec.manager.version is not set, so the operator's default tag is used for spec.manager's image; the driver manager must be v%s or later to drive RSMD: pin spec.manager.version (%s)", [util.resource, minimum, util.values("manager.image.tag")])
 }

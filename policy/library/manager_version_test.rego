@@ -41,6 +41,12 @@ test_ok_old_manager_without_smd if {
 	count(manager_version.deny) == 0 with input as fixtures.review(obj)
 }
 
+test_ok_no_manager_block if {
+	obj := json.remove(fixtures.driver("rbln-driver", {}), ["spec/manager"])
+	count(manager_version.warn) == 0 with input as fixtures.review(obj)
+	count(manager_version.deny) == 0 with input as fixtures.review(obj)
+}
+
 test_ok_empty_smd if {
 	obj := fixtures.driver("rbln-driver", {"manager": {"version": "v0.1.0"}, "smd": {"registry": "", "image": ""}})
 	count(manager_version.deny) == 0 with input as fixtures.review(obj)

@@ -21,7 +21,9 @@ func newPolicyCommand(s Streams) *cobra.Command {
 strings). 'check' evaluates them at render time and the admission webhook at admission time, on
 the same input document. See docs/policy-authoring.md.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return usageError(errors.New("name a subcommand: test, input or list")) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageError(errors.New("name a subcommand: test, input or list"))
+		},
 	}
 	cmd.AddCommand(newPolicyTestCommand(s), newPolicyInputCommand(s), newPolicyListCommand(s))
 	return cmd

@@ -28,12 +28,13 @@ func (f *policyFlags) addFlags(fs *pflag.FlagSet, dirFlag string) {
 
 // engine loads the policies once; a broken policy directory is unusable input (exit 2).
 func (f *policyFlags) engine(ctx context.Context) (*policy.Engine, error) {
-	e, err := policy.New(ctx, policy.Options{
-		Dirs:    f.dirs,
-		Disable: f.disable,
-		Timeout: f.timeout,
-		Metrics: prometheus.NewRegistry(), // nothing serves metrics in a one-shot command
-	})
+	return f.newEngine(ctx, policy.Options{Metrics: prometheus.NewRegistry()}) // nothing serves metrics in a one-shot command
+}
+
+// newEngine loads the policies with the flags applied to opts.
+func (f *policyFlags) newEngine(ctx context.Context, opts policy.Options) (*policy.Engine, error) {
+	opts.Dirs, opts.Disable, opts.Timeout = f.dirs, f.disable, f.timeout
+	e, err := policy.New(ctx, opts)
 	if err != nil {
 		var le *policy.LoadError
 		if errors.As(err, &le) {

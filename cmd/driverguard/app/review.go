@@ -22,12 +22,13 @@ type reviewOptions struct {
 	clusterPolicyFile string
 	// webhook configures the decisions; the policy flags set its Policy.
 	webhook webhook.Options
+	policy  policyFlags
 }
 
 func newReviewCommand(s Streams) *cobra.Command {
 	o := &reviewOptions{}
 	cmd := &cobra.Command{
-		Use:   "review -f admissionreview.json [--drivers drivers.yaml] [--nodes nodes.yaml] [--cluster-policy cp.yaml]",
+		Use:   "review -f admissionreview.json [--drivers drivers.yaml] [--nodes nodes.yaml] [--cluster-policy cp.yaml] [--policy DIR]",
 		Short: "Answer one AdmissionReview offline, exactly as the webhook would",
 		Long: `review answers one AdmissionReview (admission.k8s.io/v1, JSON) for an RBLNDriver, an
 RBLNClusterPolicy or a driver DaemonSet through the same handler 'driverguard serve' runs, with
@@ -37,6 +38,10 @@ or to try a change before applying it.
 --drivers takes RBLNDriver documents (e.g. the output of 'driverguard render' or 'kubectl get
 rblndrivers -o yaml'), --nodes 'kubectl get nodes -o yaml' output or a Node stream,
 --cluster-policy RBLNClusterPolicy documents; each is optional (absent means none).
+
+RBLNDriver and RBLNClusterPolicy requests are evaluated by the bundled policy library plus every
+--policy directory, as 'serve --policy-dir' does; a policy that fails to evaluate refuses the
+request unless --policy-fail-open is set.
 
 The AdmissionReview is printed with its response as JSON. Exit code: 0 allowed, 1 denied,
 2 unusable input (unreadable files, not an AdmissionReview, or a request the webhook cannot
@@ -66,6 +71,11 @@ decode — the review is still printed then).`,
 			if err != nil {
 				return err
 			}
+			engine, err := o.policy.engine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			o.webhook.Policy, o.webhook.PolicyTimeout = engine, o.policy.timeout
 			review, err := webhook.New(state, o.webhook).Review(cmd.Context(), body)
 			if err != nil {
 				return usageError(fmt.Errorf("%s: %w", o.file, err))
@@ -87,6 +97,8 @@ decode — the review is still printed then).`,
 	cmd.Flags().StringVar(&o.driversFile, "drivers", "", "RBLNDrivers in the cluster ('-' for stdin)")
 	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes in the cluster: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
 	cmd.Flags().StringVar(&o.clusterPolicyFile, "cluster-policy", "", "the RBLNClusterPolicy ('-' for stdin)")
+	o.policy.addFlags(cmd.Flags(), "policy")
+	cmd.Flags().BoolVar(&o.webhook.PolicyFailOpen, "policy-fail-open", false, "admit (with a warning) a request whose policy evaluation fails, as serve --policy-fail-open does")
 	return cmd
 }
 

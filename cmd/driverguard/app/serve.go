@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 )
 
@@ -26,6 +28,8 @@ type serveOptions struct {
 	logLevel      string
 	certRotation  bool
 	rotation      webhook.CertRotation
+	policy        policyFlags
+	policyPoll    time.Duration
 }
 
 func newServeCommand(s Streams) *cobra.Command {
@@ -42,6 +46,12 @@ Certificates are read from --cert-dir and reloaded when they change. With --cert
 bootstraps a self-signed CA and serving certificate into --cert-secret, renews them, and
 injects the CA into the webhook configurations (clusters without cert-manager); --cert-dir is
 then where that Secret is mounted.
+
+RBLNDriver and RBLNClusterPolicy requests are evaluated by the bundled policy library plus the
+Rego policies of every --policy-dir (e.g. a mounted ConfigMap). The directories are watched:
+a change takes effect without a restart, and a file that does not compile is logged with its
+file and line while the previous policies stay in force (metric driverguard_policy_load_failed).
+serve does not start when the policies do not compile at start-up.
 
 /healthz and /readyz are served on --health-addr (ready once the webhook listens and the
 cluster view has synced); Prometheus metrics on --metrics-addr. On SIGTERM the server reports
@@ -85,7 +95,17 @@ finish within --shutdown-timeout.`,
 			ctrllog.SetLogger(log)
 			klog.SetLogger(log)
 			o.server.Logger = log.WithName("webhook")
-			return webhook.Run(cmd.Context(), cfg, o.server)
+			// The engine registers its metrics with controller-runtime's registry, which the
+			// webhook's metrics endpoint serves.
+			engine, err := o.policy.newEngine(cmd.Context(), policy.Options{Logger: log.WithName("policy"), PollInterval: o.policyPoll})
+			if err != nil {
+				return err
+			}
+			o.server.Policy, o.server.PolicyTimeout = engine, o.policy.timeout
+			ctx, stop := context.WithCancel(cmd.Context())
+			defer stop()
+			go func() { _ = engine.Start(ctx) }() // returns when ctx ends
+			return webhook.Run(ctx, cfg, o.server)
 		},
 	}
 	f := cmd.Flags()
@@ -101,6 +121,8 @@ finish within --shutdown-timeout.`,
 	f.StringVar(&o.server.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
 	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time for in-flight requests to finish after the delay")
+	o.policy.addFlags(f, "policy-dir")
+	f.DurationVar(&o.policyPoll, "policy-poll-interval", policy.DefaultPollInterval, "how often the policy directories are re-read besides file system events")
 	f.BoolVar(&o.server.PolicyFailOpen, "policy-fail-open", false, "admit RBLNDriver and RBLNClusterPolicy requests (with a warning) when policy evaluation fails; default: refuse them")
 	f.BoolVar(&o.certRotation, "cert-rotation", false, "bootstrap and rotate a self-signed certificate (clusters without cert-manager)")
 	f.StringVar(&o.rotation.Namespace, "namespace", "", "namespace of the certificate Secret (default: POD_NAMESPACE)")
