@@ -1,12 +1,15 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -215,5 +218,11 @@ func (h *daemonSetHandler) Handle(ctx context.Context, req admission.Request) ad
 	if !resp.Allowed && resp.Result != nil && resp.Result.Code == http.StatusInternalServerError {
 		return respond(nil, badRequest(nil, "request.object cannot be patched: %s", strings.TrimSpace(resp.Result.Message)))
 	}
+	// The diff walks maps in random order; the operations touch distinct paths (no array
+	// insertions or removals), so sorting them makes the patch deterministic — the same bytes
+	// from `serve` and `review` — without changing its meaning.
+	slices.SortFunc(resp.Patches, func(a, b jsonpatch.JsonPatchOperation) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Operation, b.Operation))
+	})
 	return resp
 }

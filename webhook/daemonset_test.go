@@ -234,3 +234,24 @@ func TestDaemonSetUnrelatedIsUntouched(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonSetPatchIsDeterministic: the same request always yields the same patch bytes
+// (what lets `review` and the served webhook be compared byte for byte).
+func TestDaemonSetPatchIsDeterministic(t *testing.T) {
+	t.Parallel()
+	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, nil, nil), webhook.Options{})
+	ds := wt.DaemonSet("npu", "d", "rbln-driver", "driver", wt.PoolLabels(wt.Family, wt.OS, wt.OSVersion, wt.Kernel))
+	req := wt.Request(admissionv1.Create, ds, nil)
+	var first []byte
+	for i := range 50 {
+		resp := handle(t, hooks, webhook.PathMutateDaemonSet, req)
+		if err := resp.Complete(req); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = resp.Patch
+		} else if string(resp.Patch) != string(first) {
+			t.Fatalf("patch %d differs:\n%s\n%s", i, resp.Patch, first)
+		}
+	}
+}

@@ -255,3 +255,23 @@ func AnnotationPolicy() *Evaluator {
 type evalError struct{ msg string }
 
 func (e *evalError) Error() string { return e.msg }
+
+// Combine evaluates every evaluator and merges their decisions (the first error wins).
+func Combine(evals ...policy.Evaluator) policy.Evaluator { return combined(evals) }
+
+type combined []policy.Evaluator
+
+func (c combined) Evaluate(ctx context.Context, in *policy.Input) (*policy.Decision, error) {
+	out := &policy.Decision{}
+	for _, e := range c {
+		d, err := e.Evaluate(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			out.Deny = append(out.Deny, d.Deny...)
+			out.Warn = append(out.Warn, d.Warn...)
+		}
+	}
+	return out, nil
+}
