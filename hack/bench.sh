@@ -73,3 +73,28 @@ echo "(ratio(proc): helm template / driverguard render, both whole processes; ra
 echo
 echo "== routing engine (go test -bench; goals: Route 10k nodes x 500 drivers <= 100 ms, Conflicts <= 1 ms)"
 $GO test -run '^$' -bench 'BenchmarkRoute|BenchmarkConflicts' -benchtime 5x ./routing/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
+
+echo
+echo "== admission webhook: full HTTPS path vs in-process (go test -bench BenchmarkAdmission; per request, microseconds)"
+# decision: DriverValidator.ValidateCreate; in-process: the admission handler (decode, decide,
+# respond); https: AdmissionReview over TLS 1.3 on loopback to controller-runtime's webhook
+# server and back, one request at a time. ratio = https / in-process.
+adm_out=$($GO test -run '^$' -bench 'BenchmarkAdmission' -benchtime 3000x ./webhook/ 2>&1) || { echo "$adm_out" >&2; exit 1; }
+echo "$adm_out" | awk '
+	/^BenchmarkAdmission\// {
+		name = $1; sub(/^BenchmarkAdmission\//, "", name); sub(/-[0-9]+$/, "", name)
+		n = split(name, part, "/"); path = part[n]; key = name; sub("/" path "$", "", key)
+		for (i = 2; i < NF; i++) { if ($(i+1) == "p50-ns") p50[key, path] = $i / 1000; if ($(i+1) == "p99-ns") p99[key, path] = $i / 1000 }
+		if (!(key in seen)) { seen[key] = 1; order[++count] = key }
+	}
+	END {
+		printf "%-36s %12s %12s %12s %12s %12s %12s %8s %8s\n", "case", "decision p50", "decision p99", "in-proc p50", "in-proc p99", "https p50", "https p99", "p50 x", "p99 x"
+		for (i = 1; i <= count; i++) {
+			k = order[i]
+			d50 = ((k, "decision") in p50) ? sprintf("%.1f", p50[k, "decision"]) : "-"
+			d99 = ((k, "decision") in p99) ? sprintf("%.1f", p99[k, "decision"]) : "-"
+			printf "%-36s %12s %12s %12.1f %12.1f %12.1f %12.1f %7.1fx %7.1fx\n", k, d50, d99,
+				p50[k, "in-process"], p99[k, "in-process"], p50[k, "https"], p99[k, "https"],
+				p50[k, "https"] / p50[k, "in-process"], p99[k, "https"] / p99[k, "in-process"]
+		}
+	}'

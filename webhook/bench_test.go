@@ -1,0 +1,222 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/webhook"
+	wt "github.com/driverguard/driverguard/webhook/webhooktest"
+)
+
+// benchState is a cluster of n nodes and d drivers: the default driver, and instances selecting
+// a family and a pool label (a strict superset of the family-only drivers).
+func benchState(n, d int) webhook.State {
+	families := []string{"atom", "rebel", "atom-max"}
+	drivers := []v1alpha1.RBLNDriver{*wt.Driver("rbln-driver", nil)}
+	for _, f := range families {
+		drivers = append(drivers, *wt.Driver("rbln-driver-"+f, wt.Sel(v1alpha1.LabelFamily, f)))
+	}
+	for i := len(drivers); i < d; i++ {
+		drivers = append(drivers, *wt.Driver(fmt.Sprintf("rbln-driver-p%04d", i), wt.Sel(v1alpha1.LabelFamily, families[i%3], "pool", fmt.Sprintf("p%d", i))))
+	}
+	nodes := make([]routing.Node, n)
+	for i := range nodes {
+		l := wt.PoolLabels(families[i%3], "ubuntu", "22.04", "6.8.0-90-generic")
+		l[v1alpha1.LabelDeployDriver] = "true"
+		l["pool"] = fmt.Sprintf("p%d", i%max(d, 1))
+		l["kubernetes.io/hostname"] = fmt.Sprintf("node-%05d", i)
+		l["topology.kubernetes.io/zone"] = fmt.Sprintf("zone-%d", i%4)
+		nodes[i] = routing.Node{Name: fmt.Sprintf("node-%05d", i), Labels: l}
+	}
+	return webhook.NewStaticState(drivers, nodes, nil)
+}
+
+// latencies records one duration per iteration and reports p50 and p99.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	at := func(q float64) float64 { return float64(l[int(q*float64(len(l)-1))].Nanoseconds()) }
+	b.ReportMetric(at(0.50), "p50-ns")
+	b.ReportMetric(at(0.99), "p99-ns")
+}
+
+// BenchmarkAdmission measures one RBLNDriver CREATE (syntax, conflicts against every node and
+// driver) and one driver DaemonSet mutation: in-process (the typed decision; and the admission
+// handler with decoding and response mapping) next to the full HTTP path (an AdmissionReview
+// over TLS 1.3 on loopback to controller-runtime's webhook server, response decoded), one
+// request at a time on a kept-alive connection. p50-ns and p99-ns are per request.
+func BenchmarkAdmission(b *testing.B) {
+	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
+		state := benchState(size.nodes, size.drivers)
+		hooks := webhook.New(state, webhook.Options{})
+		if _, err := state.Snapshot(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		drv := wt.Driver("rbln-driver-bench", wt.Sel(v1alpha1.LabelFamily, "atom", "pool", "p3", "env", "canary"))
+		ds := wt.DaemonSet("npu", "rbln-driver-atom-pool", "rbln-driver-atom", "driver", wt.PoolLabels("atom", "ubuntu", "22.04", "6.8.0-90-generic"))
+		reqs := map[string]admission.Request{
+			"driver":    wt.Request(admissionv1.Create, drv, nil),
+			"daemonset": wt.Request(admissionv1.Create, ds, nil),
+		}
+		paths := map[string]string{"driver": webhook.PathValidateDriver, "daemonset": webhook.PathMutateDaemonSet}
+		srv := startServer(b, hooks)
+		for _, kind := range []string{"driver", "daemonset"} {
+			req := reqs[kind]
+			prefix := fmt.Sprintf("nodes=%d/drivers=%d/%s", size.nodes, size.drivers, kind)
+			if kind == "driver" {
+				b.Run(prefix+"/decision", func(b *testing.B) {
+					var lat latencies
+					ctx := context.Background()
+					for b.Loop() {
+						start := time.Now()
+						if _, err := hooks.Drivers.ValidateCreate(ctx, drv); err != nil {
+							b.Fatal(err)
+						}
+						lat = append(lat, time.Since(start))
+					}
+					lat.report(b)
+				})
+			}
+			b.Run(prefix+"/in-process", func(b *testing.B) {
+				h := hooks.Handlers()[paths[kind]].(*admission.Webhook)
+				var lat latencies
+				ctx := context.Background()
+				for b.Loop() {
+					start := time.Now()
+					if resp := h.Handle(ctx, req); !resp.Allowed {
+						b.Fatalf("denied: %v", resp.Result)
+					}
+					lat = append(lat, time.Since(start))
+				}
+				lat.report(b)
+			})
+			b.Run(prefix+"/https", func(b *testing.B) {
+				body := wt.MustJSON(wt.Review(req))
+				url := srv.url + paths[kind]
+				var lat latencies
+				for b.Loop() {
+					start := time.Now()
+					resp, err := srv.client.Post(url, "application/json", bytes.NewReader(body))
+					if err != nil {
+						b.Fatal(err)
+					}
+					var review admissionv1.AdmissionReview
+					err = json.NewDecoder(resp.Body).Decode(&review)
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err != nil || review.Response == nil || !review.Response.Allowed {
+						b.Fatalf("response %+v, %v", review.Response, err)
+					}
+					lat = append(lat, time.Since(start))
+				}
+				lat.report(b)
+			})
+		}
+	}
+}
+
+type benchServer struct {
+	url    string
+	client *http.Client
+}
+
+// startServer serves hooks with controller-runtime's webhook server (TLS 1.3, HTTP/1.1, a
+// freshly generated certificate), as `serve` does.
+func startServer(b *testing.B, hooks *webhook.Webhooks) *benchServer {
+	b.Helper()
+	dir := b.TempDir()
+	caPEM := writeCert(b, dir)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host: "127.0.0.1", Port: port, CertDir: dir,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS13; c.NextProtos = []string{"http/1.1"} }},
+	})
+	hooks.Register(srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	go func() { _ = srv.Start(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.StartedChecker()(nil) != nil {
+		if time.Now().After(deadline) {
+			b.Fatal("the webhook server did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &benchServer{
+		url:    "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		client: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}, MaxIdleConnsPerHost: 1}},
+	}
+}
+
+// writeCert writes a self-signed serving certificate for 127.0.0.1 into dir (tls.crt,
+// tls.key) and returns it as the CA.
+func writeCert(b *testing.B, dir string) []byte {
+	b.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "driverguard-bench"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return certPEM
+}
