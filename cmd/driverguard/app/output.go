@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -44,19 +45,10 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// formatSelector prints a selector as k=v pairs, sorted; the empty selector is "{}".
+// formatSelector prints a selector as sorted k=v pairs; the empty selector is "{}".
 func formatSelector(sel map[string]string) string {
 	if len(sel) == 0 {
 		return "{}"
 	}
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + sel[k]
-	}
-	return strings.Join(parts, ",")
+	return labels.Set(sel).String()
 }
