@@ -1,13 +1,13 @@
 package policy
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -179,8 +179,31 @@ func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
 // error means is the caller's choice: `check` fails (exit 2), the webhook refuses the request
 // unless it is configured fail-open (webhook.Options.PolicyFailOpen).
 func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
+	return e.evaluateMemo(ctx, in, nil)
+}
+
+// EvaluateAll evaluates each input in turn, as Evaluate does, and calls fn with its decision;
+// it stops at the first error (from an evaluation or from fn). The inputs must describe one
+// cluster state, as RenderInputs' do: RBLNDrivers with one name are one object, and the
+// cluster policy and nodes are shared. The shared cluster context is then converted once
+// instead of once per input (check on N drivers converts N drivers, not N²).
+func (e *Engine) EvaluateAll(ctx context.Context, inputs iter.Seq[*Input], fn func(*Input, *Decision) error) error {
+	memo := &valueMemo{drivers: map[string]*ast.Term{}}
+	for in := range inputs {
+		d, err := e.evaluateMemo(ctx, in, memo)
+		if err != nil {
+			return err
+		}
+		if err := fn(in, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) evaluateMemo(ctx context.Context, in *Input, memo *valueMemo) (*Decision, error) {
 	start := time.Now()
-	d, err := e.evaluate(ctx, in)
+	d, err := e.evaluate(ctx, in, memo)
 	e.metrics.duration.Observe(time.Since(start).Seconds())
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -197,11 +220,11 @@ func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	return d, err
 }
 
-func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
+func (e *Engine) evaluate(ctx context.Context, in *Input, memo *valueMemo) (*Decision, error) {
 	if in == nil {
 		return nil, errors.New("policy: no input")
 	}
-	value, err := inputValue(in)
+	value, err := inputValue(in, memo)
 	if err != nil {
 		return nil, err
 	}
@@ -219,20 +242,6 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		return nil, fmt.Errorf("policy: evaluation failed: %w", err)
 	}
 	return decisionOf(rs)
-}
-
-// inputValue converts the input document to the AST value OPA evaluates, through its JSON
-// form (exactly what `driverguard policy input` prints).
-func inputValue(in *Input) (ast.Value, error) {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return nil, fmt.Errorf("policy: encoding the input: %w", err)
-	}
-	v, err := ast.ValueFromReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("policy: converting the input: %w", err)
-	}
-	return v, nil
 }
 
 func decisionOf(rs rego.ResultSet) (*Decision, error) {

@@ -22,7 +22,7 @@ const (
 )
 
 // writeFile writes content to dir/name, creating directories.
-func writeFile(t *testing.T, dir, name, content string) string {
+func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
@@ -42,7 +42,7 @@ func newEngine(t *testing.T, opts policy.Options) *policy.Engine {
 }
 
 // renderFile renders a values file with the embedded chart.
-func renderFile(t *testing.T, values string) *render.Result {
+func renderFile(t testing.TB, values string) *render.Result {
 	t.Helper()
 	vals, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{values}})
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func renderFile(t *testing.T, values string) *render.Result {
 	return r
 }
 
-func readNodes(t *testing.T, path string) []routing.Node {
+func readNodes(t testing.TB, path string) []routing.Node {
 	t.Helper()
 	docs, err := decode.File(path, nil)
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func readNodes(t *testing.T, path string) []routing.Node {
 }
 
 // renderInputs are the check inputs of a values file (and a nodes file, when not "").
-func renderInputs(t *testing.T, values, nodesFile string) []*policy.Input {
+func renderInputs(t testing.TB, values, nodesFile string) []*policy.Input {
 	t.Helper()
 	r := renderFile(t, values)
 	var nodes []routing.Node

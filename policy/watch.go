@@ -41,6 +41,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	defer poll.Stop()
 	settle := time.NewTimer(time.Hour)
 	settle.Stop()
+	// A change between New (or the previous Start) and the watches above raised no event.
+	_ = e.reloadIfChanged(ctx)
 	for {
 		select {
 		case <-ctx.Done():

@@ -21,7 +21,7 @@ invalid[t] contains node.name if {
 	util.is_driver
 	some node in input.cluster.nodes
 	node.owner == util.name
-	object.get(node.labels, util.family_label, "") != ""
+	node.labels[util.family_label] != ""
 	t := tag(node)
 	not regex.match(util.oci_tag_pattern, t)
 }

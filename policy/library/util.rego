@@ -68,7 +68,7 @@ known_families := {lower(f) | some f in configured} if configured := data.driver
 # families are the known families plus every family label of the known nodes.
 families := known_families | {lower(f) |
 	some node in input.cluster.nodes
-	f := object.get(node.labels, family_label, "")
+	f := node.labels[family_label]
 	f != ""
 }
 

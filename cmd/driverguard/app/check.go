@@ -87,15 +87,25 @@ evaluate.`,
 			}
 			st := engine.Status()
 			rep := &checkReport{Policies: st.Policies, Disabled: st.Disabled}
-			for in := range policy.RenderInputs(r.Drivers, &r.ClusterPolicy, nodes) {
-				kind, name := objectKindName(in.Object)
-				d, err := engine.Evaluate(cmd.Context(), in)
-				if err != nil {
-					return usageError(fmt.Errorf("evaluating the policies on %s/%s: %w", kind, name, err))
+			var current string // the object being evaluated, to name it in an evaluation error
+			inputs := func(yield func(*policy.Input) bool) {
+				for in := range policy.RenderInputs(r.Drivers, &r.ClusterPolicy, nodes) {
+					kind, name := objectKindName(in.Object)
+					current = kind + "/" + name
+					if !yield(in) {
+						return
+					}
 				}
+			}
+			err = engine.EvaluateAll(cmd.Context(), inputs, func(in *policy.Input, d *policy.Decision) error {
+				kind, name := objectKindName(in.Object)
 				rep.Resources = append(rep.Resources, checkedResource{Kind: kind, Name: name, Deny: d.Deny, Warn: d.Warn})
 				rep.Failures += len(d.Deny)
 				rep.Warnings += len(d.Warn)
+				return nil
+			})
+			if err != nil {
+				return usageError(fmt.Errorf("evaluating the policies on %s: %w", current, err))
 			}
 			rep.Passed = rep.Failures == 0 && (!o.failOnWarn || rep.Warnings == 0)
 			if o.output.format == "json" {

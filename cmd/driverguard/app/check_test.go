@@ -72,12 +72,16 @@ func TestCheckUnusableInput(t *testing.T) {
 	broken := filepath.Join(dir, "broken")
 	require.NoError(t, os.MkdirAll(broken, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(broken, "team.rego"), []byte("package driverguard.team\n\ndeny contains msg if {\n"), 0o600))
+	conflict := filepath.Join(dir, "conflict")
+	require.NoError(t, os.MkdirAll(conflict, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(conflict, "team.rego"), []byte("package driverguard.team\n\nlevel := 1\nlevel := 2 if input.object.kind == \"RBLNDriver\"\n\ndeny contains \"x\" if level > 5\n"), 0o600))
 	tests := []struct {
 		name       string
 		args       []string
 		wantStderr string
 	}{
 		{"a policy that does not parse", []string{"--policy", broken}, filepath.Join(broken, "team.rego") + ":4: rego_parse_error: unexpected eof token"},
+		{"a policy that fails to evaluate", []string{"--policy", conflict}, "evaluating the policies on RBLNDriver/rbln-driver: policy: evaluation failed: " + filepath.Join(conflict, "team.rego") + ":4: eval_conflict_error: rule data.driverguard.team.level produced conflicting values"},
 		{"a missing policy directory", []string{"--policy", filepath.Join(dir, "nope")}, "nope: cannot read the policy directory"},
 		{"an unknown policy to disable", []string{"--disable", "lib.nope"}, `cannot disable "lib.nope"`},
 		{"a missing nodes file", []string{"--nodes", filepath.Join(dir, "nodes.yaml")}, "reading nodes"},
