@@ -5,6 +5,8 @@
 #   1. render: `helm template` vs `driverguard render` (whole processes, same values file), and
 #      vs the Go renderer in-process (BenchmarkRender), for 10/100/500 instances.
 #   2. the Go benchmarks of the routing engine (BenchmarkRoute, BenchmarkConflicts).
+#   3. the policy engine: one evaluation of the bundled library vs a single trivial rule
+#      (BenchmarkEvaluate).
 #
 # Usage: hack/bench.sh [runs]   (runs per measurement, default 5; medians are reported)
 set -euo pipefail
@@ -98,3 +100,18 @@ echo "$adm_out" | awk '
 				p50[k, "https"] / p50[k, "in-process"], p99[k, "https"] / p99[k, "in-process"]
 		}
 	}'
+
+echo
+echo "== policy engine: one prepared evaluation of one RBLNDriver (go test -bench, µs/op)"
+echo "   the full bundled library vs a single trivial rule (the baseline), in the same run"
+policy_out=$($GO test -run '^$' -bench 'BenchmarkEvaluate$' -benchtime 2s ./policy/ 2>&1) || { echo "$policy_out" >&2; exit 1; }
+printf '%-10s %14s %14s %14s %8s\n' nodes "trivial rule" "library" "library cost" ratio
+for n in 12 1000; do
+	us() { echo "$policy_out" | awk -v k="$1/nodes=$n" '$1 ~ "^BenchmarkEvaluate/"k"(-[0-9]+)?$" {printf "%.1f", $3/1000}'; }
+	t=$(us trivial)
+	l=$(us library)
+	printf '%-10s %14s %14s %14s %8s\n' "$n" "$t" "$l" \
+		"$(awk -v a="$l" -v b="$t" 'BEGIN{printf "%.1f", a-b}')" \
+		"$(awk -v a="$l" -v b="$t" 'BEGIN{ if (b>0) printf "%.1fx", a/b; else print "n/a"}')"
+done
+echo "(µs per Evaluate: input conversion + query; 'library cost' is what the bundled rules add)"
