@@ -72,12 +72,27 @@ func (w *Webhooks) Handlers() map[string]http.Handler {
 	return out
 }
 
+// MaxRequestDuration bounds one admission request on a server: the API server never waits
+// longer than 30 s for a webhook.
+const MaxRequestDuration = 30 * time.Second
+
 // Register serves every webhook on srv (a controller-runtime webhook server, which adds the
-// request metrics per path).
+// request metrics per path). The requests' contexts are detached from the server's: when the
+// server shuts down (its context ends) it stops accepting connections, and the requests in
+// flight still finish — their policy evaluations are not cancelled — within
+// MaxRequestDuration.
 func (w *Webhooks) Register(srv interface{ Register(string, http.Handler) }) {
 	for _, p := range []string{PathValidateDriver, PathValidateClusterPolicy, PathMutateDaemonSet} {
-		srv.Register(p, w.hooks[p])
+		srv.Register(p, drainable(w.hooks[p]))
 	}
+}
+
+func drainable(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), MaxRequestDuration)
+		defer cancel()
+		h.ServeHTTP(rw, r.WithContext(ctx))
+	})
 }
 
 // PathFor returns the path that serves requests for group/kind, or "" if none does.
