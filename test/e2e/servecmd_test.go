@@ -35,7 +35,7 @@ import (
 // tests never intercept anything.
 var inertRules = []admissionregistrationv1.RuleWithOperations{{
 	Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-	Rule: admissionregistrationv1.Rule{APIGroups: []string{"e2e.invalid"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"}},
+	Rule:       admissionregistrationv1.Rule{APIGroups: []string{"e2e.invalid"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"}},
 }}
 
 // TestServeCommandSelfSignedCertificates runs `driverguard serve --cert-rotation` (the CLI,
