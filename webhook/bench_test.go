@@ -220,3 +220,18 @@ func writeCert(b *testing.B, dir string) []byte {
 	}
 	return certPEM
 }
+
+// BenchmarkNewSnapshot is the cost of one rebuild of the cluster view (what CacheState pays
+// after a change, never per request).
+func BenchmarkNewSnapshot(b *testing.B) {
+	state := benchState(10_000, 500)
+	snap, err := state.Snapshot(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	drivers, nodes := snap.Drivers(), snap.Nodes()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = webhook.NewSnapshot(slices.Clone(drivers), slices.Clone(nodes), nil)
+	}
+}
