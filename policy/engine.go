@@ -118,15 +118,21 @@ func (e *Engine) load(ctx context.Context, force bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	files, err := readDirs(e.opts.Dirs, false)
-	if err == nil {
-		fp := fingerprint(files)
-		if !force && fp == e.attempted {
-			return nil
+	// The fingerprint of what was read, or of why nothing could be: an unchanged state is
+	// neither recompiled nor reported again.
+	fp := fingerprint(files)
+	if err != nil {
+		fp = sha256.Sum256([]byte("unreadable\x00" + err.Error()))
+	}
+	if !force && fp == e.attempted {
+		if e.status.Error != nil {
+			return e.status.Error
 		}
-		e.attempted = fp
+		return nil
+	}
+	e.attempted = fp
+	if err == nil {
 		err = e.compile(ctx, files)
-	} else {
-		e.attempted = [sha256.Size]byte{}
 	}
 	if err != nil {
 		e.metrics.loads.WithLabelValues("failure").Inc()

@@ -57,18 +57,3 @@ type libraryModules struct {
 	policies map[string]*ast.Module
 	tests    map[string]*ast.Module
 }
-
-// LibraryPolicies returns the names of the bundled policies (e.g. lib.pinned_version), the
-// names --disable and driverguard_config.disabled accept.
-func LibraryPolicies() ([]string, error) {
-	lib, err := library()
-	if err != nil {
-		return nil, err
-	}
-	pkgs, _ := policyPackages(lib.policies)
-	names := make([]string, 0, len(pkgs))
-	for _, p := range pkgs {
-		names = append(names, p.name)
-	}
-	return names, nil
-}

@@ -60,9 +60,14 @@ func TestLibraryRulesHavePositiveAndNegativeTests(t *testing.T) {
 	}
 }
 
-func TestLibraryPolicies(t *testing.T) {
-	names, err := LibraryPolicies()
+func TestLibraryPolicyNames(t *testing.T) {
+	lib, err := library()
 	require.NoError(t, err)
+	pkgs, _ := policyPackages(lib.policies)
+	var names []string
+	for _, p := range pkgs {
+		names = append(names, p.name)
+	}
 	assert.Equal(t, []string{
 		"lib.allowed_registries", "lib.canary_selector", "lib.drain_empty_dir", "lib.family_in_image",
 		"lib.kernel_tag", "lib.manager_version", "lib.max_parallel_upgrades", "lib.pinned_version",

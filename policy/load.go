@@ -28,7 +28,6 @@ type sourceFile struct {
 }
 
 func (f *sourceFile) isRego() bool { return strings.HasSuffix(f.path, ".rego") }
-func (f *sourceFile) isTest() bool { return strings.HasSuffix(f.path, "_test.rego") }
 
 // isPolicyFile reports whether a policy directory entry is read: Rego modules and JSON/YAML
 // data documents, as `opa test DIR` reads them.
