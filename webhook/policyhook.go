@@ -70,8 +70,9 @@ func userInfo(ctx context.Context) *authenticationv1.UserInfo {
 // driverPolicyInput builds the policy input for an RBLNDriver request. cluster.drivers are the
 // other drivers; cluster.nodes are routed as if the object were admitted (the same view
 // `driverguard check` gives at render time, where every rendered driver is routed together).
-// When the change cannot move any node (same selector, same validity as the stored version)
-// the snapshot's cached routing is reused instead of routing again.
+// The snapshot's cached routing is the starting point; only the nodes the object's new or
+// stored selector matches are routed again, and none when the change cannot move a node (same
+// selector, same validity).
 func driverPolicyInput(ctx context.Context, snap *Snapshot, op string, obj, old *v1alpha1.RBLNDriver, objValid bool) *policy.Input {
 	in := &policy.Input{
 		Object:    withDriverTypeMeta(obj),
@@ -89,15 +90,47 @@ func driverPolicyInput(ctx context.Context, snap *Snapshot, op string, obj, old 
 	if len(snap.Nodes()) == 0 {
 		return in
 	}
-	var res *routing.Result
-	if cur, ok := snap.Driver(obj.Name); ok && maps.Equal(cur.Spec.NodeSelector, obj.Spec.NodeSelector) && objValid == (len(driverSyntaxErrors(cur)) == 0) {
-		res = snap.Route()
-	} else {
-		drivers := append(otherDrivers(snap, obj.Name), *obj)
-		res = routing.Route(drivers, snap.Nodes())
+	in.Cluster.Nodes = policyNodes(snap.Nodes(), snap.Route())
+	cur, exists := snap.Driver(obj.Name)
+	if exists && maps.Equal(cur.Spec.NodeSelector, obj.Spec.NodeSelector) && objValid == (len(driverSyntaxErrors(cur)) == 0) {
+		return in // the change cannot move any node
 	}
-	in.Cluster.Nodes = policyNodes(snap.Nodes(), res)
+	// Each node is routed on its own labels, so only the nodes the new or the stored selector
+	// matches can change: route just those with the object in place of the stored version.
+	var affected []routing.Node
+	for _, n := range snap.Nodes() {
+		if selects(obj.Spec.NodeSelector, n.Labels) || (exists && selects(cur.Spec.NodeSelector, n.Labels)) {
+			affected = append(affected, n)
+		}
+	}
+	if len(affected) == 0 {
+		return in
+	}
+	res := routing.Route(append(otherDrivers(snap, obj.Name), *obj), affected)
+	verdict := make(map[string]routing.NodeResult, len(res.Nodes))
+	for _, nr := range res.Nodes {
+		verdict[nr.Name] = nr
+	}
+	for i := range in.Cluster.Nodes {
+		if nr, ok := verdict[in.Cluster.Nodes[i].Name]; ok {
+			in.Cluster.Nodes[i].Owner, in.Cluster.Nodes[i].Pool = nr.Owner, nr.Pool
+		}
+	}
 	return in
+}
+
+// selects reports whether a driver with selector sel matches a node with these labels: the
+// node is a candidate and carries every key=value of sel.
+func selects(sel, labels map[string]string) bool {
+	if labels[v1alpha1.LabelDeployDriver] != "true" {
+		return false
+	}
+	for k, v := range sel {
+		if lv, ok := labels[k]; !ok || lv != v {
+			return false
+		}
+	}
+	return true
 }
 
 // clusterPolicyInput builds the policy input for an RBLNClusterPolicy request.
