@@ -81,8 +81,10 @@ echo "== admission webhook: full HTTPS path vs in-process (go test -bench Benchm
 # decision: DriverValidator.ValidateCreate; in-process: the admission handler (decode, decide,
 # respond); https: AdmissionReview over TLS 1.3 on loopback to controller-runtime's webhook
 # server and back, one request at a time. ratio = https / in-process.
-adm_out=$($GO test -run '^$' -bench 'BenchmarkAdmission' -benchtime 3000x ./webhook/ 2>&1) || { echo "$adm_out" >&2; exit 1; }
-echo "$adm_out" | awk '
+# driver+policies: the same request with the bundled policy library (serve's default), fewer runs.
+adm_out=$($GO test -run '^$' -bench 'BenchmarkAdmission$' -benchtime 3000x ./webhook/ 2>&1) || { echo "$adm_out" >&2; exit 1; }
+pol_out=$($GO test -run '^$' -bench 'BenchmarkAdmissionWithPolicies' -benchtime 30x ./webhook/ 2>&1) || { echo "$pol_out" >&2; exit 1; }
+printf '%s\n%s\n' "$adm_out" "$pol_out" | sed 's/^BenchmarkAdmissionWithPolicies\//BenchmarkAdmission\//' | awk '
 	/^BenchmarkAdmission\// {
 		name = $1; sub(/^BenchmarkAdmission\//, "", name); sub(/-[0-9]+$/, "", name)
 		n = split(name, part, "/"); path = part[n]; key = name; sub("/" path "$", "", key)

@@ -23,11 +23,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -233,5 +235,48 @@ func BenchmarkNewSnapshot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = webhook.NewSnapshot(slices.Clone(drivers), slices.Clone(nodes), nil)
+	}
+}
+
+// BenchmarkAdmissionWithPolicies is BenchmarkAdmission's RBLNDriver CREATE with the bundled
+// policy library evaluated (what `serve` runs by default): in-process and over HTTPS.
+func BenchmarkAdmissionWithPolicies(b *testing.B) {
+	engine, err := policy.New(context.Background(), policy.Options{Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
+		hooks := webhook.New(benchState(size.nodes, size.drivers), webhook.Options{Policy: engine})
+		drv := wt.Driver("rbln-driver-bench", wt.Sel(v1alpha1.LabelFamily, "atom", "pool", "p3", "env", "canary"))
+		req := wt.Request(admissionv1.Create, drv, nil)
+		srv := startServer(b, hooks)
+		prefix := fmt.Sprintf("nodes=%d/drivers=%d/driver+policies", size.nodes, size.drivers)
+		b.Run(prefix+"/in-process", func(b *testing.B) {
+			h := hooks.Handlers()[webhook.PathValidateDriver].(*admission.Webhook)
+			var lat latencies
+			for b.Loop() {
+				start := time.Now()
+				if resp := h.Handle(context.Background(), req); resp.Result != nil && resp.Result.Code >= 500 {
+					b.Fatalf("%v", resp.Result)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			lat.report(b)
+		})
+		b.Run(prefix+"/https", func(b *testing.B) {
+			body := wt.MustJSON(wt.Review(req))
+			var lat latencies
+			for b.Loop() {
+				start := time.Now()
+				resp, err := srv.client.Post(srv.url+webhook.PathValidateDriver, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat = append(lat, time.Since(start))
+			}
+			lat.report(b)
+		})
 	}
 }
