@@ -13,15 +13,17 @@ import data.driverguard.lib.util
 
 # pairs yields [instance, default] for the object under evaluation and the other drivers.
 pairs contains [input.object, d] if {
-	util.name != util.default_driver
+	default_name := util.default_driver # bound before the loop (see util.node_families)
+	util.name != default_name
 	some d in input.cluster.drivers
-	d.metadata.name == util.default_driver
+	d.metadata.name == default_name
 }
 
 pairs contains [d, input.object] if {
-	util.name == util.default_driver
+	default_name := util.default_driver
+	util.name == default_name
 	some d in input.cluster.drivers
-	d.metadata.name != util.default_driver
+	d.metadata.name != default_name
 }
 
 deny contains msg if {

@@ -9,21 +9,19 @@ package driverguard.lib.kernel_tag
 
 import data.driverguard.lib.util
 
-tag(node) := sprintf("%s-%s-%s%s", [
-	object.get(util.spec, "version", ""),
-	node.labels[util.kernel_label],
-	object.get(node.labels, util.os_label, ""),
-	object.get(node.labels, util.os_version_label, ""),
-])
-
-# invalid maps every invalid tag to the owned nodes that need it.
+# invalid maps every invalid tag to the owned nodes that need it. Rule values are bound before
+# the loop over nodes (see util.node_families).
 invalid[t] contains node.name if {
 	util.is_driver
+	me := util.name
+	version := object.get(util.spec, "version", "")
+	[family, kernel, os, os_version] := [util.family_label, util.kernel_label, util.os_label, util.os_version_label]
+	pattern := util.oci_tag_pattern
 	some node in input.cluster.nodes
-	node.owner == util.name
-	node.labels[util.family_label] != ""
-	t := tag(node)
-	not regex.match(util.oci_tag_pattern, t)
+	node.owner == me
+	node.labels[family] != ""
+	t := sprintf("%s-%s-%s%s", [version, node.labels[kernel], object.get(node.labels, os, ""), object.get(node.labels, os_version, "")])
+	not regex.match(pattern, t)
 }
 
 deny contains msg if {

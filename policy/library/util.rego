@@ -66,9 +66,15 @@ default known_families := {"atom", "rebel", "ca", "cr"}
 known_families := {lower(f) | some f in configured} if configured := data.driverguard_config.known_families
 
 # families are the known families plus every family label of the known nodes.
-families := known_families | {lower(f) |
+families := known_families | node_families
+
+# node_families are the rebellions.ai/npu.family values of input.cluster.nodes. (Rules that
+# loop over nodes bind rule values to local variables first: a rule reference inside the loop
+# costs a lookup per node.)
+node_families contains lower(f) if {
+	label := family_label
 	some node in input.cluster.nodes
-	f := node.labels[family_label]
+	f := node.labels[label]
 	f != ""
 }
 
