@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -182,14 +183,5 @@ func nodeList(c routing.Conflict) string {
 
 // formatSelector prints a selector as {k=v,...}, sorted.
 func formatSelector(sel map[string]string) string {
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + sel[k]
-	}
-	return "{" + strings.Join(parts, ",") + "}"
+	return "{" + labels.Set(sel).String() + "}"
 }
