@@ -87,25 +87,23 @@ evaluate.`,
 			}
 			st := engine.Status()
 			rep := &checkReport{Policies: st.Policies, Disabled: st.Disabled}
-			var current string // the object being evaluated, to name it in an evaluation error
+			var kind, name string // of the object being evaluated
 			inputs := func(yield func(*policy.Input) bool) {
 				for in := range policy.RenderInputs(r.Drivers, &r.ClusterPolicy, nodes) {
-					kind, name := objectKindName(in.Object)
-					current = kind + "/" + name
+					kind, name = objectKindName(in.Object)
 					if !yield(in) {
 						return
 					}
 				}
 			}
-			err = engine.EvaluateAll(cmd.Context(), inputs, func(in *policy.Input, d *policy.Decision) error {
-				kind, name := objectKindName(in.Object)
+			err = engine.EvaluateAll(cmd.Context(), inputs, func(_ *policy.Input, d *policy.Decision) error {
 				rep.Resources = append(rep.Resources, checkedResource{Kind: kind, Name: name, Deny: d.Deny, Warn: d.Warn})
 				rep.Failures += len(d.Deny)
 				rep.Warnings += len(d.Warn)
 				return nil
 			})
 			if err != nil {
-				return usageError(fmt.Errorf("evaluating the policies on %s: %w", current, err))
+				return usageError(fmt.Errorf("evaluating the policies on %s/%s: %w", kind, name, err))
 			}
 			rep.Passed = rep.Failures == 0 && (!o.failOnWarn || rep.Warnings == 0)
 			if o.output.format == "json" {
