@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/policy"
 )
 
 // ServerOptions configure Run (`driverguard serve`).
@@ -72,6 +74,12 @@ type ServerOptions struct {
 	Logger logr.Logger
 	// OnReady, if set, is called once the server serves and the cluster view is synced.
 	OnReady func()
+	// PolicyStatus, if set, is served as JSON at /policyz on MetricsAddr: the active policy
+	// generation, its files, and the latest failed reload with file and line. It answers 503
+	// while the latest reload failed (the last good set stays active). Readiness does not
+	// depend on it: failing /readyz would take the webhook down although the last good
+	// policies are still enforced.
+	PolicyStatus func() policy.Status
 }
 
 // CertRotation configures the self-signed certificate bootstrap (cert-controller).
@@ -127,7 +135,7 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, "0")},
+		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, "0"), ExtraHandlers: statusHandlers(o)},
 		HealthProbeBindAddress:  orDefault(o.HealthAddr, "0"),
 		GracefulShutdownTimeout: &shutdownTimeout,
 		Cache:                   ctrlcache.Options{DefaultTransform: ctrlcache.TransformStripManagedFields()},
@@ -270,4 +278,19 @@ func waitReady(ctx context.Context, server healthz.Checker, view healthz.Checker
 		case <-tick.C:
 		}
 	}
+}
+
+// statusHandlers are the extra endpoints of the metrics server.
+func statusHandlers(o ServerOptions) map[string]http.Handler {
+	if o.PolicyStatus == nil {
+		return nil
+	}
+	return map[string]http.Handler{"/policyz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		st := o.PolicyStatus()
+		w.Header().Set("Content-Type", "application/json")
+		if !st.Healthy() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(st)
+	})}
 }

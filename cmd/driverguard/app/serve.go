@@ -54,7 +54,8 @@ file and line while the previous policies stay in force (metric driverguard_poli
 serve does not start when the policies do not compile at start-up.
 
 /healthz and /readyz are served on --health-addr (ready once the webhook listens and the
-cluster view has synced); Prometheus metrics on --metrics-addr. On SIGTERM the server reports
+cluster view has synced); Prometheus metrics and /policyz (the policy set and the latest
+failed reload, with file and line) on --metrics-addr. On SIGTERM the server reports
 not ready for --shutdown-delay, then stops accepting connections and lets in-flight requests
 finish within --shutdown-timeout.`,
 		Example: `  driverguard serve --cert-dir /certs
@@ -101,7 +102,7 @@ finish within --shutdown-timeout.`,
 			if err != nil {
 				return err
 			}
-			o.server.Policy, o.server.PolicyTimeout = engine, o.policy.timeout
+			o.server.Policy, o.server.PolicyTimeout, o.server.PolicyStatus = engine, o.policy.timeout, engine.Status
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
 			go func() { _ = engine.Start(ctx) }() // returns when ctx ends
