@@ -43,17 +43,25 @@ func ClusterNodes(nodes []routing.Node, res *routing.Result) []Node {
 	if len(nodes) == 0 {
 		return nil
 	}
-	routed := make(map[string]*routing.NodeResult, len(res.Nodes))
-	for i := range res.Nodes {
-		routed[res.Nodes[i].Name] = &res.Nodes[i]
-	}
-	out := make([]Node, 0, len(nodes))
-	for _, n := range nodes {
-		pn := Node{Name: n.Name, Labels: n.Labels}
-		if r := routed[n.Name]; r != nil {
-			pn.Owner, pn.Pool = r.Owner, r.Pool
+	var routed map[string]*routing.NodeResult // built only when res is not in nodes' order
+	out := make([]Node, len(nodes))
+	for i, n := range nodes {
+		out[i] = Node{Name: n.Name, Labels: n.Labels}
+		var r *routing.NodeResult
+		if i < len(res.Nodes) && res.Nodes[i].Name == n.Name {
+			r = &res.Nodes[i]
+		} else {
+			if routed == nil {
+				routed = make(map[string]*routing.NodeResult, len(res.Nodes))
+				for j := range res.Nodes {
+					routed[res.Nodes[j].Name] = &res.Nodes[j]
+				}
+			}
+			r = routed[n.Name]
 		}
-		out = append(out, pn)
+		if r != nil {
+			out[i].Owner, out[i].Pool = r.Owner, r.Pool
+		}
 	}
 	return out
 }

@@ -90,7 +90,7 @@ func driverPolicyInput(ctx context.Context, snap *Snapshot, op string, obj, old 
 	if len(snap.Nodes()) == 0 {
 		return in
 	}
-	in.Cluster.Nodes = policyNodes(snap.Nodes(), snap.Route())
+	in.Cluster.Nodes = policy.ClusterNodes(snap.Nodes(), snap.Route())
 	cur, exists := snap.Driver(obj.Name)
 	if exists && maps.Equal(cur.Spec.NodeSelector, obj.Spec.NodeSelector) && objValid == (len(driverSyntaxErrors(cur)) == 0) {
 		return in // the change cannot move any node
@@ -149,7 +149,7 @@ func clusterPolicyInput(ctx context.Context, snap *Snapshot, op string, obj, old
 		in.OldObject = withClusterPolicyTypeMeta(old)
 	}
 	if len(snap.Nodes()) > 0 {
-		in.Cluster.Nodes = policyNodes(snap.Nodes(), snap.Route())
+		in.Cluster.Nodes = policy.ClusterNodes(snap.Nodes(), snap.Route())
 	}
 	return in
 }
@@ -159,19 +159,6 @@ func otherDrivers(snap *Snapshot, name string) []v1alpha1.RBLNDriver {
 	for _, d := range snap.Drivers() {
 		if d.Name != name {
 			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// policyNodes pairs every node's labels with its routing verdict. Both lists are sorted by
-// name; routing keeps one entry per input node.
-func policyNodes(nodes []routing.Node, res *routing.Result) []policy.Node {
-	out := make([]policy.Node, len(nodes))
-	for i, n := range nodes {
-		out[i] = policy.Node{Name: n.Name, Labels: n.Labels}
-		if i < len(res.Nodes) && res.Nodes[i].Name == n.Name {
-			out[i].Owner, out[i].Pool = res.Nodes[i].Owner, res.Nodes[i].Pool
 		}
 	}
 	return out
