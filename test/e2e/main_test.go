@@ -66,6 +66,8 @@ var suite struct {
 	healthAddr string
 	metricsURL string
 	policy     *wt.Evaluator
+	engine     *policy.Engine // the OPA engine: bundled library + policyDir, watched
+	policyDir  string         // a policy directory the served webhook watches, like a mounted ConfigMap
 	setupErr   error
 	stop       func() // stops the webhook server and waits for it
 }
@@ -81,6 +83,9 @@ func TestMain(m *testing.M) {
 		if err := suite.env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		}
+	}
+	if suite.policyDir != "" {
+		_ = os.RemoveAll(suite.policyDir)
 	}
 	os.Exit(code)
 }
@@ -157,11 +162,17 @@ func setup() error {
 	// annotations (policy.test/deny, /warn, /error) for the policy-hook tests.
 	suite.policy = wt.AnnotationPolicy()
 	ctx, cancel := context.WithCancel(context.Background())
-	engine, err := policy.New(ctx, policy.Options{Metrics: prometheus.NewRegistry()})
+	if suite.policyDir, err = os.MkdirTemp("", "driverguard-e2e-policies-"); err != nil {
+		cancel()
+		return err
+	}
+	engine, err := policy.New(ctx, policy.Options{Metrics: prometheus.NewRegistry(), Dirs: []string{suite.policyDir}, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("loading the bundled policies: %w", err)
 	}
+	suite.engine = engine
+	go func() { _ = engine.Start(ctx) }() // watches policyDir until ctx ends
 	wio := &suite.env.WebhookInstallOptions
 	ready := make(chan struct{})
 	stopped := make(chan struct{})
