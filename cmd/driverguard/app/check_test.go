@@ -81,7 +81,9 @@ func TestCheckUnusableInput(t *testing.T) {
 		wantStderr string
 	}{
 		{"a policy that does not parse", []string{"--policy", broken}, filepath.Join(broken, "team.rego") + ":4: rego_parse_error: unexpected eof token"},
-		{"a policy that fails to evaluate", []string{"--policy", conflict}, "evaluating the policies on RBLNDriver/rbln-driver: policy: evaluation failed: " + filepath.Join(conflict, "team.rego") + ":4: eval_conflict_error: rule data.driverguard.team.level produced conflicting values"},
+		// OPA names either of the two conflicting rules (line 3 or 4), whichever it evaluated last.
+		{"a policy that fails to evaluate", []string{"--policy", conflict}, "evaluating the policies on RBLNDriver/rbln-driver: policy: evaluation failed: " + filepath.Join(conflict, "team.rego") + ":"},
+		{"a policy that fails to evaluate names the conflict", []string{"--policy", conflict}, ": eval_conflict_error: rule data.driverguard.team.level produced conflicting values"},
 		{"a missing policy directory", []string{"--policy", filepath.Join(dir, "nope")}, "nope: cannot read the policy directory"},
 		{"an unknown policy to disable", []string{"--disable", "lib.nope"}, `cannot disable "lib.nope"`},
 		{"a missing nodes file", []string{"--nodes", filepath.Join(dir, "nodes.yaml")}, "reading nodes"},
