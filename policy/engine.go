@@ -61,6 +61,8 @@ type Engine struct {
 	lib     map[string]*ast.Module
 
 	active atomic.Pointer[policySet]
+	// nodes keeps converted input.cluster.nodes across Evaluate calls.
+	nodes *nodeCache
 
 	// mu serializes loads and guards what follows.
 	mu sync.Mutex
@@ -85,7 +87,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	e := &Engine{opts: opts, log: opts.Logger, metrics: newEngineMetrics(reg), lib: map[string]*ast.Module{}}
+	e := &Engine{opts: opts, log: opts.Logger, metrics: newEngineMetrics(reg), lib: map[string]*ast.Module{}, nodes: newNodeCache()}
 	if e.log.GetSink() == nil {
 		e.log = logr.Discard()
 	}
@@ -184,8 +186,12 @@ func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
 // cancelled context); errors.Is(err, context.DeadlineExceeded) tells a timeout. What an
 // error means is the caller's choice: `check` fails (exit 2), the webhook refuses the request
 // unless it is configured fail-open (webhook.Options.PolicyFailOpen).
+//
+// Converted input.cluster.nodes are kept across calls, keyed by name, owner, pool and the
+// identity of the labels map: a caller must not modify a node's labels map after passing it in
+// (build a new map instead), as the webhook's immutable cluster snapshots never do.
 func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
-	return e.evaluateMemo(ctx, in, nil)
+	return e.evaluateMemo(ctx, in, &valueMemo{nodeCache: e.nodes})
 }
 
 // EvaluateAll evaluates each input in turn, as Evaluate does, and calls fn with its decision;

@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -40,6 +41,40 @@ func TestInputValueIsTheJSONForm(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, 0, want.Compare(got), "through the memo")
 			}
+			cache := newNodeCache()
+			for range 2 {
+				got, err = inputValue(in, &valueMemo{nodeCache: cache})
+				require.NoError(t, err)
+				assert.Equal(t, 0, want.Compare(got), "through the node cache")
+			}
 		})
 	}
+}
+
+// TestNodeCacheFollowsChanges: a cached node is reused only while its name, owner, pool and
+// labels map are the same; a new snapshot (new maps) or a new routing gets a new value.
+func TestNodeCacheFollowsChanges(t *testing.T) {
+	cache := newNodeCache()
+	labels := map[string]string{"rebellions.ai/npu.family": "atom"}
+	value := func(nodes []Node) ast.Value {
+		v, err := inputValue(&Input{Cluster: Cluster{Nodes: nodes}}, &valueMemo{nodeCache: cache})
+		require.NoError(t, err)
+		return v
+	}
+	first := value([]Node{{Name: "n", Labels: labels, Owner: "rbln-driver"}})
+	assert.Equal(t, 0, first.Compare(value([]Node{{Name: "n", Labels: labels, Owner: "rbln-driver"}})))
+	moved := value([]Node{{Name: "n", Labels: labels, Owner: "rbln-driver-atom"}})
+	assert.NotEqual(t, 0, first.Compare(moved), "a new owner is a new value")
+	relabelled := value([]Node{{Name: "n", Labels: map[string]string{"rebellions.ai/npu.family": "rebel"}, Owner: "rbln-driver"}})
+	assert.NotEqual(t, 0, first.Compare(relabelled), "a new labels map (a new snapshot) is a new value")
+
+	many := make([]Node, 3000)
+	for i := range many {
+		many[i] = Node{Name: fmt.Sprint(i), Labels: map[string]string{}}
+	}
+	value(many)
+	value(many[:10])
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	assert.Len(t, cache.m, 10, "entries of older snapshots are dropped once the cache outgrows what a request needs")
 }
