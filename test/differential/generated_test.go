@@ -29,13 +29,7 @@ func TestGenerated(t *testing.T) {
 	dir := t.TempDir()
 	for i := range generatedCases {
 		seed := uint64(i)
-		vals := newGenerator(seed).values()
-		data, err := yaml.Marshal(vals)
-		require.NoError(t, err)
-		file := filepath.Join(dir, fmt.Sprintf("gen-%03d.yaml", i))
-		require.NoError(t, os.WriteFile(file, data, 0o600))
-		loaded, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{file}})
-		require.NoError(t, err)
+		loaded, data := loadAsValuesFile(t, filepath.Join(dir, fmt.Sprintf("gen-%03d.yaml", i)), newGenerator(seed).values())
 
 		fromHelm, err := helmEngine(ch, loaded)
 		require.NoError(t, err, "seed %d: helm rejected a generated valid input:\n%s", seed, data)
@@ -45,6 +39,18 @@ func TestGenerated(t *testing.T) {
 			t.Logf("values of seed %d:\n%s", seed, data)
 		}
 	}
+}
+
+// loadAsValuesFile writes vals to file and loads it back the way `-f` does, returning the
+// loaded values and the file's content (for failure messages).
+func loadAsValuesFile(t *testing.T, file string, vals map[string]any) (map[string]any, []byte) {
+	t.Helper()
+	data, err := yaml.Marshal(vals)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	loaded, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{file}})
+	require.NoError(t, err)
+	return loaded, data
 }
 
 // generator builds random but valid driverguard values. The same seed gives the same values.

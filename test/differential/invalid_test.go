@@ -3,12 +3,10 @@ package differential
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/render"
 )
@@ -129,12 +127,7 @@ func TestGeneratedInvalid(t *testing.T) {
 			delete(d, "__root__")
 			vals[root.(string)] = map[string]any{}
 		}
-		data, err := yaml.Marshal(vals)
-		require.NoError(t, err)
-		file := filepath.Join(dir, fmt.Sprintf("invalid-%03d.yaml", i))
-		require.NoError(t, os.WriteFile(file, data, 0o600))
-		loaded, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{file}})
-		require.NoError(t, err)
+		loaded, data := loadAsValuesFile(t, filepath.Join(dir, fmt.Sprintf("invalid-%03d.yaml", i)), vals)
 
 		_, helmErr := helmEngine(ch, loaded)
 		_, goErr := goRender(ch, loaded)

@@ -72,9 +72,7 @@ evaluate.`,
 			if err != nil {
 				return err
 			}
-			for _, w := range r.Warnings {
-				fmt.Fprintln(s.Err, "Warning:", w)
-			}
+			printWarnings(s.Err, r.Warnings)
 			var nodes []routing.Node
 			if o.nodesFile != "" {
 				if nodes, err = readNodes(o.nodesFile, s); err != nil {

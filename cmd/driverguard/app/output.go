@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/driverguard/driverguard/render"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
@@ -51,4 +52,11 @@ func formatSelector(sel map[string]string) string {
 		return "{}"
 	}
 	return labels.Set(sel).String()
+}
+
+// printWarnings writes render warnings to stderr, one line each.
+func printWarnings(w io.Writer, warnings []render.Warning) {
+	for _, wn := range warnings {
+		fmt.Fprintln(w, "Warning:", wn)
+	}
 }

@@ -36,9 +36,7 @@ silently. On any invalid input nothing is printed to stdout and the exit code is
 			if err != nil {
 				return err
 			}
-			for _, w := range r.Warnings {
-				fmt.Fprintln(s.Err, "Warning:", w)
-			}
+			printWarnings(s.Err, r.Warnings)
 			switch o.output.format {
 			case "json":
 				list, err := asList(r)
