@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // ConflictReport answers, for one new or changed driver, how it would tie with the drivers
@@ -39,6 +40,30 @@ type PotentialConflict struct {
 	Labels map[string]string `json:"labels"`
 }
 
+// Assessment is what one new or changed driver would do if it were admitted now: the
+// conflicts of its [ConflictReport] and the nodes it would serve, grouped into the driver
+// DaemonSets (pools) it would run. It is what [Route] would say about the candidate with the
+// candidate in place of the driver of the same name, computed from the nodes the candidate's
+// selector matches only.
+type Assessment struct {
+	ConflictReport
+	// Selected is the number of candidate nodes (rebellions.ai/npu.deploy.driver=true) the
+	// selector matches.
+	Selected int `json:"selected"`
+	// Kept is the number of tied nodes the candidate keeps because it is their current owner
+	// (their rebellions.ai/npu.driver.owner label) and still matches them. Owns + Kept nodes
+	// get the candidate's driver.
+	Kept int `json:"kept"`
+	// Pools are the driver DaemonSets the candidate would run, sorted by pool name, each with
+	// its sorted nodes; a pool whose image cannot be composed has an empty Image and reason
+	// InvalidImageTag. DaemonSet names are those of [DaemonSetName] (Route's renaming of two
+	// pools that would share a name across drivers is not applied).
+	Pools []Pool `json:"pools"`
+	// Unpooled are the nodes the candidate would own that join no pool, sorted by name, with
+	// reason DriverFamilyLabelMissing or InvalidImageTag (missing node-feature labels).
+	Unpooled []NodeResult `json:"unpooled"`
+}
+
 // Conflicts reports how candidate would tie if it were added to the index, replacing the
 // driver of the same name if there is one (an UPDATE). It works from the index: the nodes it
 // matches come from a label-pair inverted index and their other matches from the node groups,
@@ -47,59 +72,151 @@ type PotentialConflict struct {
 // On UPDATE, call it with the old object too and keep what [ConflictReport.Introduced]
 // returns: a tie that already existed is not the change's fault.
 func (ix *Index) Conflicts(candidate v1alpha1.RBLNDriver) ConflictReport {
-	rep := ConflictReport{Resource: candidate.Name, Ties: []Conflict{}, Potential: []PotentialConflict{}}
-	if errs := validateDriver(&candidate); len(errs) > 0 {
-		rep.Invalid = errs
-		return rep
-	}
-	cand := ix.candidate(&candidate)
-	replaced := int32(-1)
-	if d, ok := ix.byName[candidate.Name]; ok {
-		replaced = d
-	}
+	return ix.assess(&candidate, ix.slotByName(candidate.Name), false).ConflictReport
+}
 
-	rep.Potential = ix.potential(&cand.driver, replaced)
+// Assess is [Index.Conflicts] plus the nodes and pools the candidate would serve, at the same
+// cost order: O(matched nodes + drivers).
+func (ix *Index) Assess(candidate *v1alpha1.RBLNDriver) Assessment {
+	return ix.assess(candidate, ix.slotByName(candidate.Name), true)
+}
+
+func (ix *Index) slotByName(name string) int32 {
+	if d, ok := ix.byName[name]; ok {
+		return d
+	}
+	return -1
+}
+
+// Special owners of a node group resolved with a candidate.
+const (
+	noOwner        int32 = -1
+	candidateOwner int32 = -2
+)
+
+// groupOutcome is how one node group is decided with the candidate in place.
+type groupOutcome struct {
+	owner int32 // an index driver, candidateOwner, or noOwner (tied)
+	tie   *Conflict
+}
+
+func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full bool) Assessment {
+	a := Assessment{ConflictReport: ConflictReport{Resource: candidate.Name, Ties: []Conflict{}, Potential: []PotentialConflict{}}}
+	if full {
+		a.Pools, a.Unpooled = []Pool{}, []NodeResult{}
+	}
+	if errs := validation.ValidateDriver(candidate); len(errs) > 0 {
+		a.Invalid = errs
+		return a
+	}
+	cand := ix.candidate(candidate)
+	a.Potential = ix.potential(&cand.driver, replaced)
 	ix.ensurePostings()
 
-	type outcome struct {
-		owns bool
-		tie  *Conflict
-	}
 	// seen maps a group to 1 + its index in outcomes; 0 means not decided yet.
-	seen := make([]int32, len(ix.groups))
-	var outcomes []outcome
+	seen := make(map[int32]int32)
+	var outcomes []groupOutcome
 	ties := make(map[string]*Conflict)
+	var pools *poolSet
+	if full {
+		pools = newPoolSet()
+	}
 	ix.forMatchingNodes(cand.sel, func(node int32) {
+		a.Selected++
 		gi := ix.nodeGroup[node]
-		if seen[gi] == 0 {
-			var o outcome
-			owns, tied := ix.resolveWith(&ix.groups[gi], &cand, replaced)
-			o.owns = owns
-			if tied != nil {
-				key := strings.Join(tied, "\x00")
+		oi, ok := seen[gi]
+		if !ok {
+			o := groupOutcome{owner: noOwner}
+			owner, tied, candTied := ix.resolveCandidate(&ix.groups[gi], &cand, replaced)
+			o.owner = owner
+			if candTied {
+				names := append(ix.names(tied), cand.name)
+				slices.Sort(names)
+				key := strings.Join(names, "\x00")
 				if o.tie = ties[key]; o.tie == nil {
-					o.tie = &Conflict{Resources: tied}
+					o.tie = &Conflict{Resources: names}
 					ties[key] = o.tie
 				}
 			}
 			outcomes = append(outcomes, o)
-			seen[gi] = int32(len(outcomes))
+			oi = int32(len(outcomes))
+			seen[gi] = oi
 		}
-		switch o := &outcomes[seen[gi]-1]; {
-		case o.owns:
-			rep.Owns++
-		case o.tie != nil:
+		o := &outcomes[oi-1]
+		if o.tie != nil {
 			o.tie.Total++
 			if len(o.tie.Nodes) < ConflictSampleSize {
 				o.tie.Nodes = append(o.tie.Nodes, ix.nodes[node].Name)
 			}
 		}
+		var serves bool
+		switch {
+		case o.owner == candidateOwner:
+			a.Owns++
+			serves = true
+		case o.owner == noOwner && ix.nodes[node].Labels[v1alpha1.LabelOwner] == cand.name:
+			// tied: the candidate is the current owner and still matches, so it keeps the node
+			a.Kept++
+			serves = true
+		}
+		if serves && full {
+			pools.add(&ix.nodes[node], &cand.driver, o.owner == noOwner, &a.Unpooled)
+		}
 	})
 	for _, c := range ties {
-		rep.Ties = append(rep.Ties, *c)
+		a.Ties = append(a.Ties, *c)
 	}
-	slices.SortFunc(rep.Ties, func(a, b Conflict) int { return slices.Compare(a.Resources, b.Resources) })
-	return rep
+	slices.SortFunc(a.Ties, func(x, y Conflict) int { return slices.Compare(x.Resources, y.Resources) })
+	if full {
+		a.Pools = pools.sorted()
+	}
+	return a
+}
+
+// poolSet collects the pools of one driver's nodes.
+type poolSet struct {
+	byLabels map[PoolLabels]*Pool
+	familyOK map[string]bool
+}
+
+func newPoolSet() *poolSet {
+	return &poolSet{byLabels: map[PoolLabels]*Pool{}, familyOK: map[string]bool{}}
+}
+
+// add puts node (owned by d) into its pool, or into unpooled with the reason it has none.
+// Nodes must come in name order.
+func (s *poolSet) add(n *Node, d *driver, tied bool, unpooled *[]NodeResult) {
+	pl, err := poolLabelsOf(n.Labels, func(f string) bool {
+		ok, seen := s.familyOK[f]
+		if !seen {
+			ok = validFamily(f)
+			s.familyOK[f] = ok
+		}
+		return ok
+	})
+	if err != nil {
+		nr := NodeResult{Name: n.Name, Owner: d.name, Reason: err.Reason, Detail: err.Error(), CurrentOwner: n.Labels[v1alpha1.LabelOwner]}
+		if tied {
+			nr.Reason = ReasonConflictingNodeSelector
+		}
+		*unpooled = append(*unpooled, nr)
+		return
+	}
+	p := s.byLabels[pl]
+	if p == nil {
+		p = newPool(d, pl, pl.Name())
+		s.byLabels[pl] = p
+	}
+	p.Nodes = append(p.Nodes, n.Name)
+}
+
+func (s *poolSet) sorted() []Pool {
+	out := make([]Pool, 0, len(s.byLabels))
+	for _, p := range s.byLabels {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b Pool) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // forMatchingNodes calls fn, in name order, for every candidate node that sel matches.
@@ -153,43 +270,53 @@ func (ix *Index) candidate(d *v1alpha1.RBLNDriver) candidateDriver {
 	return c
 }
 
-// resolveWith decides the nodes of group g with cand added (and replaced removed): whether
-// cand owns them, or the sorted names of the tied set when cand is part of a tie. Every
-// driver involved matches the node, so the selectors agree on shared keys and containment
-// is containment of key sets.
-func (ix *Index) resolveWith(g *group, cand *candidateDriver, replaced int32) (owns bool, tied []string) {
+// ignored reports whether driver d is left out when deciding with a candidate: it is the
+// driver the candidate replaces, or it is not active.
+func (ix *Index) ignored(d, replaced int32) bool { return d == replaced || !ix.live(d) }
+
+// resolveCandidate decides the nodes of group g with cand added (replaced and inactive
+// drivers left out): the owner (an index driver or candidateOwner), or, when no unique
+// strict maximum exists, noOwner with the tied index drivers and whether cand is tied too.
+// Every driver involved matches the node, so the selectors agree on shared keys and
+// containment is containment of key sets.
+func (ix *Index) resolveCandidate(g *group, cand *candidateDriver, replaced int32) (owner int32, tied []int32, candTied bool) {
 	below := func(d *driver) bool { return d.n < cand.n && subset(d.keys, cand.keys) } // d ⊊ cand
 	above := func(d *driver) bool { return !cand.extra && d.n > cand.n && subset(cand.keys, d.keys) }
-	owns = true
+	candMaximal, allBelow := true, true
 	for _, di := range g.matches {
-		if di == replaced {
+		if ix.ignored(di, replaced) {
 			continue
 		}
 		d := &ix.drivers[di]
-		if above(d) {
-			return false, nil
-		}
-		owns = owns && below(d)
+		candMaximal = candMaximal && !above(d)
+		allBelow = allBelow && below(d)
 	}
-	if owns {
-		return true, nil
+	if allBelow {
+		return candidateOwner, nil, false
 	}
-	tied = []string{cand.name}
+	// The maximal index drivers: not strictly inside cand, nor inside another match.
+	var maximal []int32
 next:
 	for _, di := range g.matches {
+		if ix.ignored(di, replaced) {
+			continue
+		}
 		d := &ix.drivers[di]
-		if di == replaced || below(d) {
+		if below(d) {
 			continue
 		}
 		for _, ei := range g.matches {
-			if e := &ix.drivers[ei]; ei != replaced && e.n > d.n && subset(d.keys, e.keys) {
+			if e := &ix.drivers[ei]; !ix.ignored(ei, replaced) && e.n > d.n && subset(d.keys, e.keys) {
 				continue next
 			}
 		}
-		tied = append(tied, d.name)
+		maximal = append(maximal, di)
 	}
-	slices.Sort(tied)
-	return false, tied
+	if !candMaximal && len(maximal) == 1 {
+		// One maximal element of a finite set of selectors contains every other one.
+		return maximal[0], nil, false
+	}
+	return noOwner, maximal, candMaximal
 }
 
 // potential finds the valid drivers cand could tie with on some node. cand and o can both be
@@ -202,7 +329,7 @@ func (ix *Index) potential(cand *driver, replaced int32) []PotentialConflict {
 	var inCand, extra []int32
 	var touched []int32
 	for oi := range ix.drivers {
-		if int32(oi) == replaced {
+		if ix.ignored(int32(oi), replaced) {
 			continue
 		}
 		o := &ix.drivers[oi]
@@ -235,7 +362,7 @@ func (ix *Index) potential(cand *driver, replaced int32) []PotentialConflict {
 	return out // ix.drivers is sorted by name
 }
 
-// dominated reports whether some valid driver y other than o and replaced satisfies
+// dominated reports whether some active driver y other than o and replaced satisfies
 // y ⊆ cand∪o and (y ⊋ cand or y ⊋ o). Such a y must have a pair of o outside cand (else
 // y ⊆ cand, and neither can hold for incomparable cand and o), so only the postings of those
 // pairs are walked. extra is scratch space, left zeroed.
@@ -257,7 +384,7 @@ func (ix *Index) dominated(cand, o *driver, oi, replaced int32, inCand, extra, t
 	for _, y := range touched {
 		yd := &ix.drivers[y]
 		inUnion := inCand[y] + extra[y] // |y ∩ (cand ∪ o)|
-		if !found && y != oi && y != replaced && int(inUnion) == yd.n {
+		if !found && y != oi && !ix.ignored(y, replaced) && int(inUnion) == yd.n {
 			aboveCand := int(inCand[y]) == cand.n && yd.n > cand.n
 			aboveO := int(extra[y]) == oOnly && yd.n > o.n && relate(yd.sel, o.sel) == relSuperset
 			found = aboveCand || aboveO

@@ -34,8 +34,13 @@ func DriverImage(spec *v1alpha1.RBLNDriverSpec, p PoolLabels) (string, error) {
 	if i := strings.LastIndexByte(spec.Image, '/'); i >= 0 {
 		repo = spec.Image[:i+1] + p.Family + spec.Image[i:]
 	}
-	tag := spec.Version + "-" + p.Kernel + "-" + p.OS + p.OSVersion
-	return composeImage(spec.Registry, repo, tag)
+	return composeImage(spec.Registry, repo, DriverTag(spec, p))
+}
+
+// DriverTag is the driver image tag of spec for pool p, <version>-<kernel>-<os><osVersion>,
+// from the raw labels; it need not be a valid OCI tag (see [DriverImage]).
+func DriverTag(spec *v1alpha1.RBLNDriverSpec, p PoolLabels) string {
+	return spec.Version + "-" + p.Kernel + "-" + p.OS + p.OSVersion
 }
 
 // SMDImage composes the RSMD image of spec: <smd.registry>/<smd.image>:<spec.version>.

@@ -45,6 +45,11 @@ type Index struct {
 
 	postingsOnce sync.Once
 	postings     map[labelPair][]int32 // candidate nodes by label pair, ascending (lazy)
+
+	// active, when not nil, says which drivers take part in routing (a [Cluster]'s index holds
+	// every driver that may ever be applied, most of them inactive at any one time). The
+	// groups' owner and tied fields are then not computed; decisions resolve groups live.
+	active []bool
 }
 
 type labelPair struct{ key, value string }
@@ -78,12 +83,6 @@ func newIndex(drivers []v1alpha1.RBLNDriver, nodes []Node) *Index {
 	return ix
 }
 
-// validateDriver applies the shared syntax rules that decide InvalidSpec.
-func validateDriver(d *v1alpha1.RBLNDriver) field.ErrorList {
-	errs := validation.ValidateDriverName(d.Name, field.NewPath("metadata", "name"))
-	return append(errs, validation.ValidateDriverSpec(d.Name, &d.Spec, field.NewPath("spec"))...)
-}
-
 func (ix *Index) addDrivers(in []v1alpha1.RBLNDriver) {
 	order := make([]*v1alpha1.RBLNDriver, len(in))
 	for i := range in {
@@ -105,7 +104,7 @@ func (ix *Index) addDrivers(in []v1alpha1.RBLNDriver) {
 			errs = field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"),
 				fmt.Sprintf("%s (%d RBLNDrivers share this name with different specs; keep one)", d.Name, j-i))}
 		} else {
-			errs = validateDriver(d)
+			errs = validation.ValidateDriver(d)
 		}
 		if len(errs) > 0 {
 			ix.invalid = append(ix.invalid, Invalid{Resource: d.Name, Reason: ReasonInvalidSpec, Message: errs.ToAggregate().Error(), Errors: errs})
@@ -115,7 +114,33 @@ func (ix *Index) addDrivers(in []v1alpha1.RBLNDriver) {
 		}
 		i = j
 	}
+	ix.indexDrivers()
+}
 
+// newSlotIndex indexes nodes and every valid driver of drivers as its own slot, names
+// repeating allowed (a stored driver and its update), all inactive: the index of a [Cluster].
+// Invalid drivers are left out; they can never take part in routing.
+func newSlotIndex(drivers []*v1alpha1.RBLNDriver, nodes []Node) (ix *Index, slotOf map[*v1alpha1.RBLNDriver]int32) {
+	order := slices.Clone(drivers)
+	slices.SortStableFunc(order, func(a, b *v1alpha1.RBLNDriver) int { return strings.Compare(a.Name, b.Name) })
+	ix = &Index{byName: map[string]int32{}, invalid: []Invalid{}}
+	slotOf = make(map[*v1alpha1.RBLNDriver]int32, len(order))
+	for _, d := range order {
+		if len(validation.ValidateDriver(d)) > 0 {
+			continue
+		}
+		slotOf[d] = int32(len(ix.drivers))
+		ix.drivers = append(ix.drivers, driver{obj: d, name: d.Name, sel: selectorPairs(d.Spec.NodeSelector)})
+	}
+	ix.indexDrivers()
+	ix.active = make([]bool, len(ix.drivers))
+	ix.addNodes(nodes)
+	ix.ensurePostings()
+	return ix, slotOf
+}
+
+// indexDrivers builds the key set, the key bitsets and the postings of ix.drivers.
+func (ix *Index) indexDrivers() {
 	ix.keyIdx = make(map[string]int)
 	for _, d := range ix.drivers {
 		for _, p := range d.sel {
@@ -247,6 +272,9 @@ func (ix *Index) newGroup(kvs []keyValue, counts []int32) group {
 	}
 	slices.Sort(matches)
 	g := group{matches: matches, owner: -1}
+	if ix.active != nil {
+		return g // resolved live, against the drivers active at the time
+	}
 	g.owner, g.tied = ix.resolve(matches)
 	if g.tied != nil {
 		g.tiedKey = encodeInts(g.tied)
@@ -316,6 +344,9 @@ func encodeInts(xs []int32) string {
 	}
 	return string(b)
 }
+
+// live reports whether driver d takes part in routing.
+func (ix *Index) live(d int32) bool { return ix.active == nil || ix.active[d] }
 
 func (g *group) has(d int32) bool {
 	_, ok := slices.BinarySearch(g.matches, d)

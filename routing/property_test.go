@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // propertyCases is the number of generated clusters per property.
@@ -34,7 +35,7 @@ func strictSuperset(a, b map[string]string) bool {
 func validDrivers(drivers []v1alpha1.RBLNDriver) map[string]v1alpha1.RBLNDriver {
 	out := map[string]v1alpha1.RBLNDriver{}
 	for _, d := range drivers {
-		if len(validateDriver(&d)) == 0 {
+		if len(validation.ValidateDriver(&d)) == 0 {
 			out[d.Name] = d
 		}
 	}
@@ -283,4 +284,81 @@ func TestPropertyConflictsAgreesWithRoute(t *testing.T) {
 			require.Equal(t, tied, potential[name], "case %d: candidate %v vs %s %v", c, cand.Spec.NodeSelector, name, o.Spec.NodeSelector)
 		}
 	}
+}
+
+// TestPropertyAssessAgreesWithRoute checks Assess against Route with the candidate in place:
+// the nodes, pools and unpooled nodes it predicts for the candidate are exactly Route's.
+func TestPropertyAssessAgreesWithRoute(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 12))
+	for c := range propertyCases {
+		shape := genShape(r)
+		shape.currentOwners = true
+		drivers, nodes := genCluster(r, shape)
+		extra := genDrivers(r, 2+r.IntN(3), 0)
+		cand := extra[len(extra)-1]
+		if r.IntN(2) == 0 { // an UPDATE of an existing driver
+			cand.Name = drivers[r.IntN(len(drivers))].Name
+		}
+		if cand.Name == v1alpha1.DefaultDriverName && r.IntN(2) == 0 {
+			cand.Spec.NodeSelector = nil
+		}
+		ix := NewIndex(drivers, nodes)
+		a := ix.Assess(&cand)
+		if len(a.Invalid) > 0 {
+			continue
+		}
+		require.Equal(t, ix.Conflicts(cand), a.ConflictReport, "case %d: Conflicts is Assess without pools", c)
+
+		after := slices.DeleteFunc(slices.Clone(drivers), func(d v1alpha1.RBLNDriver) bool { return d.Name == cand.Name })
+		after = append(after, cand)
+		res := Route(after, nodes)
+		selected, serves := 0, 0
+		wantUnpooled := []NodeResult{}
+		for i, nr := range res.Nodes {
+			if nr.Reason != ReasonOutOfScope && matches(cand.Spec.NodeSelector, nodeByName(nodes, res.Nodes[i].Name).Labels) {
+				selected++
+			}
+			if nr.Owner != cand.Name {
+				continue
+			}
+			serves++
+			if nr.Pool == "" {
+				wantUnpooled = append(wantUnpooled, nr)
+			}
+		}
+		require.Equal(t, selected, a.Selected, "case %d", c)
+		require.Equal(t, serves, a.Owns+a.Kept, "case %d", c)
+		type poolView struct {
+			Name, Image, Reason string
+			Nodes               []string
+		}
+		var want, got []poolView
+		for _, p := range res.Pools {
+			if p.Owner == cand.Name {
+				want = append(want, poolView{p.Name, p.Image, p.Reason, p.Nodes})
+			}
+		}
+		for _, p := range a.Pools {
+			require.Equal(t, cand.Name, p.Owner)
+			require.Equal(t, DaemonSetName(cand.Name, p.Labels), p.DaemonSet)
+			got = append(got, poolView{p.Name, p.Image, p.Reason, p.Nodes})
+		}
+		require.Equal(t, want, got, "case %d", c)
+		require.Len(t, a.Unpooled, len(wantUnpooled), "case %d", c)
+		for i, nr := range a.Unpooled {
+			require.Equal(t, wantUnpooled[i].Name, nr.Name, "case %d", c)
+			require.Equal(t, wantUnpooled[i].Reason, nr.Reason, "case %d: %s", c, nr.Name)
+			require.Equal(t, cand.Name, nr.Owner, "case %d", c)
+		}
+	}
+}
+
+func nodeByName(nodes []Node, name string) Node {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return Node{}
 }

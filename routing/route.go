@@ -100,7 +100,7 @@ func (ix *Index) Route() *Result {
 				name = pl.Name()
 				poolNames[pl] = name
 			}
-			p = ix.newPool(owner, pl, name)
+			p = newPool(&ix.drivers[owner], pl, name)
 			pools[key] = p
 		}
 		p.Nodes = append(p.Nodes, n.Name)
@@ -148,8 +148,7 @@ func (ix *Index) names(ds []int32) []string {
 	return out
 }
 
-func (ix *Index) newPool(owner int32, pl PoolLabels, name string) *Pool {
-	d := &ix.drivers[owner]
+func newPool(d *driver, pl PoolLabels, name string) *Pool {
 	p := &Pool{
 		Name:         name,
 		DaemonSet:    daemonSetName(d.name, name, pl),

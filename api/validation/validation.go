@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -39,6 +40,15 @@ func ValidateInstanceKey(key string, fldPath *field.Path) field.ErrorList {
 		detail = fmt.Sprintf("is %d characters; at most %d are allowed, because rbln-driver-<key> is written onto nodes as a label value", len(key), MaxInstanceKeyLength)
 	}
 	return field.ErrorList{field.Invalid(fldPath, key, detail)}
+}
+
+// ValidateDriver applies every syntax rule of one RBLNDriver (SPEC §5): the name must be a
+// DNS-1123 label (it becomes the owner label's value) and the spec must pass
+// ValidateDriverSpec. It is the one validator the webhook, the routing engine (which excludes
+// invalid drivers as InvalidSpec) and the CLI share.
+func ValidateDriver(d *v1alpha1.RBLNDriver) field.ErrorList {
+	errs := ValidateDriverName(d.Name, field.NewPath("metadata", "name"))
+	return append(errs, ValidateDriverSpec(d.Name, &d.Spec, field.NewPath("spec"))...)
 }
 
 // ValidateDriverName checks that an RBLNDriver name can be the owner label's value.
@@ -150,4 +160,22 @@ func ValidateUpgradePolicy(up *v1alpha1.UpgradePolicy, fldPath *field.Path) (fie
 			fldPath.Child("reboot", "enable"), fldPath.Child("drain", "enable")))
 	}
 	return errs, warnings
+}
+
+// MaxQuotedValue bounds a user value quoted in an error message.
+const MaxQuotedValue = 80
+
+// Quotable returns errs with every long string value cut to MaxQuotedValue bytes and its full
+// length, so that a message never echoes a 50 MB value back. errs is not modified.
+func Quotable(errs field.ErrorList) field.ErrorList {
+	out := make(field.ErrorList, len(errs))
+	for i, e := range errs {
+		if s, ok := e.BadValue.(string); ok && len(s) > MaxQuotedValue {
+			c := *e
+			c.BadValue = fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:MaxQuotedValue], ""), len(s))
+			e = &c
+		}
+		out[i] = e
+	}
+	return out
 }
