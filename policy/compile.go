@@ -8,6 +8,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 )
 
@@ -84,13 +85,21 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 	return out, problems
 }
 
-// checkNamespaces reports user modules in the namespaces driverguard reserves.
+func lastSegment(pkg string) string {
+	return pkg[strings.LastIndexByte(pkg, '.')+1:]
+}
+
+// checkNamespaces reports user modules outside driverguard. and in the namespaces driverguard
+// reserves.
 func checkNamespaces(modules map[string]*ast.Module) []Problem {
 	var problems []Problem
 	for _, key := range sortedKeys(modules) {
 		m := modules[key]
 		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
 		switch {
+		case !strings.HasPrefix(pkg, policyNamespace+"."):
+			problems = append(problems, problemAt(m.Package.Location, "package %s: driverguard evaluates only packages under %s., so this module would never run; rename it, e.g. package %s.%s (tests: %s.%s_test)",
+				pkg, policyNamespace, policyNamespace, lastSegment(pkg), policyNamespace, strings.TrimSuffix(lastSegment(pkg), "_test")))
 		case pkg == LibraryNamespace || strings.HasPrefix(pkg, LibraryNamespace+"."):
 			problems = append(problems, problemAt(m.Package.Location, "package %s: %s is reserved for the bundled library; name your package after your team, e.g. %s.platform", pkg, LibraryNamespace, policyNamespace))
 		case pkg == decisionPackage || strings.HasPrefix(pkg, decisionPackage+"."):
@@ -144,7 +153,10 @@ func decisionModule(pkgs []policyPackage) (*ast.Module, error) {
 
 // policySet is one compiled, immutable set of policies ready for concurrent evaluation.
 type policySet struct {
-	query    rego.PreparedEvalQuery
+	query rego.PreparedEvalQuery
+	// store holds the data documents of the policy directories and the cluster view
+	// (data.driverguard_cluster), which the engine keeps current in the active set's store.
+	store    storage.Store
 	policies []string // evaluated packages, sorted
 	disabled []string // disabled packages, sorted
 	files    []string // user module and data files, sorted
@@ -173,24 +185,35 @@ func newCompiler() *ast.Compiler {
 		WithUnsafeBuiltins(unsafeBuiltins)
 }
 
-// userProblems are the checks shared by the engine and the test runner: reserved namespaces
-// and data keys, and driverguard_config.
-func userProblems(user *parsed) (disabled []string, problems []Problem) {
-	problems = checkNamespaces(user.modules)
-	for _, k := range []string{policyNamespace, decisionPackage} {
-		if _, ok := user.data[k]; ok {
-			problems = append(problems, Problem{File: user.dataFiles[k], Message: fmt.Sprintf("a data document sets data.%s, the policy namespace; put data elsewhere, e.g. data.%s or data.<team>", k, configKey)})
-		}
-	}
-	disabled, cp := disabledFromConfig(user)
-	return disabled, append(problems, cp...)
+// checkedSet is a policy set that passed every load-time check: what the engine compiles and
+// what `policy test` runs its tests against. Both get it from checkSet, so a module one
+// accepts the other accepts too, with the same problems reported the same way.
+type checkedSet struct {
+	modules  map[string]*ast.Module // the library's and the user's policy modules
+	pkgs     []policyPackage
+	disabled map[string]bool // packages turned off by the caller or data.driverguard_config
 }
 
-// compileSet compiles the library (unless excluded) and the user's modules into a prepared
-// decision query. disable are names from the caller (e.g. --disable); data.driverguard_config
-// adds its own.
-func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, files []string) (*policySet, error) {
-	cfgDisabled, problems := userProblems(user)
+// checkSet runs the load-time checks on the library and the user's modules and data: the
+// namespace every package must be in, reserved namespaces and data keys,
+// data.driverguard_config, deny/warn rules that are message sets, and the names to disable
+// (from the caller, e.g. --disable, and from the configuration). It reports every problem at
+// once, each with its file and line. tests are the user's test modules, held to the same
+// namespace rules.
+func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Module, disable []string) (*checkedSet, error) {
+	problems := checkNamespaces(user.modules)
+	problems = append(problems, checkNamespaces(tests)...)
+	for _, k := range []string{policyNamespace, decisionPackage, ClusterKey} {
+		if _, ok := user.data[k]; ok {
+			what := "the policy namespace"
+			if k == ClusterKey {
+				what = "the cluster view driverguard provides"
+			}
+			problems = append(problems, Problem{File: user.dataFiles[k], Message: fmt.Sprintf("a data document sets data.%s, %s; put data elsewhere, e.g. data.%s or data.<team>", k, what, configKey)})
+		}
+	}
+	cfgDisabled, ps := disabledFromConfig(user)
+	problems = append(problems, ps...)
 	modules := make(map[string]*ast.Module, len(lib)+len(user.modules)+1)
 	for k, m := range lib {
 		modules[k] = m
@@ -207,11 +230,26 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	if len(problems) > 0 {
 		return nil, &LoadError{Problems: problems}
 	}
+	for p := range offCfg {
+		off[p] = true
+	}
+	return &checkedSet{modules: modules, pkgs: pkgs, disabled: off}, nil
+}
+
+// compileSet compiles the library (unless excluded) and the user's modules into a prepared
+// decision query over a new store holding the user's data and the cluster view. disable are
+// names from the caller (e.g. --disable); data.driverguard_config adds its own.
+func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, files []string, cluster ast.Object) (*policySet, error) {
+	checked, err := checkSet(lib, user, nil, disable)
+	if err != nil {
+		return nil, err
+	}
+	modules, pkgs, off := checked.modules, checked.pkgs, checked.disabled
 	set := &policySet{files: files}
 	enabled := pkgs[:0:0]
 	for _, p := range pkgs {
-		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg] || offCfg[p.pkg]})
-		if off[p.pkg] || offCfg[p.pkg] {
+		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg]})
+		if off[p.pkg] {
 			set.disabled = append(set.disabled, p.pkg)
 			continue
 		}
@@ -227,8 +265,14 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	if c.Compile(modules); c.Failed() {
 		return nil, &LoadError{Problems: problemsOf(c.Errors, "")}
 	}
-	store := inmem.NewFromObjectWithOpts(user.data, inmem.OptRoundTripOnWrite(false))
-	set.query, err = rego.New(rego.Query(decisionQuery), rego.Compiler(c), rego.Store(store)).PrepareForEval(ctx)
+	root, err := ast.InterfaceToValue(user.data)
+	if err != nil {
+		return nil, fmt.Errorf("policy: converting the data documents: %w", err)
+	}
+	data := root.(ast.Object)
+	data.Insert(ast.InternedTerm(ClusterKey), ast.NewTerm(cluster))
+	set.store = inmem.NewFromASTObject(data)
+	set.query, err = rego.New(rego.Query(decisionQuery), rego.Compiler(c), rego.Store(set.store)).PrepareForEval(ctx)
 	if err != nil {
 		return nil, &LoadError{Problems: problemsOf(err, "")}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -61,11 +60,11 @@ type Engine struct {
 	lib     map[string]*ast.Module
 
 	active atomic.Pointer[policySet]
-	// nodes keeps converted input.cluster.nodes across Evaluate calls.
-	nodes *nodeCache
 
-	// mu serializes loads and guards what follows.
+	// mu serializes loads and cluster writes, and guards what follows.
 	mu sync.Mutex
+	// cluster is the cluster view every set's store holds at data.driverguard_cluster.
+	cluster *clusterData
 	// attempted is the fingerprint of the files of the latest load attempt.
 	attempted [sha256.Size]byte
 	status    Status
@@ -87,7 +86,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	e := &Engine{opts: opts, log: opts.Logger, metrics: newEngineMetrics(reg), lib: map[string]*ast.Module{}, nodes: newNodeCache()}
+	e := &Engine{opts: opts, log: opts.Logger, metrics: newEngineMetrics(reg), lib: map[string]*ast.Module{}, cluster: newClusterData()}
 	if e.log.GetSink() == nil {
 		e.log = logr.Discard()
 	}
@@ -173,7 +172,7 @@ func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
 	for i, f := range files {
 		names[i] = f.path
 	}
-	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, names)
+	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, names, e.cluster.document())
 	if err != nil {
 		return err
 	}
@@ -181,41 +180,15 @@ func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
 	return nil
 }
 
-// Evaluate runs every enabled policy on one input within the engine's deadline. The error is
-// non-nil when the policies could not be evaluated (a conflict in a rule, the deadline, a
-// cancelled context); errors.Is(err, context.DeadlineExceeded) tells a timeout. What an
-// error means is the caller's choice: `check` fails (exit 2), the webhook refuses the request
-// unless it is configured fail-open (webhook.Options.PolicyFailOpen).
-//
-// Converted input.cluster.nodes are kept across calls, keyed by name, owner, pool and the
-// identity of the labels map: a caller must not modify a node's labels map after passing it in
-// (build a new map instead), as the webhook's immutable cluster snapshots never do.
+// Evaluate runs every enabled policy on one input within the engine's deadline, with the
+// cluster view (data.driverguard_cluster) as the last SyncCluster or PatchCluster left it.
+// The error is non-nil when the policies could not be evaluated (a conflict in a rule, the
+// deadline, a cancelled context); errors.Is(err, context.DeadlineExceeded) tells a timeout.
+// What an error means is the caller's choice: `check` fails (exit 2), the webhook refuses the
+// request unless it is configured fail-open.
 func (e *Engine) Evaluate(ctx context.Context, in *Input) (*Decision, error) {
-	return e.evaluateMemo(ctx, in, &valueMemo{nodeCache: e.nodes})
-}
-
-// EvaluateAll evaluates each input in turn, as Evaluate does, and calls fn with its decision;
-// it stops at the first error (from an evaluation or from fn). The inputs must describe one
-// cluster state, as RenderInputs' do: RBLNDrivers with one name are one object, and the
-// cluster policy and nodes are shared. The shared cluster context is then converted once
-// instead of once per input (check on N drivers converts N drivers, not N²).
-func (e *Engine) EvaluateAll(ctx context.Context, inputs iter.Seq[*Input], fn func(*Input, *Decision) error) error {
-	memo := &valueMemo{drivers: map[string]*ast.Term{}}
-	for in := range inputs {
-		d, err := e.evaluateMemo(ctx, in, memo)
-		if err != nil {
-			return err
-		}
-		if err := fn(in, d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (e *Engine) evaluateMemo(ctx context.Context, in *Input, memo *valueMemo) (*Decision, error) {
 	start := time.Now()
-	d, err := e.evaluate(ctx, in, memo)
+	d, err := e.evaluate(ctx, in)
 	e.metrics.duration.Observe(time.Since(start).Seconds())
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -232,11 +205,11 @@ func (e *Engine) evaluateMemo(ctx context.Context, in *Input, memo *valueMemo) (
 	return d, err
 }
 
-func (e *Engine) evaluate(ctx context.Context, in *Input, memo *valueMemo) (*Decision, error) {
+func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	if in == nil {
 		return nil, errors.New("policy: no input")
 	}
-	value, err := inputValue(in, memo)
+	value, err := inputValue(in)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +228,9 @@ func (e *Engine) evaluate(ctx context.Context, in *Input, memo *valueMemo) (*Dec
 	}
 	return decisionOf(rs)
 }
+
+// Timeout is the deadline of one evaluation.
+func (e *Engine) Timeout() time.Duration { return e.opts.Timeout }
 
 func decisionOf(rs rego.ResultSet) (*Decision, error) {
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {

@@ -11,9 +11,12 @@ import (
 
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
 const (
@@ -62,7 +65,8 @@ func readNodes(t testing.TB, path string) []routing.Node {
 	return routing.NodesFromCore(nodes)
 }
 
-// renderInputs are the check inputs of a values file (and a nodes file, when not "").
+// renderInputs are the inputs check evaluates for a values file (and a nodes file, when not
+// ""), recorded from a replay of the release with the bundled library.
 func renderInputs(t testing.TB, values, nodesFile string) []*policy.Input {
 	t.Helper()
 	r := renderFile(t, values)
@@ -70,14 +74,17 @@ func renderInputs(t testing.TB, values, nodesFile string) []*policy.Input {
 	if nodesFile != "" {
 		nodes = readNodes(t, nodesFile)
 	}
-	var out []*policy.Input
-	for in := range policy.RenderInputs(r.Drivers, &r.ClusterPolicy, nodes) {
-		out = append(out, in)
-	}
-	return out
+	e, err := policy.New(t.Context(), policy.Options{Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	rec := &webhooktest.Evaluator{Fn: e.Evaluate}
+	_, err = release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), release.Cluster{Nodes: nodes},
+		release.Options{Decider: &decision.Decider{Policy: rec}, Data: e})
+	require.NoError(t, err)
+	return rec.Inputs()
 }
 
-// evaluate evaluates the input for the object named name.
+// evaluate evaluates the input for the object named name with e. Rules that read the cluster
+// view see e's (empty unless the test synced one).
 func evaluate(t *testing.T, e policy.Evaluator, inputs []*policy.Input, name string) *policy.Decision {
 	t.Helper()
 	for _, in := range inputs {

@@ -95,7 +95,9 @@ func TestAdmissionInputsMatchTheSchema(t *testing.T) {
 		assert.NoError(t, validate(t, s, in), "%s %s", in.Operation, objectName(in))
 	}
 	assert.NotNil(t, inputs[1].OldObject)
-	assert.NotEmpty(t, inputs[1].Cluster.Nodes)
+	require.NotNil(t, inputs[1].Routing)
+	assert.Equal(t, 1, inputs[1].Routing.Nodes, "the canary owns n1")
+	assert.Nil(t, inputs[2].Routing, "a cluster policy has no routing")
 
 	manual := &policy.Input{
 		Object:    newCanary,
@@ -103,9 +105,40 @@ func TestAdmissionInputsMatchTheSchema(t *testing.T) {
 		Operation: policy.OperationUpdate,
 		UserInfo:  &authenticationv1.UserInfo{Username: "alice", Groups: []string{"platform"}, Extra: map[string]authenticationv1.ExtraValue{"scopes": {"a"}}},
 		Source:    policy.SourceAdmission,
-		Cluster:   policy.Cluster{Drivers: []v1alpha1.RBLNDriver{*def}, ClusterPolicy: cp, Nodes: []policy.Node{{Name: "n2"}}},
+		Routing:   &policy.Routing{Pools: []policy.Pool{{Nodes: []string{"n2"}}}, Unpooled: []policy.UnpooledNode{}, Ties: []policy.Tie{}, PotentialTies: []policy.PotentialTie{}},
 	}
 	assert.NoError(t, validate(t, s, manual))
+}
+
+// TestClusterDataMatchesTheSchema: data.driverguard_cluster, as the engine holds it after a
+// sync and a patch, matches $defs.ClusterData.
+func TestClusterDataMatchesTheSchema(t *testing.T) {
+	raw, err := os.ReadFile(schemaFile)
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	require.NoError(t, err)
+	require.NoError(t, c.AddResource(schemaFile, doc))
+	s, err := c.Compile(schemaFile + "#/$defs/ClusterData")
+	require.NoError(t, err)
+
+	e := newEngine(t, policy.Options{})
+	def := webhooktest.Driver(v1alpha1.DefaultDriverName, nil)
+	nodes := readNodes(t, exampleNodes)
+	view := &policy.ClusterView{Drivers: []*v1alpha1.RBLNDriver{def}, ClusterPolicy: webhooktest.ClusterPolicy(false)}
+	for _, n := range nodes {
+		view.Nodes = append(view.Nodes, policy.ClusterNode{Name: n.Name, Labels: n.Labels, Owner: "rbln-driver"})
+	}
+	require.NoError(t, e.SyncCluster(t.Context(), view))
+	require.NoError(t, e.PatchCluster(t.Context(), &policy.ClusterPatch{Drivers: []*v1alpha1.RBLNDriver{webhooktest.Driver("rbln-driver-atom", webhooktest.Sel(v1alpha1.LabelFamily, "atom"))}}))
+	got, err := e.ClusterDocument()
+	require.NoError(t, err)
+	b, err := json.Marshal(got)
+	require.NoError(t, err)
+	data, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.NoError(t, s.Validate(data))
+	assert.Len(t, got.(map[string]any)["drivers"], 2)
 }
 
 // TestSchemaRejectsWhatPoliciesNeverSee: the schema is strict enough to catch drift.
@@ -118,7 +151,8 @@ func TestSchemaRejectsWhatPoliciesNeverSee(t *testing.T) {
 	for name, mutate := range map[string]func(in *policy.Input){
 		"unknown source":       func(in *policy.Input) { in.Source = "cli" },
 		"render with userInfo": func(in *policy.Input) { in.UserInfo = &authenticationv1.UserInfo{Username: "x"} },
-		"render UPDATE":        func(in *policy.Input) { in.Operation = "UPDATE" },
+		"UPDATE without oldObject": func(in *policy.Input) { in.Operation = "UPDATE" },
+		"a cluster in the input":   func(in *policy.Input) { in.Object = map[string]any{"kind": "RBLNDriver", "cluster": map[string]any{}} },
 		"oldObject on CREATE": func(in *policy.Input) {
 			in.Source, in.OldObject = policy.SourceAdmission, webhooktest.Driver("rbln-driver", nil)
 		},
@@ -156,8 +190,11 @@ func TestSchemaCoversTheGoTypes(t *testing.T) {
 		schema map[string]any
 	}{
 		{policy.Input{}, root},
-		{policy.Cluster{}, at("properties", "cluster")},
-		{policy.Node{}, defs["Node"].(map[string]any)},
+		{policy.Routing{}, defs["Routing"].(map[string]any)},
+		{policy.Pool{}, defs["Pool"].(map[string]any)},
+		{policy.UnpooledNode{}, defs["UnpooledNode"].(map[string]any)},
+		{policy.Tie{}, defs["Tie"].(map[string]any)},
+		{policy.PotentialTie{}, defs["PotentialTie"].(map[string]any)},
 		{authenticationv1.UserInfo{}, defs["UserInfo"].(map[string]any)},
 		{v1alpha1.RBLNDriverSpec{}, defs["RBLNDriverSpec"].(map[string]any)},
 		{v1alpha1.ManagerSpec{}, at("$defs", "RBLNDriverSpec", "properties", "manager")},

@@ -78,11 +78,20 @@ func RunTests(ctx context.Context, opts TestOptions) ([]TestResult, error) {
 	if len(problems) > 0 {
 		return nil, &LoadError{Problems: problems}
 	}
-	if _, problems := userProblems(user); len(problems) > 0 {
-		return nil, &LoadError{Problems: problems}
+	// The same checks as the engine's (checkSet), with the test modules held apart.
+	tests := map[string]*ast.Module{}
+	for k, m := range user.modules {
+		if strings.HasSuffix(k, "_test.rego") {
+			tests[k] = m
+			delete(user.modules, k)
+		}
+	}
+	checked, err := checkSet(lib.policies, user, tests, nil)
+	if err != nil {
+		return nil, err
 	}
 	modules := map[string]*ast.Module{}
-	for _, set := range []map[string]*ast.Module{lib.policies, lib.tests, user.modules} {
+	for _, set := range []map[string]*ast.Module{checked.modules, lib.tests, tests} {
 		for k, m := range set {
 			modules[k] = m
 		}

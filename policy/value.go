@@ -3,190 +3,54 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"sync"
-	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
-
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 )
 
 // inputValue converts the input document to the AST value OPA evaluates. The result equals
 // the AST of the document's JSON form (what `driverguard policy input` prints; a test keeps
-// the two equal), but the parts driverguard defines — the envelope and the nodes, the bulk
-// of a large cluster — are built directly instead of through JSON text; objects go through
-// JSON once each.
-func inputValue(in *Input, memo *valueMemo) (ast.Value, error) {
-	obj, err := jsonValue(in.Object)
+// the two equal), but the parts driverguard defines — the envelope, the user and the routing
+// verdict — are built directly instead of through JSON text, and an object given as JSON text
+// (an admission request's) is parsed once.
+func inputValue(in *Input) (ast.Value, error) {
+	obj, err := objectValue(in.Object)
 	if err != nil {
 		return nil, fmt.Errorf("policy: encoding input.object: %w", err)
 	}
-	cluster, err := clusterValue(&in.Cluster, memo)
-	if err != nil {
-		return nil, err
-	}
-	terms := [][2]*ast.Term{
-		{ast.InternedTerm("object"), ast.NewTerm(obj)},
-		{ast.InternedTerm("operation"), ast.StringTerm(in.Operation)},
-		{ast.InternedTerm("source"), ast.StringTerm(string(in.Source))},
-		{ast.InternedTerm("cluster"), ast.NewTerm(cluster)},
-	}
+	terms := make([][2]*ast.Term, 0, 6)
+	terms = append(terms,
+		[2]*ast.Term{ast.InternedTerm("object"), ast.NewTerm(obj)},
+		[2]*ast.Term{ast.InternedTerm("operation"), ast.StringTerm(in.Operation)},
+		[2]*ast.Term{ast.InternedTerm("source"), ast.StringTerm(string(in.Source))},
+	)
 	if in.OldObject != nil {
-		old, err := jsonValue(in.OldObject)
+		old, err := objectValue(in.OldObject)
 		if err != nil {
 			return nil, fmt.Errorf("policy: encoding input.oldObject: %w", err)
 		}
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("oldObject"), ast.NewTerm(old)})
 	}
 	if in.UserInfo != nil {
-		u, err := jsonValue(in.UserInfo)
-		if err != nil {
-			return nil, fmt.Errorf("policy: encoding input.userInfo: %w", err)
-		}
-		terms = append(terms, [2]*ast.Term{ast.InternedTerm("userInfo"), ast.NewTerm(u)})
+		terms = append(terms, [2]*ast.Term{ast.InternedTerm("userInfo"), ast.NewTerm(userValue(in.UserInfo))})
+	}
+	if in.Routing != nil {
+		terms = append(terms, [2]*ast.Term{ast.InternedTerm("routing"), ast.NewTerm(routingValue(in.Routing))})
 	}
 	return ast.NewObject(terms...), nil
 }
 
-// valueMemo shares converted values between the inputs of one EvaluateAll batch, which
-// describe one cluster state: a driver name stands for one object, and the cluster policy and
-// nodes are the same values (the same pointer, the same slice).
-type valueMemo struct {
-	drivers       map[string]*ast.Term // nil: drivers are not shared (one Evaluate call)
-	clusterPolicy *v1alpha1.RBLNClusterPolicy
-	policyTerm    *ast.Term
-	nodes         *Node // the first element of the converted nodes slice
-	nodesLen      int
-	nodesTerm     *ast.Term
-	// nodeCache, when set, keeps converted nodes across calls (the webhook's requests).
-	nodeCache *nodeCache
-}
-
-// nodeCache keeps the converted value of each node across Evaluate calls. The webhook builds
-// every request's input from an immutable cluster snapshot, so a node's labels map is the same
-// map from request to request until the snapshot is rebuilt; converting 10,000 nodes per
-// request was most of the cost of a policy evaluation. A node is keyed by its name, owner,
-// pool and the identity of its labels map (maps are never modified once in an Input).
-type nodeCache struct {
-	mu sync.Mutex
-	m  map[nodeKey]nodeEntry
-}
-
-// nodeEntry holds the labels map its key points to, so that map cannot be freed and its
-// address reused by another map while the entry exists.
-type nodeEntry struct {
-	labels map[string]string
-	term   *ast.Term
-}
-
-type nodeKey struct {
-	name, owner, pool string
-	labels            unsafe.Pointer
-}
-
-func newNodeCache() *nodeCache { return &nodeCache{m: map[nodeKey]nodeEntry{}} }
-
-// terms converts nodes, reusing cached values. The cache is dropped when it holds far more
-// entries than a request needs (older snapshots' nodes).
-func (c *nodeCache) terms(nodes []Node) []*ast.Term {
-	out := make([]*ast.Term, len(nodes))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) > 2*len(nodes)+1024 {
-		c.m = make(map[nodeKey]nodeEntry, len(nodes))
-	}
-	for i := range nodes {
-		n := &nodes[i]
-		k := nodeKey{name: n.Name, owner: n.Owner, pool: n.Pool, labels: reflect.ValueOf(n.Labels).UnsafePointer()}
-		e, ok := c.m[k]
-		if !ok {
-			e = nodeEntry{labels: n.Labels, term: ast.NewTerm(nodeValue(n))}
-			c.m[k] = e
+// objectValue converts an object: JSON text directly, anything else through its JSON form.
+func objectValue(x any) (ast.Value, error) {
+	if raw, ok := x.(json.RawMessage); ok {
+		var doc any
+		if err := util.UnmarshalJSON(raw, &doc); err != nil {
+			return nil, err
 		}
-		out[i] = e.term
+		return ast.InterfaceToValue(doc)
 	}
-	return out
-}
-
-func clusterValue(c *Cluster, memo *valueMemo) (ast.Value, error) {
-	drivers := make([]*ast.Term, len(c.Drivers))
-	for i := range c.Drivers {
-		d := &c.Drivers[i]
-		if memo != nil && memo.drivers[d.Name] != nil {
-			drivers[i] = memo.drivers[d.Name]
-			continue
-		}
-		v, err := jsonValue(d)
-		if err != nil {
-			return nil, fmt.Errorf("policy: encoding input.cluster.drivers[%d]: %w", i, err)
-		}
-		drivers[i] = ast.NewTerm(v)
-		if memo != nil && memo.drivers != nil {
-			memo.drivers[d.Name] = drivers[i]
-		}
-	}
-	terms := [][2]*ast.Term{{ast.InternedTerm("drivers"), ast.ArrayTerm(drivers...)}}
-	if c.ClusterPolicy != nil {
-		t, err := memo.clusterPolicyTerm(c.ClusterPolicy)
-		if err != nil {
-			return nil, fmt.Errorf("policy: encoding input.cluster.clusterPolicy: %w", err)
-		}
-		terms = append(terms, [2]*ast.Term{ast.InternedTerm("clusterPolicy"), t})
-	}
-	if len(c.Nodes) > 0 {
-		terms = append(terms, [2]*ast.Term{ast.InternedTerm("nodes"), memo.nodesValue(c.Nodes)})
-	}
-	return ast.NewObject(terms...), nil
-}
-
-func (m *valueMemo) clusterPolicyTerm(cp *v1alpha1.RBLNClusterPolicy) (*ast.Term, error) {
-	if m != nil && m.clusterPolicy == cp {
-		return m.policyTerm, nil
-	}
-	v, err := jsonValue(cp)
-	if err != nil {
-		return nil, err
-	}
-	t := ast.NewTerm(v)
-	if m != nil {
-		m.clusterPolicy, m.policyTerm = cp, t
-	}
-	return t, nil
-}
-
-func (m *valueMemo) nodesValue(nodes []Node) *ast.Term {
-	if m != nil && m.nodes == &nodes[0] && m.nodesLen == len(nodes) {
-		return m.nodesTerm
-	}
-	var terms []*ast.Term
-	if m != nil && m.nodeCache != nil {
-		terms = m.nodeCache.terms(nodes)
-	} else {
-		terms = make([]*ast.Term, len(nodes))
-		for i := range nodes {
-			terms[i] = ast.NewTerm(nodeValue(&nodes[i]))
-		}
-	}
-	t := ast.ArrayTerm(terms...)
-	if m != nil {
-		m.nodes, m.nodesLen, m.nodesTerm = &nodes[0], len(nodes), t
-	}
-	return t
-}
-
-func nodeValue(n *Node) ast.Value {
-	labels := make([][2]*ast.Term, 0, len(n.Labels))
-	for k, v := range n.Labels {
-		labels = append(labels, [2]*ast.Term{ast.StringTerm(k), ast.StringTerm(v)})
-	}
-	return ast.NewObject(
-		[2]*ast.Term{ast.InternedTerm("name"), ast.StringTerm(n.Name)},
-		[2]*ast.Term{ast.InternedTerm("labels"), ast.ObjectTerm(labels...)},
-		[2]*ast.Term{ast.InternedTerm("owner"), ast.StringTerm(n.Owner)},
-		[2]*ast.Term{ast.InternedTerm("pool"), ast.StringTerm(n.Pool)},
-	)
+	return jsonValue(x)
 }
 
 // jsonValue converts any value through its JSON form.
@@ -200,4 +64,96 @@ func jsonValue(x any) (ast.Value, error) {
 		return nil, err
 	}
 	return ast.InterfaceToValue(doc)
+}
+
+func str(k string, v string) [2]*ast.Term { return [2]*ast.Term{ast.InternedTerm(k), ast.StringTerm(v)} }
+
+func stringArray(ss []string) *ast.Term {
+	terms := make([]*ast.Term, len(ss))
+	for i, s := range ss {
+		terms[i] = ast.StringTerm(s)
+	}
+	return ast.ArrayTerm(terms...)
+}
+
+func stringMap(m map[string]string) *ast.Term {
+	kv := make([][2]*ast.Term, 0, len(m))
+	for k, v := range m {
+		kv = append(kv, [2]*ast.Term{ast.StringTerm(k), ast.StringTerm(v)})
+	}
+	return ast.ObjectTerm(kv...)
+}
+
+// userValue builds the JSON form of authenticationv1.UserInfo (omitempty fields left out).
+func userValue(u *authenticationv1.UserInfo) ast.Value {
+	var kv [][2]*ast.Term
+	if u.Username != "" {
+		kv = append(kv, str("username", u.Username))
+	}
+	if u.UID != "" {
+		kv = append(kv, str("uid", u.UID))
+	}
+	if len(u.Groups) > 0 {
+		kv = append(kv, [2]*ast.Term{ast.InternedTerm("groups"), stringArray(u.Groups)})
+	}
+	if len(u.Extra) > 0 {
+		extra := make([][2]*ast.Term, 0, len(u.Extra))
+		for k, v := range u.Extra {
+			extra = append(extra, [2]*ast.Term{ast.StringTerm(k), stringArray(v)})
+		}
+		kv = append(kv, [2]*ast.Term{ast.InternedTerm("extra"), ast.ObjectTerm(extra...)})
+	}
+	return ast.NewObject(kv...)
+}
+
+// routingValue builds the JSON form of a Routing.
+func routingValue(r *Routing) ast.Value {
+	pools := make([]*ast.Term, len(r.Pools))
+	for i := range r.Pools {
+		p := &r.Pools[i]
+		pools[i] = ast.ObjectTerm(
+			str("name", p.Name), str("daemonSet", p.DaemonSet),
+			str("family", p.Family), str("os", p.OS), str("osVersion", p.OSVersion), str("kernel", p.Kernel),
+			str("tag", p.Tag), str("image", p.Image), str("reason", p.Reason),
+			[2]*ast.Term{ast.InternedTerm("nodes"), stringArray(p.Nodes)},
+		)
+	}
+	unpooled := make([]*ast.Term, len(r.Unpooled))
+	for i, n := range r.Unpooled {
+		unpooled[i] = ast.ObjectTerm(str("name", n.Name), str("reason", n.Reason))
+	}
+	ties := make([]*ast.Term, len(r.Ties))
+	for i, t := range r.Ties {
+		ties[i] = ast.ObjectTerm(
+			[2]*ast.Term{ast.InternedTerm("resources"), stringArray(t.Resources)},
+			[2]*ast.Term{ast.InternedTerm("nodes"), stringArray(t.Nodes)},
+			[2]*ast.Term{ast.InternedTerm("total"), ast.InternedTerm(t.Total)},
+		)
+	}
+	potential := make([]*ast.Term, len(r.PotentialTies))
+	for i, p := range r.PotentialTies {
+		potential[i] = ast.ObjectTerm(
+			str("resource", p.Resource),
+			[2]*ast.Term{ast.InternedTerm("identical"), ast.InternedTerm(p.Identical)},
+			[2]*ast.Term{ast.InternedTerm("labels"), stringMap(p.Labels)},
+		)
+	}
+	return ast.NewObject(
+		[2]*ast.Term{ast.InternedTerm("selected"), ast.InternedTerm(r.Selected)},
+		[2]*ast.Term{ast.InternedTerm("nodes"), ast.InternedTerm(r.Nodes)},
+		[2]*ast.Term{ast.InternedTerm("pools"), ast.ArrayTerm(pools...)},
+		[2]*ast.Term{ast.InternedTerm("unpooled"), ast.ArrayTerm(unpooled...)},
+		[2]*ast.Term{ast.InternedTerm("ties"), ast.ArrayTerm(ties...)},
+		[2]*ast.Term{ast.InternedTerm("potentialTies"), ast.ArrayTerm(potential...)},
+	)
+}
+
+// nodeValue is a node of data.driverguard_cluster.nodes.
+func nodeValue(n *ClusterNode) ast.Value {
+	return ast.NewObject(
+		str("name", n.Name),
+		[2]*ast.Term{ast.InternedTerm("labels"), stringMap(n.Labels)},
+		str("owner", n.Owner),
+		str("pool", n.Pool),
+	)
 }

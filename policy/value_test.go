@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -18,13 +17,21 @@ import (
 func TestInputValueIsTheJSONForm(t *testing.T) {
 	d := &v1alpha1.RBLNDriver{Spec: v1alpha1.RBLNDriverSpec{Version: "3.2.2", NodeSelector: map[string]string{"a": "b"}}}
 	d.Name, d.Kind, d.APIVersion = "rbln-driver", "RBLNDriver", "rebellions.ai/v1alpha1"
-	cp := &v1alpha1.RBLNClusterPolicy{}
-	cp.Name = "rbln-cluster-policy"
+	routed := &Routing{
+		Selected: 3, Nodes: 2,
+		Pools: []Pool{{Name: "atom-ubuntu22.04-6.8.0", DaemonSet: "rbln-driver-atom-ubuntu22.04-6.8.0", Family: "atom", OS: "ubuntu", OSVersion: "22.04",
+			Kernel: "6.8.0", Tag: "3.2.2-6.8.0-ubuntu22.04", Image: "r/o/atom/rbln-driver:3.2.2-6.8.0-ubuntu22.04", Nodes: []string{"n1"}}},
+		Unpooled:      []UnpooledNode{{Name: "n2", Reason: "DriverFamilyLabelMissing"}},
+		Ties:          []Tie{{Resources: []string{"a", "rbln-driver"}, Nodes: []string{"n3"}, Total: 1}},
+		PotentialTies: []PotentialTie{{Resource: "a", Identical: true, Labels: map[string]string{"a": "b"}}},
+	}
+	empty := &Routing{Pools: []Pool{}, Unpooled: []UnpooledNode{}, Ties: []Tie{}, PotentialTies: []PotentialTie{}}
 	for name, in := range map[string]*Input{
 		"empty":  {},
-		"render": {Object: d, Operation: OperationCreate, Source: SourceRender, Cluster: Cluster{Drivers: []v1alpha1.RBLNDriver{*d}, ClusterPolicy: cp, Nodes: []Node{{Name: "n1", Labels: map[string]string{"x": "y", "z": ""}, Owner: "rbln-driver", Pool: "p"}, {Name: "n2"}}}},
-		"admission": {Object: map[string]any{"kind": "RBLNDriver", "n": 1.5}, OldObject: d, Operation: OperationUpdate, Source: SourceAdmission,
-			UserInfo: &authenticationv1.UserInfo{Username: "u", Extra: map[string]authenticationv1.ExtraValue{"k": {"v"}}}, Cluster: Cluster{Nodes: []Node{}}},
+		"render": {Object: d, Operation: OperationCreate, Source: SourceRender, Routing: routed},
+		"admission": {Object: json.RawMessage(`{"kind":"RBLNDriver","n":1.5,"metadata":{"name":"x"}}`), OldObject: d, Operation: OperationUpdate, Source: SourceAdmission,
+			UserInfo: &authenticationv1.UserInfo{Username: "u", UID: "1", Groups: []string{"g"}, Extra: map[string]authenticationv1.ExtraValue{"k": {"v"}}}, Routing: empty},
+		"map object":           {Object: map[string]any{"kind": "RBLNClusterPolicy"}, UserInfo: &authenticationv1.UserInfo{}},
 		"typed nil old object": {OldObject: (*v1alpha1.RBLNDriver)(nil)},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -32,49 +39,54 @@ func TestInputValueIsTheJSONForm(t *testing.T) {
 			require.NoError(t, err)
 			want, err := ast.ValueFromReader(bytes.NewReader(b))
 			require.NoError(t, err)
-			got, err := inputValue(in, nil)
+			got, err := inputValue(in)
 			require.NoError(t, err)
 			assert.Equal(t, 0, want.Compare(got), "JSON:   %s\ndirect: %s", want, got)
-			memo := &valueMemo{drivers: map[string]*ast.Term{}}
-			for range 2 {
-				got, err = inputValue(in, memo)
-				require.NoError(t, err)
-				assert.Equal(t, 0, want.Compare(got), "through the memo")
-			}
-			cache := newNodeCache()
-			for range 2 {
-				got, err = inputValue(in, &valueMemo{nodeCache: cache})
-				require.NoError(t, err)
-				assert.Equal(t, 0, want.Compare(got), "through the node cache")
-			}
 		})
 	}
 }
 
-// TestNodeCacheFollowsChanges: a cached node is reused only while its name, owner, pool and
-// labels map are the same; a new snapshot (new maps) or a new routing gets a new value.
-func TestNodeCacheFollowsChanges(t *testing.T) {
-	cache := newNodeCache()
-	labels := map[string]string{"rebellions.ai/npu.family": "atom"}
-	value := func(nodes []Node) ast.Value {
-		v, err := inputValue(&Input{Cluster: Cluster{Nodes: nodes}}, &valueMemo{nodeCache: cache})
-		require.NoError(t, err)
-		return v
+// TestClusterDataSyncAndPatch: the store holds exactly the view given, a sync writes only
+// what changed, and removals keep the family counts right.
+func TestClusterDataSyncAndPatch(t *testing.T) {
+	c := newClusterData()
+	atom := map[string]string{v1alpha1.LabelFamily: "atom"}
+	rebel := map[string]string{v1alpha1.LabelFamily: "rebel"}
+	d1 := &v1alpha1.RBLNDriver{}
+	d1.Name = "rbln-driver"
+	view := &ClusterView{
+		Drivers: []*v1alpha1.RBLNDriver{d1},
+		Nodes:   []ClusterNode{{Name: "n1", Labels: atom, Owner: "rbln-driver"}, {Name: "n2", Labels: atom}, {Name: "n3", Labels: rebel}},
 	}
-	first := value([]Node{{Name: "n", Labels: labels, Owner: "rbln-driver"}})
-	assert.Equal(t, 0, first.Compare(value([]Node{{Name: "n", Labels: labels, Owner: "rbln-driver"}})))
-	moved := value([]Node{{Name: "n", Labels: labels, Owner: "rbln-driver-atom"}})
-	assert.NotEqual(t, 0, first.Compare(moved), "a new owner is a new value")
-	relabelled := value([]Node{{Name: "n", Labels: map[string]string{"rebellions.ai/npu.family": "rebel"}, Owner: "rbln-driver"}})
-	assert.NotEqual(t, 0, first.Compare(relabelled), "a new labels map (a new snapshot) is a new value")
+	ops, err := c.sync(view)
+	require.NoError(t, err)
+	assert.Len(t, ops, 1+3+3, "one driver, three nodes, a family count per node")
+	ops, err = c.sync(view)
+	require.NoError(t, err)
+	assert.Empty(t, ops, "nothing changed")
 
-	many := make([]Node, 3000)
-	for i := range many {
-		many[i] = Node{Name: fmt.Sprint(i), Labels: map[string]string{}}
-	}
-	value(many)
-	value(many[:10])
-	cache.mu.Lock()
-	defer cache.mu.Unlock()
-	assert.Len(t, cache.m, 10, "entries of older snapshots are dropped once the cache outgrows what a request needs")
+	view.Nodes[1] = ClusterNode{Name: "n2", Labels: rebel}
+	ops, err = c.sync(view)
+	require.NoError(t, err)
+	assert.Len(t, ops, 3, "the node and the two family counts")
+	assert.Equal(t, map[string]int{"atom": 1, "rebel": 2}, c.families)
+
+	ops, err = c.patch(&ClusterPatch{Nodes: nil})
+	require.NoError(t, err)
+	assert.Empty(t, ops)
+	view.Nodes = view.Nodes[:1]
+	view.Drivers = nil
+	_, err = c.sync(view)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"atom": 1}, c.families)
+	assert.Len(t, c.nodes, 1)
+	assert.Empty(t, c.drivers)
+
+	doc, err := ast.JSON(c.document())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{
+		"drivers":  map[string]any{},
+		"nodes":    map[string]any{"n1": map[string]any{"name": "n1", "labels": map[string]any{v1alpha1.LabelFamily: "atom"}, "owner": "rbln-driver", "pool": ""}},
+		"families": map[string]any{"atom": json.Number("1")},
+	}, doc)
 }

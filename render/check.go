@@ -98,7 +98,7 @@ func (c *checker) str(m map[string]any, k string, p *field.Path, nullable bool, 
 			c.add(field.TypeInvalid(fp, nil, "must be a string"))
 		}
 	default:
-		c.add(field.TypeInvalid(fp, describe(v), "must be a string; YAML reads unquoted numbers and booleans as such, so quote it (e.g. \"3.10\")"))
+		c.add(field.TypeInvalid(fp, describe(v), "must be a string; YAML and --set read unquoted numbers and booleans as such: "+stringHint(fp, v)))
 	}
 }
 
@@ -320,7 +320,7 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 					strs[k] = s
 				case nil: // removes an inherited annotation
 				default:
-					c.add(field.TypeInvalid(p.Child("annotations").Key(k), describe(s), "annotation values are strings; quote it"))
+					c.add(field.TypeInvalid(p.Child("annotations").Key(k), describe(s), "annotation values are strings: "+stringHint(p.Child("annotations").Key(k), s)))
 				}
 			}
 			c.add(dgvalidation.ValidateAnnotationKeys(strs, p.Child("annotations"))...)
@@ -368,7 +368,11 @@ func (c *checker) selector(v any, p *field.Path, instance bool) map[string]strin
 		s, isStr := m[k].(string)
 		if !isStr {
 			typesOK = false
-			c.add(field.TypeInvalid(p.Key(k), describe(m[k]), "label values are strings; quote it (e.g. \"true\", \"2\")"))
+			detail := "label values are strings: " + stringHint(p.Key(k), m[k])
+			if nested, ok := m[k].(map[string]any); ok {
+				detail = splitKeyHint(p, k, nested)
+			}
+			c.add(field.TypeInvalid(p.Key(k), describe(m[k]), detail))
 			continue
 		}
 		sel[k] = s
@@ -609,4 +613,63 @@ func describe(v any) any {
 		return "null"
 	}
 	return v
+}
+
+// stringHint is the fix for a number or boolean where a string belongs, for values files and
+// for --set alike (--set reads 3 and true as a number and a boolean; --set-string does not).
+func stringHint(p *field.Path, v any) string {
+	text := fmt.Sprint(v)
+	return fmt.Sprintf("quote it in a values file (%q), or pass it with --set-string '%s=%s'", text, SetPath(p), text)
+}
+
+// splitKeyHint explains a selector value that is a map: --set splits keys at dots, so
+// rebellions.ai/npu.family became nested keys.
+func splitKeyHint(p *field.Path, k string, nested map[string]any) string {
+	key := k
+	var cur any = nested
+	for {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			break
+		}
+		if len(m) != 1 {
+			return "label values are strings, not maps"
+		}
+		for sub, v := range m {
+			key, cur = key+"."+sub, v
+		}
+	}
+	return fmt.Sprintf("label values are strings, not maps: --set splits keys at dots, so %q became nested keys; escape its dots: --set '%s=%v'",
+		key, SetPath(p.Key(key)), cur)
+}
+
+// SetPath writes a field path the way --set takes it: segments joined with '.', and dots and
+// commas inside a segment (label keys such as rebellions.ai/npu.family) escaped.
+func SetPath(p *field.Path) string {
+	var segs []string
+	s := p.String()
+	for len(s) > 0 {
+		switch {
+		case s[0] == '.':
+			s = s[1:]
+		case s[0] == '[':
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				end = len(s) - 1
+			}
+			segs = append(segs, s[1:end])
+			s = s[end+1:]
+		default:
+			end := strings.IndexAny(s, ".[")
+			if end < 0 {
+				end = len(s)
+			}
+			segs = append(segs, s[:end])
+			s = s[end:]
+		}
+	}
+	for i, seg := range segs {
+		segs[i] = strings.NewReplacer(".", `\.`, ",", `\,`).Replace(seg)
+	}
+	return strings.Join(segs, ".")
 }

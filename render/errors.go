@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // InvalidValuesError lists every problem found in the values. Nothing is rendered when it is
@@ -15,7 +17,7 @@ type InvalidValuesError struct {
 func (e *InvalidValuesError) Error() string {
 	var b strings.Builder
 	b.WriteString("invalid values, nothing rendered:")
-	for _, fe := range e.Errs {
+	for _, fe := range validation.Quotable(e.Errs) {
 		b.WriteString("\n  ")
 		b.WriteString(fe.Error())
 	}

@@ -19,6 +19,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -48,7 +49,11 @@ type CacheState struct {
 	synced atomic.Bool
 	mu     sync.Mutex // serialises rebuilds
 	kick   chan struct{}
+	// syncer, when set, gets every new snapshot's cluster view (data.driverguard_cluster).
+	syncer policy.ClusterSyncer
 }
+
+func (s *CacheState) syncTo(syncer policy.ClusterSyncer) { s.syncer = syncer }
 
 type versionSnap struct {
 	snap *Snapshot
@@ -215,6 +220,12 @@ func (s *CacheState) rebuild(ctx context.Context) (*Snapshot, error) {
 		rn[i] = routing.Node{Name: nodes.Items[i].Name, Labels: nodes.Items[i].Labels}
 	}
 	snap := NewSnapshot(drivers.Items, rn, cps.Items)
+	if s.syncer != nil {
+		// Before the snapshot is published, so a request that sees it sees its cluster view.
+		if err := s.syncer.SyncCluster(ctx, snap.ClusterView()); err != nil {
+			return nil, unavailable("loading the cluster view into the policy engine: %v", err)
+		}
+	}
 	s.cur.Store(&versionSnap{snap: snap, gen: gen})
 	elapsed := time.Since(start)
 	stateRebuilds.Inc()

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -73,7 +75,7 @@ func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*Dae
 		return nil, nil
 	}
 	reject := func(errs ...*field.Error) error {
-		return &Rejection{Group: "apps", Kind: "DaemonSet", Name: ds.Namespace + "/" + ds.Name, Errs: errs}
+		return &Rejection{Group: "apps", Kind: "DaemonSet", Name: ds.Namespace + "/" + ds.Name, Denials: decision.FieldFindings(errs...)}
 	}
 	cr := ds.Labels[v1alpha1.LabelDriverInstance]
 	if cr == "" {
@@ -89,7 +91,7 @@ func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*Dae
 		return nil, reject(&field.Error{Type: field.ErrorTypeNotFound, Field: instanceLabelPath.String(), BadValue: cr, Detail: fmt.Sprintf(
 			"RBLNDriver %q does not exist, so the image cannot be composed; create the RBLNDriver first or fix the label", cr)})
 	}
-	if errs := driverSyntaxErrors(drv); len(errs) > 0 {
+	if errs := validation.ValidateDriver(drv); len(errs) > 0 {
 		return nil, reject(field.Invalid(instanceLabelPath, cr, fmt.Sprintf(
 			"RBLNDriver %q is invalid and takes no part in routing (%s); fix the RBLNDriver first", cr, errs.ToAggregate().Error())))
 	}
@@ -110,7 +112,7 @@ func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*Dae
 				err, v1alpha1.LabelFamily, v1alpha1.LabelOSID, v1alpha1.LabelOSVersion, v1alpha1.LabelKernel)))
 		}
 		if plan.Image, err = routing.DriverImage(&drv.Spec, pool); err != nil {
-			return nil, reject(field.Invalid(podNodeSelector, formatSelector(pool.Selector()), fmt.Sprintf(
+			return nil, reject(field.Invalid(podNodeSelector, decision.FormatSelector(pool.Selector()), fmt.Sprintf(
 				"no valid driver image can be composed for this pool from RBLNDriver %q (InvalidImageTag): %v", cr, err)))
 		}
 	case ComponentSMD:

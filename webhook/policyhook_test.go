@@ -2,11 +2,15 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -63,6 +67,8 @@ func TestPolicyEvaluationErrors(t *testing.T) {
 		return nil, errors.New("rego: eval_conflict_error")
 	}}
 	slow := &wt.Evaluator{Fn: func(ctx context.Context, _ *policy.Input) (*policy.Decision, error) {
+		ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond) // the evaluator's own deadline
+		defer cancel()
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
@@ -72,8 +78,8 @@ func TestPolicyEvaluationErrors(t *testing.T) {
 	}{{"error", failing}, {"deadline", slow}} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			closed := webhook.New(state(nil, nil, nil), webhook.Options{Policy: tt.eval, PolicyTimeout: 50 * time.Millisecond})
-			open := webhook.New(state(nil, nil, nil), webhook.Options{Policy: tt.eval, PolicyFailOpen: true, PolicyTimeout: 50 * time.Millisecond})
+			closed := webhook.New(state(nil, nil, nil), webhook.Options{Policy: tt.eval})
+			open := webhook.New(state(nil, nil, nil), webhook.Options{Policy: tt.eval, PolicyFailOpen: true})
 			for _, path := range []string{webhook.PathValidateDriver, webhook.PathValidateClusterPolicy} {
 				req := wt.Request(admissionv1.Create, wt.Driver("rbln-driver", nil), nil)
 				if path == webhook.PathValidateClusterPolicy {
@@ -103,7 +109,8 @@ func TestPolicyInput(t *testing.T) {
 	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-atom", atom)}, nodes, cp), webhook.Options{Policy: eval})
 
 	canary := wt.Driver("rbln-driver-canary", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary"))
-	expect(t, handle(t, hooks, webhook.PathValidateDriver, wt.Request(admissionv1.Create, canary, nil)), true, nil, nil)
+	req := wt.Request(admissionv1.Create, canary, nil)
+	expect(t, handle(t, hooks, webhook.PathValidateDriver, req), true, nil, nil)
 	in := eval.Inputs()[0]
 	if in.Source != policy.SourceAdmission || in.Operation != "CREATE" || in.OldObject != nil {
 		t.Errorf("source %q operation %q oldObject %v", in.Source, in.Operation, in.OldObject)
@@ -111,35 +118,21 @@ func TestPolicyInput(t *testing.T) {
 	if in.UserInfo == nil || in.UserInfo.Username != wt.User.Username {
 		t.Errorf("userInfo %+v", in.UserInfo)
 	}
-	if obj, ok := in.Object.(*v1alpha1.RBLNDriver); !ok || obj.Name != canary.Name || obj.Kind != "RBLNDriver" {
-		t.Errorf("object %#v", in.Object)
+	// The object reaches policies as the request sent it, not re-encoded.
+	if raw, ok := in.Object.(json.RawMessage); !ok || string(raw) != string(req.Object.Raw) {
+		t.Errorf("object %T %s", in.Object, in.Object)
 	}
-	var others []string
-	for _, d := range in.Cluster.Drivers {
-		others = append(others, d.Name)
+	// Routing with the object in place: the canary takes node-c from rbln-driver-atom.
+	r := in.Routing
+	if r == nil || r.Selected != 1 || r.Nodes != 1 || len(r.Pools) != 1 || len(r.Ties) != 0 {
+		t.Fatalf("routing %+v", r)
 	}
-	if len(others) != 2 || others[0] != "rbln-driver" || others[1] != "rbln-driver-atom" {
-		t.Errorf("cluster.drivers %v, want the two others", others)
-	}
-	if in.Cluster.ClusterPolicy == nil || !in.Cluster.ClusterPolicy.Spec.Driver.UpgradePolicy.AutoUpgrade {
-		t.Errorf("cluster.clusterPolicy %+v", in.Cluster.ClusterPolicy)
-	}
-	// Nodes are routed as if the object were admitted: node-c moves to the canary driver.
-	want := map[string][2]string{
-		"node-a": {"rbln-driver-atom", "atom-ubuntu22.04-6.8.0-90-generic"},
-		"node-c": {"rbln-driver-canary", "atom-ubuntu22.04-6.8.0-90-generic"},
-		"node-x": {"", ""},
-	}
-	if len(in.Cluster.Nodes) != len(want) {
-		t.Fatalf("cluster.nodes %+v", in.Cluster.Nodes)
-	}
-	for _, n := range in.Cluster.Nodes {
-		if w := want[n.Name]; n.Owner != w[0] || n.Pool != w[1] || len(n.Labels) == 0 {
-			t.Errorf("node %s: owner %q pool %q labels %v, want %v", n.Name, n.Owner, n.Pool, n.Labels, w)
-		}
+	if p := r.Pools[0]; p.Name != "atom-ubuntu22.04-6.8.0-90-generic" || p.Kernel != wt.Kernel || p.Tag != "3.2.2-6.8.0-90-generic-ubuntu22.04" ||
+		p.DaemonSet != "rbln-driver-canary-atom-ubuntu22.04-6.8.0-90-generic" || len(p.Nodes) != 1 || p.Nodes[0] != "node-c" {
+		t.Errorf("pool %+v", p)
 	}
 
-	// UPDATE: oldObject is set; a version bump reuses the cluster's routing.
+	// UPDATE: oldObject is set.
 	bumped := wt.Driver("rbln-driver-atom", atom)
 	bumped.Spec.Version = "3.3.0"
 	expect(t, handle(t, hooks, webhook.PathValidateDriver, wt.Request(admissionv1.Update, bumped, wt.Driver("rbln-driver-atom", atom))), true, nil, nil)
@@ -147,19 +140,49 @@ func TestPolicyInput(t *testing.T) {
 	if in.Operation != "UPDATE" || in.OldObject == nil {
 		t.Errorf("operation %q oldObject %v", in.Operation, in.OldObject)
 	}
-	if len(in.Cluster.Drivers) != 1 || in.Cluster.Drivers[0].Name != "rbln-driver" {
-		t.Errorf("cluster.drivers %+v", in.Cluster.Drivers)
-	}
-	for _, n := range in.Cluster.Nodes {
-		if n.Name == "node-c" && n.Owner != "rbln-driver-atom" {
-			t.Errorf("node-c owner %q", n.Owner)
-		}
+	if in.Routing == nil || in.Routing.Nodes != 2 || in.Routing.Pools[0].Tag != "3.3.0-6.8.0-90-generic-ubuntu22.04" {
+		t.Errorf("routing %+v", in.Routing)
 	}
 
-	// RBLNClusterPolicy: every driver, the current policy, the current routing.
+	// RBLNClusterPolicy: no routing.
 	expect(t, handle(t, hooks, webhook.PathValidateClusterPolicy, wt.Request(admissionv1.Create, wt.ClusterPolicy(false), nil)), true, nil, nil)
-	in = eval.Inputs()[2]
-	if len(in.Cluster.Drivers) != 2 || len(in.Cluster.Nodes) != 3 {
-		t.Errorf("cluster %+v", in.Cluster)
+	if in = eval.Inputs()[2]; in.Routing != nil {
+		t.Errorf("cluster policy routing %+v", in.Routing)
+	}
+}
+
+// TestPolicyClusterView: the engine reads the webhook's cluster at data.driverguard_cluster:
+// every driver, the cluster policy, the nodes with their routing and the family counts.
+func TestPolicyClusterView(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writePolicy(t, dir, "view.rego", `package driverguard.view
+
+warn contains sprintf("drivers=%d nodes=%d atom=%d owner=%s auto=%v", [
+	count(data.driverguard_cluster.drivers),
+	count(data.driverguard_cluster.nodes),
+	data.driverguard_cluster.families.atom,
+	data.driverguard_cluster.nodes["node-c"].owner,
+	data.driverguard_cluster.clusterPolicy.spec.driver.upgradePolicy.autoUpgrade,
+]) if input.object.kind == "RBLNDriver"
+`)
+	engine, err := policy.New(t.Context(), policy.Options{Dirs: []string{dir}, ExcludeLibrary: true, Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := []*corev1.Node{
+		wt.Node("node-a", wt.CandidateLabels()),
+		wt.Node("node-c", wt.CandidateLabels("env", "canary")),
+		wt.Node("node-x", wt.Sel("kubernetes.io/os", "linux")),
+	}
+	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom"))}, nodes, wt.ClusterPolicy(true)), webhook.Options{Policy: engine})
+	resp := handle(t, hooks, webhook.PathValidateDriver, wt.Request(admissionv1.Create, wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil))
+	expect(t, resp, true, nil, []string{"policy driverguard.view: drivers=2 nodes=3 atom=2 owner=rbln-driver-atom auto=true"})
+}
+
+func writePolicy(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

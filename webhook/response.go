@@ -1,44 +1,42 @@
 package webhook
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/decision"
 )
 
-// Rejection is the decision to reject an object: every problem found, each naming the field,
-// the rule and the fix. It implements apierrors.APIStatus, so the API server reports it with
-// its causes (422 Invalid when a built-in rule failed, 403 Forbidden when only policies
-// denied).
+// Rejection is the decision to reject an object: every failed rule with its field, rule and
+// fix, policy deny messages included. It implements apierrors.APIStatus, so the API server
+// reports it with its causes (422 Invalid when a built-in rule failed, 403 Forbidden when only
+// policies denied); each cause's type is the finding's rule.
 type Rejection struct {
 	// Group, Kind and Name identify the object, e.g. rebellions.ai RBLNDriver
 	// "rbln-driver-canary".
 	Group string
 	Kind  string
 	Name  string
-	// Errs are the failed built-in rules (syntax, selector conflicts, DaemonSet requirements).
-	Errs field.ErrorList
-	// Policy are the deny messages of OPA policies.
-	Policy []policy.Message
+	// Denials are the failed rules, built-in ones first.
+	Denials []decision.Finding
 }
 
 // Error lists every problem on one line.
 func (r *Rejection) Error() string {
-	parts := make([]string, 0, len(r.Errs)+len(r.Policy))
-	for _, e := range r.Errs {
-		parts = append(parts, e.Error())
-	}
-	for _, m := range r.Policy {
-		parts = append(parts, policyText(m))
+	parts := make([]string, len(r.Denials))
+	for i, f := range r.Denials {
+		parts[i] = f.String()
 	}
 	return fmt.Sprintf("%s %q is denied: %s", r.Kind, r.Name, strings.Join(parts, "; "))
 }
@@ -52,27 +50,48 @@ func (r *Rejection) Status() metav1.Status {
 		Message: r.Error(),
 		Details: &metav1.StatusDetails{Name: r.Name, Group: r.Group, Kind: r.Kind},
 	}
-	if len(r.Errs) > 0 {
-		st.Code, st.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
-	}
-	for _, e := range r.Errs {
-		st.Details.Causes = append(st.Details.Causes, metav1.StatusCause{
-			Type: metav1.CauseType(e.Type), Message: e.ErrorBody(), Field: e.Field,
-		})
-	}
-	for _, m := range r.Policy {
-		st.Details.Causes = append(st.Details.Causes, metav1.StatusCause{
-			Type: "PolicyDenied", Message: m.Msg, Field: "policy:" + m.Package,
-		})
+	for _, f := range r.Denials {
+		cause := metav1.StatusCause{Type: metav1.CauseType(f.Rule), Message: f.Message, Field: f.Field}
+		if f.Rule == decision.RulePolicyDenied {
+			cause.Field = "policy:" + f.Package
+		} else {
+			st.Code, st.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
+		}
+		st.Details.Causes = append(st.Details.Causes, cause)
 	}
 	return st
 }
 
-func policyText(m policy.Message) string {
-	if m.Package == "" {
-		return "policy: " + m.Msg
+// outcome turns a verdict into what an admission.Validator returns: the warnings, and a
+// *Rejection when the object is denied; a decision that could not be made (policies failed,
+// fail-closed) is a 503.
+func outcome(group string, v *decision.Verdict, err error) (admission.Warnings, error) {
+	if err != nil {
+		var u *decision.UnavailableError
+		if errors.As(err, &u) {
+			return v.WarningTexts(), unavailable("%v", u)
+		}
+		return nil, err
 	}
-	return "policy " + m.Package + ": " + m.Msg
+	if !v.Allowed() {
+		return v.WarningTexts(), &Rejection{Group: group, Kind: v.Kind, Name: v.Name, Denials: v.Denials}
+	}
+	return v.WarningTexts(), nil
+}
+
+// withRequest fills in what the admission request in ctx adds to a decision: the objects as
+// received (policies read them as sent) and the user.
+func withRequest(ctx context.Context, raw, oldRaw *json.RawMessage, user **authenticationv1.UserInfo) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return
+	}
+	*raw = req.Object.Raw
+	if len(req.OldObject.Raw) > 0 && !bytes.Equal(req.OldObject.Raw, []byte("null")) {
+		*oldRaw = req.OldObject.Raw
+	}
+	u := req.UserInfo
+	*user = &u
 }
 
 // BadRequestError marks an admission request the webhook cannot read (no object, not JSON,

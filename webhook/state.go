@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -92,17 +93,45 @@ func (s *Snapshot) AutoUpgrade() bool {
 	return s.clusterPolicy != nil && s.clusterPolicy.Spec.Driver.UpgradePolicy.AutoUpgrade
 }
 
-// Route returns the routing of the snapshot, computed once on first use (only the policy hook
-// needs it).
+// Route returns the routing of the snapshot, computed once on first use (only the policies'
+// cluster view needs it).
 func (s *Snapshot) Route() *routing.Result {
 	s.routeOnce.Do(func() { s.route = s.index.Route() })
 	return s.route
+}
+
+// ClusterView is the snapshot as policies read it (data.driverguard_cluster): every driver,
+// the cluster policy, and every node with the owner and pool routing gives it.
+func (s *Snapshot) ClusterView() *policy.ClusterView {
+	v := &policy.ClusterView{ClusterPolicy: s.clusterPolicy, Drivers: make([]*v1alpha1.RBLNDriver, len(s.drivers)), Nodes: make([]policy.ClusterNode, len(s.nodes))}
+	for i := range s.drivers {
+		v.Drivers[i] = &s.drivers[i]
+	}
+	res := s.Route()
+	for i, n := range s.nodes {
+		v.Nodes[i] = policy.ClusterNode{Name: n.Name, Labels: n.Labels}
+		if i < len(res.Nodes) && res.Nodes[i].Name == n.Name { // both sorted by name
+			v.Nodes[i].Owner, v.Nodes[i].Pool = res.Nodes[i].Owner, res.Nodes[i].Pool
+		}
+	}
+	return v
+}
+
+// syncingState is a State that keeps a policy engine's cluster view
+// (data.driverguard_cluster) equal to its snapshots; New hands it the decisions' evaluator
+// when that reads the cluster.
+type syncingState interface {
+	syncTo(policy.ClusterSyncer)
 }
 
 // StaticState is a State that never changes: cluster state read from files (`driverguard
 // review`) or built by tests.
 type StaticState struct {
 	snap *Snapshot
+
+	syncer   policy.ClusterSyncer
+	syncOnce sync.Once
+	syncErr  error
 }
 
 // NewStaticState returns a State whose every snapshot is built from these objects.
@@ -110,5 +139,15 @@ func NewStaticState(drivers []v1alpha1.RBLNDriver, nodes []routing.Node, cluster
 	return &StaticState{snap: NewSnapshot(drivers, nodes, clusterPolicies)}
 }
 
-// Snapshot implements State.
-func (s *StaticState) Snapshot(context.Context) (*Snapshot, error) { return s.snap, nil }
+func (s *StaticState) syncTo(syncer policy.ClusterSyncer) { s.syncer = syncer }
+
+// Snapshot implements State. The first call syncs the policies' cluster view.
+func (s *StaticState) Snapshot(ctx context.Context) (*Snapshot, error) {
+	if s.syncer != nil {
+		s.syncOnce.Do(func() { s.syncErr = s.syncer.SyncCluster(ctx, s.snap.ClusterView()) })
+		if s.syncErr != nil {
+			return nil, unavailable("loading the cluster view into the policy engine: %v", s.syncErr)
+		}
+	}
+	return s.snap, nil
+}

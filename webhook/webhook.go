@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
 )
 
@@ -26,13 +27,17 @@ const (
 // Options configure the decisions.
 type Options struct {
 	// Policy, when set, evaluates the OPA policies on every RBLNDriver and RBLNClusterPolicy
-	// request: deny messages reject the object, warn messages become admission warnings.
+	// request: deny messages reject the object, warn messages become admission warnings. Its
+	// own deadline (policy.Options.Timeout) bounds an evaluation. When it is a
+	// policy.ClusterSyncer, the cluster view is synced into it (data.driverguard_cluster).
 	Policy policy.Evaluator
 	// PolicyFailOpen admits a request whose policy evaluation fails, with a warning. The
 	// default (false) is fail-closed: such a request is refused with 503.
 	PolicyFailOpen bool
-	// PolicyTimeout bounds one evaluation; DefaultPolicyTimeout when zero.
-	PolicyTimeout time.Duration
+}
+
+func (o Options) decider() *decision.Decider {
+	return &decision.Decider{Policy: o.Policy, PolicyFailOpen: o.PolicyFailOpen}
 }
 
 // Webhooks are the three admission webhooks over one State.
@@ -46,6 +51,11 @@ type Webhooks struct {
 
 // New returns the webhooks deciding over state.
 func New(state State, opts Options) *Webhooks {
+	if syncer, ok := opts.Policy.(policy.ClusterSyncer); ok {
+		if s, ok := state.(syncingState); ok {
+			s.syncTo(syncer)
+		}
+	}
 	w := &Webhooks{
 		Drivers:         NewDriverValidator(state, opts),
 		ClusterPolicies: NewClusterPolicyValidator(state, opts),

@@ -145,5 +145,17 @@ func typed[T any](docs []Document, kind, apiVersion string) ([]T, error) {
 		}
 		out = append(out, obj)
 	}
+	// Names identify objects: a nameless or repeated one cannot be what a cluster holds.
+	seen := make(map[string]string, len(out))
+	for i := range out {
+		name := any(&out[i]).(interface{ GetName() string }).GetName()
+		switch first, dup := seen[name]; {
+		case name == "":
+			return nil, fmt.Errorf("%s: the %s has no metadata.name; every object needs one", docs[i].Source, kind)
+		case dup:
+			return nil, fmt.Errorf("%s: a second %s named %q (the first is %s); a cluster holds one object per name: remove one", docs[i].Source, kind, name, first)
+		}
+		seen[name] = docs[i].Source
+	}
 	return out, nil
 }

@@ -45,3 +45,25 @@ const (
 	// ClusterPolicyName is the name of the singleton RBLNClusterPolicy.
 	ClusterPolicyName = "rbln-cluster-policy"
 )
+
+// WithTypeMeta returns d itself when it carries its apiVersion and kind, or a shallow copy
+// with them set: objects from typed clients and caches often carry none, and documents
+// policies read always do.
+func (d *RBLNDriver) WithTypeMeta() *RBLNDriver {
+	if d.Kind != "" && d.APIVersion != "" {
+		return d
+	}
+	c := *d
+	c.APIVersion, c.Kind = GroupVersion.String(), "RBLNDriver"
+	return &c
+}
+
+// WithTypeMeta is RBLNDriver.WithTypeMeta for the cluster policy.
+func (cp *RBLNClusterPolicy) WithTypeMeta() *RBLNClusterPolicy {
+	if cp.Kind != "" && cp.APIVersion != "" {
+		return cp
+	}
+	c := *cp
+	c.APIVersion, c.Kind = GroupVersion.String(), "RBLNClusterPolicy"
+	return &c
+}

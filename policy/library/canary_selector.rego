@@ -11,19 +11,20 @@ package driverguard.lib.canary_selector
 
 import data.driverguard.lib.util
 
-# pairs yields [instance, default] for the object under evaluation and the other drivers.
+# pairs yields [instance, default] for the object under evaluation and the cluster's other
+# drivers (data.driverguard_cluster.drivers): one lookup for an instance, a pass over the
+# drivers only when the default itself is evaluated.
 pairs contains [input.object, d] if {
-	default_name := util.default_driver # bound before the loop (see util.node_families)
+	default_name := util.default_driver
 	util.name != default_name
-	some d in input.cluster.drivers
-	d.metadata.name == default_name
+	d := util.drivers[default_name]
 }
 
 pairs contains [d, input.object] if {
 	default_name := util.default_driver
 	util.name == default_name
-	some d in input.cluster.drivers
-	d.metadata.name != default_name
+	some name, d in util.drivers
+	name != default_name
 }
 
 deny contains msg if {

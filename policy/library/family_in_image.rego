@@ -5,8 +5,8 @@
 #   (rebellions/rbln-driver becomes rebellions/atom/rbln-driver on ATOM nodes). A family already
 #   in spec.image is doubled (rebellions/atom/atom/rbln-driver) and pins every pool to one
 #   family's build. Families are the known ones (atom, rebel, ca, cr, or
-#   data.driverguard_config.known_families) plus every rebellions.ai/npu.family value of
-#   input.cluster.nodes.
+#   data.driverguard_config.known_families) plus every rebellions.ai/npu.family value of the
+#   cluster's nodes (data.driverguard_cluster.families).
 package driverguard.lib.family_in_image
 
 import data.driverguard.lib.util

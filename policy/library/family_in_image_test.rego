@@ -19,8 +19,8 @@ test_deny_family_first_segment if {
 
 test_deny_family_from_nodes if {
 	obj := fixtures.driver("rbln-driver", {"image": "rebellions/quasar/rbln-driver"})
-	nodes := [fixtures.node("n1", {"rebellions.ai/npu.family": "quasar"}, "rbln-driver")]
-	some msg in family_in_image.deny with input as fixtures.review_with(obj, {"nodes": nodes})
+	nodes := [fixtures.node("n1", {"rebellions.ai/npu.family": "Quasar"}, "rbln-driver")]
+	some msg in family_in_image.deny with input as fixtures.review(obj) with data.driverguard_cluster as fixtures.cluster([], nodes)
 	contains(msg, `"quasar"`)
 }
 

@@ -45,18 +45,51 @@ cluster_policy(up) := {
 	"spec": {"driver": {"upgradePolicy": object.union(base_upgrade_policy, up)}},
 }
 
-# review is the input document for obj at render time, with no other drivers and no nodes.
-review(obj) := {"object": obj, "operation": "CREATE", "source": "render", "cluster": {"drivers": []}}
+# review is the input document for obj at render time, created, with no routing verdict.
+review(obj) := {"object": obj, "operation": "CREATE", "source": "render"}
 
-# review_with is review(obj) with cluster context (drivers, nodes, clusterPolicy) patched in.
-review_with(obj, cluster) := object.union(review(obj), {"cluster": cluster})
+# review_routed is review(obj) with input.routing: the driver would run the given pools.
+review_routed(obj, pools) := object.union(review(obj), {"routing": {
+	"selected": count([n | some p in pools; some n in p.nodes]),
+	"nodes": count([n | some p in pools; some n in p.nodes]),
+	"pools": pools,
+	"unpooled": [],
+	"ties": [],
+	"potentialTies": [],
+}})
 
-# node is a candidate node as input.cluster.nodes lists it.
+# cluster is a cluster view (data.driverguard_cluster) of the given drivers and nodes:
+# use it as `with data.driverguard_cluster as fixtures.cluster(drivers, nodes)`.
+cluster(drivers, nodes) := {
+	"drivers": {d.metadata.name: d | some d in drivers},
+	"nodes": {n.name: n | some n in nodes},
+	"families": {f: count([n | some n in nodes; n.labels["rebellions.ai/npu.family"] == f]) |
+		some n in nodes
+		f := n.labels["rebellions.ai/npu.family"]
+	},
+}
+
+# node is a candidate node as data.driverguard_cluster.nodes holds it.
 node(name, labels, owner) := {
 	"name": name,
 	"labels": object.union({"rebellions.ai/npu.deploy.driver": "true"}, labels),
 	"owner": owner,
 	"pool": "",
+}
+
+# pool is a pool of ATOM nodes on Ubuntu 22.04 with the given kernel, as input.routing.pools
+# lists it for a driver of version 3.2.2.
+pool(kernel, nodes) := {
+	"name": sprintf("atom-ubuntu22.04-%s", [kernel]),
+	"daemonSet": sprintf("rbln-driver-atom-ubuntu22.04-%s", [kernel]),
+	"family": "atom",
+	"os": "ubuntu",
+	"osVersion": "22.04",
+	"kernel": kernel,
+	"tag": sprintf("3.2.2-%s-ubuntu22.04", [kernel]),
+	"image": "",
+	"reason": "",
+	"nodes": nodes,
 }
 
 # pool_labels are the labels of an ATOM node on Ubuntu 22.04 with the given kernel.

@@ -65,18 +65,40 @@ default known_families := {"atom", "rebel", "ca", "cr"}
 
 known_families := {lower(f) | some f in configured} if configured := data.driverguard_config.known_families
 
-# families are the known families plus every family label of the known nodes.
+# families are the known families plus every family label of the cluster's nodes.
 families := known_families | node_families
 
-# node_families are the rebellions.ai/npu.family values of input.cluster.nodes. (Rules that
-# loop over nodes bind rule values to local variables first: a rule reference inside the loop
-# costs a lookup per node.)
+# node_families are the rebellions.ai/npu.family values of the cluster's nodes, lowercased,
+# from the per-family node counts of data.driverguard_cluster.families (never a walk over
+# the nodes).
 node_families contains lower(f) if {
-	label := family_label
-	some node in input.cluster.nodes
-	f := node.labels[label]
-	f != ""
+	some f, _ in cluster_families
 }
+
+# The cluster view is data.driverguard_cluster: drivers (every RBLNDriver by name, the
+# object's stored version included), clusterPolicy, nodes (by name: name, labels, owner,
+# pool) and families (the number of nodes per family). Each part is read where it is, never
+# copied.
+
+# drivers are the cluster's RBLNDrivers by name ({} when unknown).
+default drivers := {}
+
+drivers := data.driverguard_cluster.drivers
+
+# cluster_families are the node counts per rebellions.ai/npu.family value ({} when unknown).
+default cluster_families := {}
+
+cluster_families := data.driverguard_cluster.families
+
+# routing is what routing says the RBLNDriver under evaluation would do if admitted:
+# selected, nodes, pools, unpooled, ties, potentialTies ({} for other objects).
+default routing := {}
+
+routing := input.routing
+
+# pools are the driver DaemonSets the object would run, each with name, daemonSet, family,
+# os, osVersion, kernel, tag, image, reason and nodes.
+pools := object.get(routing, "pools", [])
 
 # allowed_registries is data.driverguard_config.allowed_registries ([] when unset: every
 # registry is allowed).

@@ -2,12 +2,13 @@
 // RBLNDriver its version, selector and which fields the instance set versus inherited; with a
 // node inventory, who owns each node, the pools and images, ties, unowned nodes, nodes
 // without a family label, and the nodes that would lose (or change) their driver compared
-// with their current owner labels. It only assembles results of render and routing.
+// with their current owner labels; and the verdict `check` gives the same release. It only
+// assembles results of render and release.
 package preview
 
 import (
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -18,6 +19,8 @@ type Report struct {
 	Warnings  []render.Warning `json:"warnings,omitempty"`
 	// Nodes is present when a node inventory was given.
 	Nodes *NodeReport `json:"nodes,omitempty"`
+	// Verdict is what `check` says of the same values and cluster.
+	Verdict *release.Report `json:"verdict,omitempty"`
 }
 
 // Resource summarises one rendered RBLNDriver.
@@ -41,19 +44,11 @@ type NodeReport struct {
 	// FamilyLabelMissing are owned nodes that join no pool (reason DriverFamilyLabelMissing).
 	FamilyLabelMissing []string `json:"familyLabelMissing"`
 	// LosingDriver are nodes whose current owner label names a driver but that get none.
-	LosingDriver []OwnerChange `json:"losingDriver"`
+	LosingDriver []release.NodeLoss `json:"losingDriver"`
 	// ChangingDriver are nodes that move from their current owner to another driver.
-	ChangingDriver []OwnerChange `json:"changingDriver"`
+	ChangingDriver []release.OwnerChange `json:"changingDriver"`
 	// Images are the registry check results (with --check-images).
 	Images []registry.ImageResult `json:"images,omitempty"`
-}
-
-// OwnerChange is a node whose owner differs from its current owner label.
-type OwnerChange struct {
-	Node   string `json:"node"`
-	From   string `json:"from"`
-	To     string `json:"to"`
-	Reason string `json:"reason,omitempty"`
 }
 
 // Build summarises a render result.
@@ -84,21 +79,16 @@ func Build(r *render.Result) *Report {
 	return rep
 }
 
-// WithNodes routes the rendered drivers onto nodes and adds the node report.
-func (rep *Report) WithNodes(drivers []v1alpha1.RBLNDriver, nodes []routing.Node) {
-	res := routing.Route(drivers, nodes)
+// WithNodes adds the node report of a release applied to a node inventory.
+func (rep *Report) WithNodes(res *release.Result) {
 	nr := &NodeReport{
-		Routing:            res,
+		Routing:            res.Routing,
 		Unowned:            []routing.NodeResult{},
 		FamilyLabelMissing: []string{},
-		LosingDriver:       []OwnerChange{},
-		ChangingDriver:     []OwnerChange{},
+		LosingDriver:       res.DriverLoss,
+		ChangingDriver:     res.OwnerChanges,
 	}
-	current := make(map[string]string, len(nodes))
-	for _, n := range nodes {
-		current[n.Name] = n.Labels[v1alpha1.LabelOwner]
-	}
-	for _, n := range res.Nodes {
+	for _, n := range res.Routing.Nodes {
 		if n.Reason == routing.ReasonOutOfScope {
 			continue
 		}
@@ -107,14 +97,6 @@ func (rep *Report) WithNodes(drivers []v1alpha1.RBLNDriver, nodes []routing.Node
 		}
 		if n.Reason == routing.ReasonDriverFamilyLabelMissing {
 			nr.FamilyLabelMissing = append(nr.FamilyLabelMissing, n.Name)
-		}
-		from := current[n.Name]
-		switch {
-		case from == "" || from == n.Owner:
-		case n.Owner == "":
-			nr.LosingDriver = append(nr.LosingDriver, OwnerChange{Node: n.Name, From: from, Reason: n.Reason})
-		default:
-			nr.ChangingDriver = append(nr.ChangingDriver, OwnerChange{Node: n.Name, From: from, To: n.Owner})
 		}
 	}
 	rep.Nodes = nr

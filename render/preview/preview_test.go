@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -80,18 +81,25 @@ func TestWithNodesReportsChanges(t *testing.T) {
 		node("nofamily", "", map[string]string{"env": "a", v1alpha1.LabelFamily: ""}),
 		{Name: "outside", Labels: map[string]string{v1alpha1.LabelDeployDriver: "pre-installed", v1alpha1.LabelOwner: "rbln-driver"}},
 	}
+	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers}, release.Cluster{Nodes: nodes}, release.Options{})
+	require.NoError(t, err)
 	rep := &Report{}
-	rep.WithNodes(drivers, nodes)
+	rep.WithNodes(res)
 	nr := rep.Nodes
 	require.NotNil(t, nr)
-	assert.Equal(t, []OwnerChange{{Node: "loses", From: "rbln-driver", Reason: routing.ReasonNoMatchingDriver}}, nr.LosingDriver)
-	assert.Equal(t, []OwnerChange{{Node: "moves", From: "rbln-driver", To: "rbln-driver-a"}}, nr.ChangingDriver)
+	assert.Equal(t, []release.NodeLoss{{Node: "loses", From: "rbln-driver", Reason: routing.ReasonNoMatchingDriver}}, nr.LosingDriver)
+	assert.Equal(t, []release.OwnerChange{{Node: "moves", From: "rbln-driver", To: "rbln-driver-a"}}, nr.ChangingDriver)
 	var unowned []string
 	for _, n := range nr.Unowned {
 		unowned = append(unowned, n.Name)
 	}
-	assert.ElementsMatch(t, []string{"loses", "tied"}, unowned, "out-of-scope nodes are not candidates")
+	// rbln-driver-b ties with rbln-driver-a on "tied": the webhook denies it, so it is not
+	// applied and "tied" goes to rbln-driver-a.
+	require.Len(t, res.Objects, 2)
+	assert.True(t, res.Objects[0].Verdict.Allowed())
+	assert.False(t, res.Objects[1].Verdict.Allowed())
+	assert.Equal(t, "ConflictingNodeSelector", res.Objects[1].Verdict.Denials[0].Rule)
+	assert.ElementsMatch(t, []string{"loses"}, unowned, "out-of-scope nodes are not candidates")
 	assert.Equal(t, []string{"nofamily"}, nr.FamilyLabelMissing)
-	require.Len(t, nr.Routing.Conflicts, 1)
-	assert.Equal(t, []string{"rbln-driver-a", "rbln-driver-b"}, nr.Routing.Conflicts[0].Resources)
+	assert.Empty(t, nr.Routing.Conflicts)
 }

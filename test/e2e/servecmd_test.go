@@ -225,7 +225,7 @@ func TestGracefulShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- webhook.Run(ctx, suite.cfg, webhook.ServerOptions{
-			Options:       webhook.Options{Policy: slow, PolicyTimeout: 10 * time.Second},
+			Options:       webhook.Options{Policy: slow},
 			Host:          "127.0.0.1",
 			Port:          port,
 			CertDir:       suite.env.WebhookInstallOptions.LocalServingCertDir,

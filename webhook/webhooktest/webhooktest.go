@@ -231,13 +231,7 @@ func (e *Evaluator) Inputs() []*policy.Input {
 // evaluation fail.
 func AnnotationPolicy() *Evaluator {
 	return &Evaluator{Fn: func(_ context.Context, in *policy.Input) (*policy.Decision, error) {
-		var ann map[string]string
-		switch o := in.Object.(type) {
-		case *v1alpha1.RBLNDriver:
-			ann = o.Annotations
-		case *v1alpha1.RBLNClusterPolicy:
-			ann = o.Annotations
-		}
+		ann := Annotations(in.Object)
 		d := &policy.Decision{}
 		if msg, ok := ann["policy.test/error"]; ok {
 			return nil, &evalError{msg}
@@ -252,14 +246,45 @@ func AnnotationPolicy() *Evaluator {
 	}}
 }
 
+// Annotations returns the annotations of a policy input's object, whichever form it has.
+func Annotations(obj any) map[string]string {
+	switch o := obj.(type) {
+	case *v1alpha1.RBLNDriver:
+		return o.Annotations
+	case *v1alpha1.RBLNClusterPolicy:
+		return o.Annotations
+	case json.RawMessage:
+		var m metav1.PartialObjectMetadata
+		if json.Unmarshal(o, &m) == nil {
+			return m.Annotations
+		}
+	}
+	return nil
+}
+
 type evalError struct{ msg string }
 
 func (e *evalError) Error() string { return e.msg }
 
-// Combine evaluates every evaluator and merges their decisions (the first error wins).
+// Combine evaluates every evaluator and merges their decisions (the first error wins). It
+// syncs the cluster view into every evaluator that reads it.
 func Combine(evals ...policy.Evaluator) policy.Evaluator { return combined(evals) }
 
 type combined []policy.Evaluator
+
+var _ policy.ClusterSyncer = combined(nil)
+
+// SyncCluster implements policy.ClusterSyncer.
+func (c combined) SyncCluster(ctx context.Context, v *policy.ClusterView) error {
+	for _, e := range c {
+		if s, ok := e.(policy.ClusterSyncer); ok {
+			if err := s.SyncCluster(ctx, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 func (c combined) Evaluate(ctx context.Context, in *policy.Input) (*policy.Decision, error) {
 	out := &policy.Decision{}

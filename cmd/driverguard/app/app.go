@@ -43,6 +43,7 @@ func invalidError(err error) error { return &exitError{code: ExitInvalid, err: e
 
 // Run executes the driverguard command line with args and returns the exit code.
 func Run(ctx context.Context, s Streams, args []string) int {
+	setLogDestination(newWarningHandler(s.Err))
 	root := newRootCommand(s)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -71,10 +72,13 @@ func newRootCommand(s Streams) *cobra.Command {
 Helm does, explains where every field came from, routes drivers to nodes, checks policies, and
 serves the admission webhook that keeps several driver versions in one cluster safe.
 
-Exit codes: 0 ok, 1 invalid input or a failed check, 2 wrong usage or unreadable files.`,
+Exit codes: 0 success; 1 the input was judged and rejected (invalid values, a denial, a failed
+check); 2 the command could not judge (wrong usage, unreadable or unusable input).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readBuildInfo().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
@@ -87,6 +91,7 @@ Exit codes: 0 ok, 1 invalid input or a failed check, 2 wrong usage or unreadable
 		newServeCommand(s),
 		newCheckCommand(s),
 		newPolicyCommand(s),
+		newVersionCommand(s),
 	)
 	return root
 }

@@ -143,7 +143,7 @@ func TestPreviewJSON(t *testing.T) {
 // by rbln-driver today are listed.
 func TestPreviewNodesThatLoseTheirDriver(t *testing.T) {
 	r := run(t, "", "preview", "-f", exampleValues, "--set", "driver.deployDefault=false", "--nodes", exampleNodes, "-o", "json")
-	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Equal(t, ExitInvalid, r.code, "as check: an unacknowledged driver loss fails; %s", r.stderr)
 	var rep struct {
 		Nodes struct {
 			LosingDriver []struct{ Node, From string }
@@ -156,6 +156,9 @@ func TestPreviewNodesThatLoseTheirDriver(t *testing.T) {
 	}
 	table := run(t, "", "preview", "-f", exampleValues, "--set", "driver.deployDefault=false", "--nodes", exampleNodes)
 	assert.Contains(t, table.stdout, "NODES THAT WOULD LOSE THEIR DRIVER")
+	assert.Contains(t, table.stdout, "acknowledge with --allow-driver-loss")
+	acked := run(t, "", "preview", "-f", exampleValues, "--set", "driver.deployDefault=false", "--nodes", exampleNodes, "--allow-driver-loss")
+	assert.Equal(t, ExitOK, acked.code, acked.stdout)
 }
 
 func TestPreviewWarnsSameAsDefault(t *testing.T) {

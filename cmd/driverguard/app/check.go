@@ -7,109 +7,55 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/policy"
-	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/release"
 )
 
 type checkOptions struct {
-	valuesFlags
-	policy     policyFlags
-	nodesFile  string
+	judgeFlags
 	failOnWarn bool
 	output     outputFlag
 }
 
-// checkReport is the result of check; its JSON form is the -o json contract.
-type checkReport struct {
-	// Resources are the evaluated objects in render order, each with its messages.
-	Resources []checkedResource `json:"resources"`
-	// Policies are the evaluated policy packages; Disabled those turned off.
-	Policies []string `json:"policies"`
-	Disabled []string `json:"disabled,omitempty"`
-	// Failures and Warnings count deny and warn messages.
-	Failures int `json:"failures"`
-	Warnings int `json:"warnings"`
-	// Passed is false when there is a failure, or a warning with --fail-on-warn.
-	Passed bool `json:"passed"`
-}
-
-type checkedResource struct {
-	Kind string           `json:"kind"`
-	Name string           `json:"name"`
-	Deny []policy.Message `json:"deny"`
-	Warn []policy.Message `json:"warn"`
-}
-
 func newCheckCommand(s Streams) *cobra.Command {
-	o := &checkOptions{output: outputFlag{format: "table", allowed: []string{"table", "json"}}}
+	o := &checkOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
 	cmd := &cobra.Command{
-		Use:   "check -f values.yaml [--policy DIR] [--nodes nodes.yaml] [--fail-on-warn] [-o table|json]",
-		Short: "Render the values and evaluate the bundled and your OPA policies on every object",
-		Long: `check renders the values like 'render' and evaluates the policies on every rendered object — the
-RBLNClusterPolicy and each RBLNDriver — with the input document the admission webhook builds
-(source render, operation CREATE, cluster.drivers the other rendered drivers, cluster.clusterPolicy
-the rendered one). With --nodes, cluster.nodes lists the nodes with the owner and pool routing
-gives them under the rendered drivers.
+		Use:   "check -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml]",
+		Short: "Judge every rendered object exactly as the admission webhook would, before helm upgrade",
+		Long: `check renders the values like 'render' and judges every rendered object — the RBLNClusterPolicy,
+then each RBLNDriver, in the order Helm applies them — with the webhook's own decision: the
+built-in rules (names, selector syntax, reserved keys), selector conflicts against the node
+inventory and the drivers applied before it, and the OPA policies (the bundled library plus every
+--policy directory). An object the webhook would deny fails the check and is not applied for the
+objects after it, as in the cluster. Without --nodes, conflicts are judged on the selectors alone
+(identical selectors deny, possible ties warn), as the webhook does on a cluster without nodes.
+With --drivers (the drivers in the cluster now), a rendered driver of the same name is an UPDATE
+and the drivers the release owns but no longer renders are deleted.
 
-The policies are the bundled library (driverguard.lib.*) plus every --policy directory: Rego v1
-packages under driverguard. with deny and warn rules, and data documents (data.yaml with
-driverguard_config: {disabled, allowed_registries, known_families}). 'driverguard policy input'
-prints the exact input documents; 'driverguard policy test' runs your Rego tests.
+Nodes that carry a driver now (their rebellions.ai/npu.driver.owner label) and would get none —
+deployDefault false, a narrowed selector, a removed instance, a new tie — fail the check unless
+--allow-driver-loss acknowledges them.
 
-Exit codes: 0 no failures; 1 a deny message (or, with --fail-on-warn, a warn message) or invalid
-values; 2 unusable input: unreadable files, or a policy that does not compile or fails to
-evaluate.`,
-		Example: `  driverguard check -f examples/multi-driver.yaml
-  driverguard check -f values.yaml --policy policies/ --nodes nodes.yaml --fail-on-warn
+Policies read the object as input (with input.routing: the nodes, pools and ties routing gives
+it) and the cluster as data.driverguard_cluster; 'driverguard policy input' and 'policy data'
+print both. Render warnings count as warnings.
+
+Exit codes: 0 passed; 1 a denial, an unacknowledged driver loss, invalid values, or (with
+--fail-on-warn) a warning; 2 unusable input: unreadable files, a policy that does not compile
+or fails to evaluate.`,
+		Example: `  driverguard check -f examples/multi-driver.yaml --nodes examples/nodes.yaml
+  kubectl get nodes -o yaml > nodes.yaml; kubectl get rblndrivers -o yaml > drivers.yaml
+  driverguard check -f values.yaml --nodes nodes.yaml --drivers drivers.yaml --policy policies/ --fail-on-warn
   driverguard check -f values.yaml --policy policies/ -o json > check.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.output.validate(); err != nil {
-				return err
-			}
-			r, err := o.render()
+			j, err := o.judge(cmd.Context(), s, release.Options{})
 			if err != nil {
 				return err
 			}
-			printWarnings(s.Err, r.Warnings)
-			var nodes []routing.Node
-			if o.nodesFile != "" {
-				if nodes, err = readNodes(o.nodesFile, s); err != nil {
-					return err
-				}
-			}
-			engine, err := o.policy.engine(cmd.Context())
-			if err != nil {
+			rep := j.report(o.failOnWarn)
+			if err := o.output.print(s.Out, rep, func(w io.Writer) error { return printCheck(w, rep) }); err != nil {
 				return err
-			}
-			st := engine.Status()
-			rep := &checkReport{Policies: st.Policies, Disabled: st.Disabled}
-			var kind, name string // of the object being evaluated
-			inputs := func(yield func(*policy.Input) bool) {
-				for in := range policy.RenderInputs(r.Drivers, &r.ClusterPolicy, nodes) {
-					kind, name = objectKindName(in.Object)
-					if !yield(in) {
-						return
-					}
-				}
-			}
-			err = engine.EvaluateAll(cmd.Context(), inputs, func(_ *policy.Input, d *policy.Decision) error {
-				rep.Resources = append(rep.Resources, checkedResource{Kind: kind, Name: name, Deny: d.Deny, Warn: d.Warn})
-				rep.Failures += len(d.Deny)
-				rep.Warnings += len(d.Warn)
-				return nil
-			})
-			if err != nil {
-				return usageError(fmt.Errorf("evaluating the policies on %s/%s: %w", kind, name, err))
-			}
-			rep.Passed = rep.Failures == 0 && (!o.failOnWarn || rep.Warnings == 0)
-			if o.output.format == "json" {
-				if err := writeJSON(s.Out, rep); err != nil {
-					return err
-				}
-			} else {
-				printCheck(s.Out, rep, o.failOnWarn)
 			}
 			if !rep.Passed {
 				return invalidError(errSilent)
@@ -117,42 +63,81 @@ evaluate.`,
 			return nil
 		},
 	}
-	o.addFlags(cmd.Flags())
-	o.policy.addFlags(cmd.Flags(), "policy")
-	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "node inventory for input.cluster.nodes: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
-	cmd.Flags().BoolVar(&o.failOnWarn, "fail-on-warn", false, "exit 1 on warn messages too")
-	cmd.Flags().StringVarP(&o.output.format, "output", "o", o.output.format, "output format: table or json")
+	o.judgeFlags.addFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too (object, policy and render warnings)")
+	o.output.register(cmd.Flags())
 	return cmd
 }
 
-// printCheck prints the results grouped by resource, conftest style: FAIL and WARN lines with
-// the policy package, PASS for a resource without messages, and a summary.
-func printCheck(w io.Writer, rep *checkReport, failOnWarn bool) {
+// printCheck prints the verdicts grouped by object, conftest style: FAIL and WARN lines with
+// the rule or policy package, PASS for an object without findings, then driver losses, render
+// warnings and a summary.
+func printCheck(w io.Writer, rep *release.Report) error {
 	for _, res := range rep.Resources {
 		title := res.Kind + "/" + res.Name
-		fmt.Fprintln(w, title)
+		if res.Operation == "UPDATE" {
+			fmt.Fprintln(w, title, "(update)")
+		} else {
+			fmt.Fprintln(w, title)
+		}
 		if len(res.Deny)+len(res.Warn) == 0 {
 			fmt.Fprintln(w, "  PASS")
 		}
 		for _, group := range []struct {
-			label string
-			msgs  []policy.Message
+			label    string
+			findings []decision.Finding
 		}{{"FAIL", res.Deny}, {"WARN", res.Warn}} {
-			for _, m := range group.msgs {
-				// The resource heads the group; do not repeat it in front of every message.
-				fmt.Fprintf(w, "  %s  %s: %s\n", group.label, m.Package, strings.TrimPrefix(m.Msg, title+": "))
+			for _, f := range group.findings {
+				fmt.Fprintf(w, "  %s  %s\n", group.label, findingLine(f, title))
 			}
 		}
 	}
+	var lines []string
+	for _, d := range rep.Deleted {
+		lines = append(lines, "RBLNDriver/"+d+": owned by the release and no longer rendered")
+	}
+	printSection(w, "DELETED BY THE UPGRADE", lines)
+	lines = nil
+	for _, l := range rep.DriverLoss {
+		lines = append(lines, lossLine(l))
+	}
+	title := "NODES THAT WOULD LOSE THEIR DRIVER (FAIL: acknowledge with --allow-driver-loss)"
+	if rep.DriverLossAllowed {
+		title = "NODES THAT WOULD LOSE THEIR DRIVER (WARN: --allow-driver-loss)"
+	}
+	printSection(w, title, lines)
+	lines = nil
+	for _, wn := range rep.RenderWarnings {
+		lines = append(lines, wn.String())
+	}
+	printSection(w, "RENDER WARNINGS", lines)
 	verdict := "passed"
 	if !rep.Passed {
 		verdict = "FAILED"
-		if rep.Failures == 0 && failOnWarn {
+		if rep.Failures == 0 && rep.FailOnWarn {
 			verdict = "FAILED (--fail-on-warn)"
 		}
 	}
-	fmt.Fprintf(w, "\n%d resources, %d policies: %s, %s; %s\n", len(rep.Resources), len(rep.Policies),
+	_, err := fmt.Fprintf(w, "\n%d resources, %d policies: %s, %s; %s\n", len(rep.Resources), len(rep.Policies),
 		plural(rep.Failures, "failure"), plural(rep.Warnings, "warning"), verdict)
+	return err
+}
+
+// findingLine is one finding under its object's title: the policy package or the rule, then
+// the message (without a repeated "<Kind>/<name>: " prefix).
+func findingLine(f decision.Finding, title string) string {
+	if f.Package != "" {
+		return f.Package + ": " + strings.TrimPrefix(f.Message, title+": ")
+	}
+	line := f.Message
+	if f.Field != "" {
+		line = f.Field + ": " + line
+	}
+	return f.Rule + ": " + line
+}
+
+func lossLine(l release.NodeLoss) string {
+	return fmt.Sprintf("%s: owned by %s now, would get no driver (%s)", l.Node, l.From, dash(l.Reason))
 }
 
 func plural(n int, noun string) string {
@@ -160,15 +145,4 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// objectKindName names a rendered object.
-func objectKindName(obj any) (kind, name string) {
-	switch o := obj.(type) {
-	case *v1alpha1.RBLNDriver:
-		return "RBLNDriver", o.Name
-	case *v1alpha1.RBLNClusterPolicy:
-		return "RBLNClusterPolicy", o.Name
-	}
-	return fmt.Sprintf("%T", obj), ""
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/release"
 )
 
 const examplePolicy = "../../../docs/examples/policy"
@@ -32,7 +34,7 @@ func TestCheckDenyAndWarn(t *testing.T) {
 	t.Run("json", func(t *testing.T) {
 		r := run(t, "", append(args, "-o", "json")...)
 		assert.Equal(t, ExitInvalid, r.code)
-		var rep checkReport
+		var rep release.Report
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 		assert.False(t, rep.Passed)
 		assert.Equal(t, 1, rep.Failures)
@@ -41,7 +43,9 @@ func TestCheckDenyAndWarn(t *testing.T) {
 		assert.Equal(t, "RBLNClusterPolicy", rep.Resources[0].Kind)
 		assert.Equal(t, "rbln-driver", rep.Resources[1].Name)
 		assert.Equal(t, "driverguard.lib.pinned_version", rep.Resources[1].Deny[0].Package)
-		assert.Equal(t, "deny", rep.Resources[1].Deny[0].Rule)
+		assert.Equal(t, "PolicyDenied", rep.Resources[1].Deny[0].Rule)
+		assert.True(t, rep.Resources[2].Allowed)
+		assert.False(t, rep.Resources[1].Allowed)
 		assert.NotNil(t, rep.Resources[2].Deny, "empty lists are [] in JSON")
 	})
 	t.Run("disable", func(t *testing.T) {
@@ -82,12 +86,12 @@ func TestCheckUnusableInput(t *testing.T) {
 	}{
 		{"a policy that does not parse", []string{"--policy", broken}, filepath.Join(broken, "team.rego") + ":4: rego_parse_error: unexpected eof token"},
 		// OPA names either of the two conflicting rules (line 3 or 4), whichever it evaluated last.
-		{"a policy that fails to evaluate", []string{"--policy", conflict}, "evaluating the policies on RBLNDriver/rbln-driver: policy: evaluation failed: " + filepath.Join(conflict, "team.rego") + ":"},
+		{"a policy that fails to evaluate", []string{"--policy", conflict}, `judging RBLNDriver "rbln-driver": policy evaluation failed: policy: evaluation failed: ` + filepath.Join(conflict, "team.rego") + ":"},
 		{"a policy that fails to evaluate names the conflict", []string{"--policy", conflict}, ": eval_conflict_error: rule data.driverguard.team.level produced conflicting values"},
 		{"a missing policy directory", []string{"--policy", filepath.Join(dir, "nope")}, "nope: cannot read the policy directory"},
 		{"an unknown policy to disable", []string{"--disable", "lib.nope"}, `cannot disable "lib.nope"`},
 		{"a missing nodes file", []string{"--nodes", filepath.Join(dir, "nodes.yaml")}, "reading nodes"},
-		{"bad output", []string{"-o", "yaml"}, `unsupported output format "yaml"`},
+		{"bad output", []string{"-o", "xml"}, `unsupported output format "xml": use one of table, json, yaml`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,27 +166,66 @@ func TestPolicyInput(t *testing.T) {
 		}
 		Operation string
 		Source    string
-		Cluster   struct {
-			Drivers []struct{ Metadata struct{ Name string } }
-			Nodes   []struct{ Name, Owner, Pool string }
+		Cluster   any
+		Routing   *struct {
+			Selected, Nodes int
+			Pools           []struct{ Name, Kernel, Tag string }
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &inputs))
 	require.Len(t, inputs, 4)
 	assert.Equal(t, "RBLNClusterPolicy", inputs[0].Object.Kind)
+	assert.Nil(t, inputs[0].Routing)
 	assert.Equal(t, "rbln-driver-atom-canary", inputs[2].Object.Metadata.Name)
 	assert.Equal(t, "CREATE", inputs[2].Operation)
 	assert.Equal(t, "render", inputs[2].Source)
-	assert.Len(t, inputs[2].Cluster.Drivers, 2, "the other drivers")
-	assert.NotEmpty(t, inputs[2].Cluster.Nodes)
+	assert.Nil(t, inputs[2].Cluster, "the cluster is data.driverguard_cluster, not part of the input")
+	require.NotNil(t, inputs[2].Routing)
+	assert.Equal(t, 2, inputs[2].Routing.Nodes, "the two canary nodes")
+	assert.NotEmpty(t, inputs[2].Routing.Pools)
 
 	one := run(t, "", "policy", "input", "-f", exampleValues, "--name", "rbln-driver-rebel")
 	require.Equal(t, ExitOK, one.code, one.stderr)
 	assert.True(t, strings.HasPrefix(one.stdout, "{\n  \"object\": {"), "one document, not a list")
 
+	yamlStream := run(t, "", "policy", "input", "-f", exampleValues, "-o", "yaml")
+	require.Equal(t, ExitOK, yamlStream.code, yamlStream.stderr)
+	assert.Equal(t, 3, strings.Count(yamlStream.stdout, "\n---\n"), "four YAML documents")
+	table := run(t, "", "policy", "input", "-f", exampleValues, "--nodes", exampleNodes, "-o", "table")
+	require.Equal(t, ExitOK, table.code, table.stderr)
+	assert.Regexp(t, `(?m)^RBLNDriver/rbln-driver-atom-canary\s+CREATE\s+2\s+2\s+2\s+0$`, table.stdout)
+
 	missing := run(t, "", "policy", "input", "-f", exampleValues, "--name", "rbln-driver-nope")
 	assert.Equal(t, ExitUsage, missing.code)
 	assert.Contains(t, missing.stderr, `no rendered object is named "rbln-driver-nope"; the objects are rbln-cluster-policy, rbln-driver, rbln-driver-atom-canary, rbln-driver-rebel`)
+}
+
+// TestPolicyData: the cluster view as the object named by --name saw it, and after the release.
+func TestPolicyData(t *testing.T) {
+	view := func(args ...string) map[string]any {
+		t.Helper()
+		r := run(t, "", append([]string{"policy", "data", "-f", exampleValues, "--nodes", exampleNodes}, args...)...)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		var doc struct {
+			Cluster map[string]any `json:"driverguard_cluster"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+		return doc.Cluster
+	}
+	final := view()
+	assert.Len(t, final["drivers"], 3)
+	assert.Contains(t, final, "clusterPolicy")
+	nodes := final["nodes"].(map[string]any)
+	assert.Equal(t, "rbln-driver-atom-canary", nodes["npu-atom-canary-01"].(map[string]any)["owner"])
+	families := final["families"].(map[string]any)
+	assert.Equal(t, float64(7), families["atom"])
+
+	first := view("--name", "rbln-driver")
+	assert.Empty(t, first["drivers"], "the default is judged first: no driver exists yet")
+	assert.Contains(t, first, "clusterPolicy", "the cluster policy was applied before it")
+	canary := view("--name", "rbln-driver-atom-canary")
+	assert.Len(t, canary["drivers"], 1)
+	assert.Equal(t, "rbln-driver", canary["nodes"].(map[string]any)["npu-atom-canary-01"].(map[string]any)["owner"])
 }
 
 func TestPolicyList(t *testing.T) {

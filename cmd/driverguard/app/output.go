@@ -8,22 +8,57 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/driverguard/driverguard/render"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/render"
 )
 
-// outputFlag validates -o against the formats a command supports.
+// Output formats: the same words wherever -o applies (SPEC §7).
+const (
+	formatTable    = "table"
+	formatJSON     = "json"
+	formatYAML     = "yaml"
+	formatMarkdown = "markdown"
+)
+
+// outputFlag is -o/--output: a pflag.Value, so an unsupported format fails while the flags
+// are parsed (exit 2), before anything runs.
 type outputFlag struct {
 	format  string
 	allowed []string
 }
 
-func (o *outputFlag) validate() error {
-	if slices.Contains(o.allowed, o.format) {
-		return nil
+func newOutput(def string, allowed ...string) outputFlag {
+	return outputFlag{format: def, allowed: allowed}
+}
+
+func (o *outputFlag) String() string { return o.format }
+func (o *outputFlag) Type() string   { return "format" }
+
+func (o *outputFlag) Set(s string) error {
+	if !slices.Contains(o.allowed, s) {
+		return fmt.Errorf("unsupported output format %q: use one of %s", truncateValue(s), strings.Join(o.allowed, ", "))
 	}
-	return usageError(fmt.Errorf("unsupported output format %q: use one of %s", o.format, strings.Join(o.allowed, ", ")))
+	o.format = s
+	return nil
+}
+
+// register adds -o/--output to fs.
+func (o *outputFlag) register(fs *pflag.FlagSet) {
+	fs.VarP(o, "output", "o", fmt.Sprintf("output format: %s (default %s)", strings.Join(o.allowed, ", "), o.format))
+}
+
+// print writes v as JSON or YAML, or calls table for the table (and markdown) forms.
+func (o *outputFlag) print(w io.Writer, v any, table func(io.Writer) error) error {
+	switch o.format {
+	case formatJSON:
+		return writeJSON(w, v)
+	case formatYAML:
+		return writeYAML(w, v)
+	}
+	return table(w)
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -59,4 +94,26 @@ func printWarnings(w io.Writer, warnings []render.Warning) {
 	for _, wn := range warnings {
 		fmt.Fprintln(w, "Warning:", wn)
 	}
+}
+
+// maxValueLength bounds a user value quoted in a message.
+const maxValueLength = 80
+
+// truncateValue shortens a user value for a message: a 50 MB string is never echoed.
+func truncateValue(s string) string {
+	if len(s) <= maxValueLength {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:maxValueLength], ""), len(s))
+}
+
+// maxListed bounds the items a message lists.
+const maxListed = 10
+
+// capList joins at most maxListed items and says how many there are in all.
+func capList(items []string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s, ... (%d in all)", strings.Join(items[:maxListed], ", "), len(items))
 }

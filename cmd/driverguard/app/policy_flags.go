@@ -36,11 +36,17 @@ func (f *policyFlags) newEngine(ctx context.Context, opts policy.Options) (*poli
 	opts.Dirs, opts.Disable, opts.Timeout = f.dirs, f.disable, f.timeout
 	e, err := policy.New(ctx, opts)
 	if err != nil {
-		var le *policy.LoadError
-		if errors.As(err, &le) {
-			return nil, usageError(fmt.Errorf("loading policies: %w", err))
-		}
-		return nil, err
+		return nil, loadError(err)
 	}
 	return e, nil
+}
+
+// loadError reports policies that do not load — the same words for every command that loads
+// them (check, review, serve, policy test/list/input/data): unusable input, exit 2.
+func loadError(err error) error {
+	var le *policy.LoadError
+	if errors.As(err, &le) {
+		return usageError(fmt.Errorf("loading policies: %w", err))
+	}
+	return err
 }

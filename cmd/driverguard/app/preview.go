@@ -7,70 +7,68 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/render/preview"
 )
 
 type previewOptions struct {
-	valuesFlags
-	nodesFile string
-	images    imageCheckFlags
-	output    outputFlag
+	judgeFlags
+	images imageCheckFlags
+	output outputFlag
 }
 
 func newPreviewCommand(s Streams) *cobra.Command {
-	o := &previewOptions{output: outputFlag{format: "table", allowed: []string{"table", "json", "yaml"}}}
+	o := &previewOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
 	cmd := &cobra.Command{
-		Use:   "preview -f values.yaml [--nodes nodes.yaml] [--check-images]",
+		Use:   "preview -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--check-images] [--allow-driver-loss]",
 		Short: "Explain what values will render and, with a node inventory, which driver each node gets",
 		Long: `preview renders the values like 'render' and explains each RBLNDriver: its version, its selector,
 and which fields the instance set or cleared versus inherited from driver.* or the chart's
 defaults. It warns about an instance that differs from the default only by its selector.
 
-With --nodes (the output of 'kubectl get nodes -o yaml', or a stream of Node documents) it also
-routes the drivers onto the nodes: the owner of every node, pools with their DaemonSets and
+It then judges the release exactly as 'check' does (the same flags, the same verdict and exit
+code) and, with --nodes (the output of 'kubectl get nodes -o yaml', or a stream of Node
+documents), shows the cluster after it: the owner of every node, pools with their DaemonSets and
 composed images, ties, unowned nodes, nodes missing a family label, and the nodes that would
 lose or change their driver compared with their current rebellions.ai/npu.driver.owner label.
---check-images asks the registry for every composed image (only a 404 fails a pool).`,
+An object the webhook would deny is not applied, so the routing shown is without it.
+--check-images asks the registry for every composed image (only a 404 fails a pool).
+
+Exit codes: as check: 0 passed, 1 a denial or an unacknowledged driver loss (or invalid values),
+2 unusable input.`,
 		Example: `  driverguard preview -f examples/multi-driver.yaml --nodes examples/nodes.yaml
   kubectl get nodes -o yaml | driverguard preview -f values.yaml --nodes - -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.output.validate(); err != nil {
-				return err
-			}
-			if o.images.enabled && o.nodesFile == "" {
+			if o.images.enabled && o.cluster.nodesFile == "" {
 				return usageError(fmt.Errorf("--check-images needs --nodes: images are composed per node pool"))
 			}
-			r, err := o.render()
+			j, err := o.judge(cmd.Context(), s, release.Options{})
 			if err != nil {
 				return err
 			}
-			rep := preview.Build(r)
-			if o.nodesFile != "" {
-				nodes, err := readNodes(o.nodesFile, s)
-				if err != nil {
-					return err
-				}
-				rep.WithNodes(r.Drivers, nodes)
+			rep := preview.Build(j.rendered)
+			rep.Verdict = j.report(false)
+			if o.cluster.nodesFile != "" {
+				rep.WithNodes(j.result)
 				if o.images.enabled {
 					rep.Nodes.Images = o.images.check(cmd.Context(), rep.Nodes.Routing)
 				}
 			}
-			switch o.output.format {
-			case "json":
-				return writeJSON(s.Out, rep)
-			case "yaml":
-				return writeYAML(s.Out, rep)
+			if err := o.output.print(s.Out, rep, func(w io.Writer) error { return printPreview(w, rep) }); err != nil {
+				return err
 			}
-			return printPreview(s.Out, rep)
+			if !rep.Verdict.Passed {
+				return invalidError(errSilent)
+			}
+			return nil
 		},
 	}
-	o.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "node inventory: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
+	o.judgeFlags.addFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.images.enabled, "check-images", false, "HEAD every composed driver image in its registry (needs --nodes)")
 	cmd.Flags().DurationVar(&o.images.timeout, "image-timeout", 10*time.Second, "timeout of one registry request")
-	cmd.Flags().StringVarP(&o.output.format, "output", "o", o.output.format, "output format: table, json or yaml")
+	o.output.register(cmd.Flags())
 	return cmd
 }
 
@@ -112,9 +110,37 @@ func printPreview(w io.Writer, rep *preview.Report) error {
 		}
 	}
 	if rep.Nodes != nil {
-		return printNodeReport(w, rep.Nodes)
+		if err := printNodeReport(w, rep.Nodes); err != nil {
+			return err
+		}
 	}
-	return nil
+	return printVerdict(w, rep.Verdict)
+}
+
+// printVerdict prints the check verdict of the previewed release: the objects denied or
+// warned, then the summary.
+func printVerdict(w io.Writer, rep *release.Report) error {
+	var lines []string
+	for _, res := range rep.Resources {
+		title := res.Kind + "/" + res.Name
+		for _, f := range res.Deny {
+			lines = append(lines, fmt.Sprintf("%s: DENIED, not applied: %s", title, findingLine(f, title)))
+		}
+		for _, f := range res.Warn {
+			lines = append(lines, fmt.Sprintf("%s: WARN %s", title, findingLine(f, title)))
+		}
+	}
+	if !rep.DriverLossAllowed && len(rep.DriverLoss) > 0 {
+		lines = append(lines, fmt.Sprintf("%d node(s) would lose their driver (above); acknowledge with --allow-driver-loss", len(rep.DriverLoss)))
+	}
+	printSection(w, "VERDICT (as driverguard check and the admission webhook decide)", lines)
+	verdict := "passed"
+	if !rep.Passed {
+		verdict = "FAILED"
+	}
+	_, err := fmt.Fprintf(w, "\n%d resources, %d policies: %s, %s; %s\n", len(rep.Resources), len(rep.Policies),
+		plural(rep.Failures, "failure"), plural(rep.Warnings, "warning"), verdict)
+	return err
 }
 
 func printNodeReport(w io.Writer, nr *preview.NodeReport) error {
@@ -128,7 +154,7 @@ func printNodeReport(w io.Writer, nr *preview.NodeReport) error {
 	printSection(w, "NODES WITHOUT A VALID FAMILY LABEL (DriverFamilyLabelMissing: no pool; existing DaemonSets are kept)", nr.FamilyLabelMissing)
 	lines = nil
 	for _, c := range nr.LosingDriver {
-		lines = append(lines, fmt.Sprintf("%s: owned by %s now, would get no driver (%s)", c.Node, c.From, dash(c.Reason)))
+		lines = append(lines, lossLine(c))
 	}
 	printSection(w, "NODES THAT WOULD LOSE THEIR DRIVER", lines)
 	lines = nil

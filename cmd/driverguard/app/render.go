@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,7 @@ type renderOptions struct {
 }
 
 func newRenderCommand(s Streams) *cobra.Command {
-	o := &renderOptions{output: outputFlag{format: "yaml", allowed: []string{"yaml", "json"}}}
+	o := &renderOptions{output: newOutput(formatYAML, formatYAML, formatJSON, formatTable)}
 	cmd := &cobra.Command{
 		Use:   "render -f values.yaml [-f more.yaml] [--set key=value]",
 		Short: "Render the RBLNDriver and RBLNClusterPolicy objects helm template would render",
@@ -29,7 +30,7 @@ silently. On any invalid input nothing is printed to stdout and the exit code is
   driverguard render -f values.yaml --set driver.instances.atom-canary.image.tag=3.3.1 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.output.validate(); err != nil {
+			if err := oneStdin(o.stdinUsers()...); err != nil {
 				return err
 			}
 			r, err := o.render()
@@ -38,12 +39,14 @@ silently. On any invalid input nothing is printed to stdout and the exit code is
 			}
 			printWarnings(s.Err, r.Warnings)
 			switch o.output.format {
-			case "json":
+			case formatJSON:
 				list, err := asList(r)
 				if err != nil {
 					return err
 				}
 				return writeJSON(s.Out, list)
+			case formatTable:
+				return printRendered(s.Out, r)
 			default:
 				data, err := render.Manifest(r)
 				if err != nil {
@@ -55,7 +58,7 @@ silently. On any invalid input nothing is printed to stdout and the exit code is
 		},
 	}
 	o.addFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.output.format, "output", "o", o.output.format, "output format: yaml or json")
+	o.output.register(cmd.Flags())
 	return cmd
 }
 
@@ -74,4 +77,15 @@ func asList(r *render.Result) (*metav1.List, error) {
 		list.Items = append(list.Items, runtime.RawExtension{Raw: raw})
 	}
 	return list, nil
+}
+
+// printRendered lists the rendered objects, one line each.
+func printRendered(w io.Writer, r *render.Result) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tSELECTOR")
+	fmt.Fprintf(tw, "RBLNClusterPolicy\t%s\t-\t-\n", r.ClusterPolicy.Name)
+	for _, d := range r.Drivers {
+		fmt.Fprintf(tw, "RBLNDriver\t%s\t%s\t%s\n", d.Name, d.Spec.Version, formatSelector(d.Spec.NodeSelector))
+	}
+	return tw.Flush()
 }

@@ -8,25 +8,23 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/routing"
 	"github.com/driverguard/driverguard/webhook"
 )
 
 type reviewOptions struct {
-	file              string
-	driversFile       string
-	nodesFile         string
-	clusterPolicyFile string
+	file    string
+	cluster clusterFlags
 	// webhook configures the decisions; the policy flags set its Policy.
 	webhook webhook.Options
 	policy  policyFlags
+	output  outputFlag
 }
 
 func newReviewCommand(s Streams) *cobra.Command {
-	o := &reviewOptions{}
+	o := &reviewOptions{output: newOutput(formatJSON, formatJSON, formatYAML, formatTable)}
 	cmd := &cobra.Command{
 		Use:   "review -f admissionreview.json [--drivers drivers.yaml] [--nodes nodes.yaml] [--cluster-policy cp.yaml] [--policy DIR]",
 		Short: "Answer one AdmissionReview offline, exactly as the webhook would",
@@ -43,9 +41,11 @@ RBLNDriver and RBLNClusterPolicy requests are evaluated by the bundled policy li
 --policy directory, as 'serve --policy-dir' does; a policy that fails to evaluate refuses the
 request unless --policy-fail-open is set.
 
-The AdmissionReview is printed with its response as JSON. Exit code: 0 allowed, 1 denied,
-2 unusable input (unreadable files, not an AdmissionReview, or a request the webhook cannot
-decode — the review is still printed then).`,
+The AdmissionReview is printed with its response (-o json, the default, or yaml; -o table
+summarises the verdict, its causes, warnings and patch). Exit code: 0 allowed, 1 denied, 2
+unusable input or no decision (unreadable files, not an AdmissionReview, a request the webhook
+cannot read — malformed or larger than the webhook's 7 MiB limit — or a policy evaluation that
+failed while fail-closed; the review is still printed then).`,
 		Example: `  kubectl get rblndrivers -o yaml > drivers.yaml
   kubectl get nodes -o yaml > nodes.yaml
   driverguard review -f request.json --drivers drivers.yaml --nodes nodes.yaml`,
@@ -54,14 +54,8 @@ decode — the review is still printed then).`,
 			if o.file == "" {
 				return usageError(errors.New("-f is required: the AdmissionReview JSON file ('-' for stdin)"))
 			}
-			stdin := 0
-			for _, f := range []string{o.file, o.driversFile, o.nodesFile, o.clusterPolicyFile} {
-				if f == "-" {
-					stdin++
-				}
-			}
-			if stdin > 1 {
-				return usageError(errors.New("only one of -f, --drivers, --nodes and --cluster-policy can read standard input"))
+			if err := oneStdin(append(o.cluster.stdinUsers(), stdinUser{"-f", o.file})...); err != nil {
+				return err
 			}
 			body, err := readAll(o.file, s.In)
 			if err != nil {
@@ -75,61 +69,84 @@ decode — the review is still printed then).`,
 			if err != nil {
 				return err
 			}
-			o.webhook.Policy, o.webhook.PolicyTimeout = engine, o.policy.timeout
+			o.webhook.Policy = engine
 			review, err := webhook.New(state, o.webhook).Review(cmd.Context(), body)
 			if err != nil {
 				return usageError(fmt.Errorf("%s: %w", o.file, err))
 			}
-			if err := writeJSON(s.Out, review); err != nil {
+			if err := o.output.print(s.Out, review, func(w io.Writer) error { return printReview(w, review) }); err != nil {
 				return err
 			}
-			switch resp := review.Response; {
-			case resp.Allowed:
-				return nil
-			case resp.Result != nil && resp.Result.Code == http.StatusBadRequest:
-				return &exitError{code: ExitUsage, err: errSilent}
-			default:
-				return &exitError{code: ExitInvalid, err: errSilent}
-			}
+			return reviewExit(review.Response)
 		},
 	}
 	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "AdmissionReview JSON ('-' for stdin)")
-	cmd.Flags().StringVar(&o.driversFile, "drivers", "", "RBLNDrivers in the cluster ('-' for stdin)")
-	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "nodes in the cluster: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
-	cmd.Flags().StringVar(&o.clusterPolicyFile, "cluster-policy", "", "the RBLNClusterPolicy ('-' for stdin)")
+	cmd.Flags().StringVar(&o.cluster.driversFile, "drivers", "", "RBLNDrivers in the cluster ('-' for stdin)")
+	cmd.Flags().StringVar(&o.cluster.nodesFile, "nodes", "", "nodes in the cluster: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
+	cmd.Flags().StringVar(&o.cluster.clusterPolicyFile, "cluster-policy", "", "the RBLNClusterPolicy ('-' for stdin)")
 	o.policy.addFlags(cmd.Flags(), "policy")
 	cmd.Flags().BoolVar(&o.webhook.PolicyFailOpen, "policy-fail-open", false, "admit (with a warning) a request whose policy evaluation fails, as serve --policy-fail-open does")
+	o.output.register(cmd.Flags())
 	return cmd
+}
+
+// reviewExit is the exit code of an answered review (SPEC §7): 0 allowed, 1 denied, 2 when
+// the webhook could not read the request (400, 413) or could not decide (503).
+func reviewExit(resp *admissionv1.AdmissionResponse) error {
+	switch {
+	case resp.Allowed:
+		return nil
+	case resp.Result != nil && (resp.Result.Code == http.StatusBadRequest || resp.Result.Code == http.StatusRequestEntityTooLarge ||
+		resp.Result.Code == http.StatusServiceUnavailable):
+		return &exitError{code: ExitUsage, err: errSilent}
+	}
+	return &exitError{code: ExitInvalid, err: errSilent}
+}
+
+// printReview summarises an answered review for people.
+func printReview(w io.Writer, review *admissionv1.AdmissionReview) error {
+	req, resp := review.Request, review.Response
+	verdict := "ALLOWED"
+	if !resp.Allowed {
+		verdict = "DENIED"
+		if resp.Result != nil {
+			verdict = fmt.Sprintf("DENIED (%d %s)", resp.Result.Code, resp.Result.Reason)
+		}
+	}
+	name := req.Name
+	if req.Namespace != "" {
+		name = req.Namespace + "/" + name
+	}
+	fmt.Fprintf(w, "%s/%s %s: %s\n", req.Kind.Kind, name, req.Operation, verdict)
+	if resp.Result != nil && !resp.Allowed {
+		if resp.Result.Details == nil || len(resp.Result.Details.Causes) == 0 {
+			fmt.Fprintf(w, "  DENY  %s\n", resp.Result.Message)
+		} else {
+			for _, c := range resp.Result.Details.Causes {
+				fmt.Fprintf(w, "  DENY  %s: %s: %s\n", c.Type, c.Field, c.Message)
+			}
+		}
+	}
+	for _, wn := range resp.Warnings {
+		fmt.Fprintf(w, "  WARN  %s\n", wn)
+	}
+	if len(resp.Patch) > 0 {
+		fmt.Fprintf(w, "  PATCH %s\n", resp.Patch)
+	}
+	return nil
 }
 
 // state reads the cluster state files; each is optional.
 func (o *reviewOptions) state(s Streams) (webhook.State, error) {
-	var (
-		drivers []v1alpha1.RBLNDriver
-		nodes   []routing.Node
-		cps     []v1alpha1.RBLNClusterPolicy
-		err     error
-	)
-	if o.driversFile != "" {
-		if drivers, err = readDrivers(o.driversFile, s); err != nil {
-			return nil, err
-		}
+	cl, err := o.cluster.read(s)
+	if err != nil {
+		return nil, err
 	}
-	if o.nodesFile != "" {
-		if nodes, err = readNodes(o.nodesFile, s); err != nil {
-			return nil, err
-		}
+	var cps []v1alpha1.RBLNClusterPolicy
+	if cl.ClusterPolicy != nil {
+		cps = append(cps, *cl.ClusterPolicy)
 	}
-	if o.clusterPolicyFile != "" {
-		docs, err := decode.File(o.clusterPolicyFile, s.In)
-		if err == nil {
-			cps, err = decode.ClusterPolicies(docs)
-		}
-		if err != nil {
-			return nil, usageError(fmt.Errorf("reading the cluster policy: %w", err))
-		}
-	}
-	return webhook.NewStaticState(drivers, nodes, cps), nil
+	return webhook.NewStaticState(cl.Drivers, cl.Nodes, cps), nil
 }
 
 func readAll(path string, stdin io.Reader) ([]byte, error) {

@@ -20,7 +20,7 @@ type routeOptions struct {
 }
 
 func newRouteCommand(s Streams) *cobra.Command {
-	o := &routeOptions{output: outputFlag{format: "table", allowed: []string{"table", "json"}}}
+	o := &routeOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
 	cmd := &cobra.Command{
 		Use:   "route --drivers drivers.yaml --nodes nodes.yaml [-o json|table] [--check-images]",
 		Short: "Decide the owner, pool, DaemonSet and image of every node from files",
@@ -40,14 +40,11 @@ output for ties and invalid resources.`,
   driverguard route --drivers drivers.yaml --nodes nodes.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.output.validate(); err != nil {
-				return err
-			}
 			if o.driversFile == "" || o.nodesFile == "" {
 				return usageError(fmt.Errorf("both --drivers and --nodes are required"))
 			}
-			if o.driversFile == "-" && o.nodesFile == "-" {
-				return usageError(fmt.Errorf("only one of --drivers and --nodes can read standard input"))
+			if err := oneStdin(stdinUser{"--drivers", o.driversFile}, stdinUser{"--nodes", o.nodesFile}); err != nil {
+				return err
 			}
 			drivers, err := readDrivers(o.driversFile, s)
 			if err != nil {
@@ -62,19 +59,18 @@ output for ties and invalid resources.`,
 			if o.images.enabled {
 				images = o.images.check(cmd.Context(), res)
 			}
-			if o.output.format == "json" {
-				return writeJSON(s.Out, res.Contract())
-			}
-			printRouting(s.Out, res)
-			printImages(s.Out, images)
-			return nil
+			return o.output.print(s.Out, res.Contract(), func(w io.Writer) error {
+				printRouting(w, res)
+				printImages(w, images)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&o.driversFile, "drivers", "", "RBLNDriver documents, e.g. the output of render ('-' for stdin)")
 	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "node inventory: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
 	cmd.Flags().BoolVar(&o.images.enabled, "check-images", false, "HEAD every composed driver image in its registry; only a 404 fails a pool")
 	cmd.Flags().DurationVar(&o.images.timeout, "image-timeout", 10*time.Second, "timeout of one image check")
-	cmd.Flags().StringVarP(&o.output.format, "output", "o", o.output.format, "output format: table or json")
+	o.output.register(cmd.Flags())
 	return cmd
 }
 

@@ -10,11 +10,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
@@ -64,10 +61,14 @@ finish within --shutdown-timeout.`,
     --mutating-webhook-configuration driverguard`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(s.Err, o.logFormat, o.logLevel)
+			h, err := newLogHandler(s.Err, o.logFormat, o.logLevel)
 			if err != nil {
 				return usageError(err)
 			}
+			// controller-runtime, cert-controller and client-go already log through the
+			// process-wide handler; point it at the structured log.
+			setLogDestination(h)
+			log := processLogger()
 			switch o.tlsMinVersion {
 			case "1.3":
 				o.server.TLSMinVersion = tls.VersionTLS13
@@ -92,9 +93,6 @@ finish within --shutdown-timeout.`,
 				return usageError(fmt.Errorf("no cluster to watch (in-cluster config, --kubeconfig or KUBECONFIG): %w", err))
 			}
 			cfg.UserAgent = "driverguard-webhook"
-			// controller-runtime, cert-controller and client-go log through the same logger.
-			ctrllog.SetLogger(log)
-			klog.SetLogger(log)
 			o.server.Logger = log.WithName("webhook")
 			// The engine registers its metrics with controller-runtime's registry, which the
 			// webhook's metrics endpoint serves.
@@ -102,7 +100,7 @@ finish within --shutdown-timeout.`,
 			if err != nil {
 				return err
 			}
-			o.server.Policy, o.server.PolicyTimeout, o.server.PolicyStatus = engine, o.policy.timeout, engine.Status
+			o.server.Policy, o.server.PolicyStatus = engine, engine.Status
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
 			go func() { _ = engine.Start(ctx) }() // returns when ctx ends
@@ -137,8 +135,8 @@ finish within --shutdown-timeout.`,
 	return cmd
 }
 
-// newLogger returns a structured logger (log/slog through logr).
-func newLogger(w io.Writer, format, level string) (logr.Logger, error) {
+// newLogHandler returns the structured log handler of --log-format and --log-level.
+func newLogHandler(w io.Writer, format, level string) (slog.Handler, error) {
 	var lvl slog.Level
 	switch level {
 	case "error":
@@ -148,7 +146,7 @@ func newLogger(w io.Writer, format, level string) (logr.Logger, error) {
 	case "debug":
 		lvl = slog.Level(-5) // logr V(5): controller-runtime's per-request admission logs
 	default:
-		return logr.Logger{}, fmt.Errorf("--log-level %q: use error, info or debug", level)
+		return nil, fmt.Errorf("--log-level %q: use error, info or debug", truncateValue(level))
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	var h slog.Handler
@@ -158,7 +156,7 @@ func newLogger(w io.Writer, format, level string) (logr.Logger, error) {
 	case "text":
 		h = slog.NewTextHandler(w, opts)
 	default:
-		return logr.Logger{}, fmt.Errorf("--log-format %q: use json or text", format)
+		return nil, fmt.Errorf("--log-format %q: use json or text", truncateValue(format))
 	}
-	return logr.FromSlogHandler(h), nil
+	return h, nil
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -22,6 +23,20 @@ func (f *valuesFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.values.JSONValues, "set-json", nil, "set a JSON value on the command line")
 	fs.StringArrayVar(&f.values.FileValues, "set-file", nil, "set a value from a file (key=path)")
 	fs.StringVar(&f.releaseName, "release-name", render.DefaultReleaseName, "Helm release name used for the app.kubernetes.io/instance label")
+}
+
+// stdinUsers are the value flags that can read standard input.
+func (f *valuesFlags) stdinUsers() []stdinUser {
+	var out []stdinUser
+	for _, v := range f.values.ValueFiles {
+		out = append(out, stdinUser{"-f", v})
+	}
+	for _, v := range f.values.FileValues {
+		if _, path, ok := strings.Cut(v, "="); ok {
+			out = append(out, stdinUser{"--set-file", path})
+		}
+	}
+	return out
 }
 
 // render loads the values and renders them with the embedded chart. Unreadable values are a

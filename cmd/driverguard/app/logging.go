@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Every library's logs — client-go and cert-controller through klog, controller-runtime, and
+// the standard log package Helm writes its warnings to — go through one handler, installed
+// once per process before any command runs: setting a process-wide logger inside a command
+// races with the loggers libraries already hold. A command then only chooses where that
+// handler writes: one-shot commands print warnings and errors as "Warning: ..." lines on
+// stderr and drop the rest (no raw library lines), `serve` writes structured logs.
+var (
+	installLogging sync.Once
+	processLog     = &switchHandler{}
+)
+
+// setLogDestination makes h the destination of every library's logs.
+func setLogDestination(h slog.Handler) {
+	installLogging.Do(func() {
+		l := logr.FromSlogHandler(processLog)
+		klog.SetLogger(l)
+		ctrllog.SetLogger(l)
+		log.SetFlags(0)
+		log.SetOutput(stdlogWriter{})
+	})
+	processLog.set(h)
+}
+
+// processLogger is the logger of the process-wide handler, for a command's own logs.
+func processLogger() logr.Logger { return logr.FromSlogHandler(processLog) }
+
+// switchHandler is a slog.Handler whose destination (processLog's) can change while loggers
+// derived from it are in use.
+type switchHandler struct {
+	dest  atomic.Pointer[slog.Handler]
+	attrs []slog.Attr
+	group string
+}
+
+func (s *switchHandler) set(h slog.Handler) { s.dest.Store(&h) }
+
+func (s *switchHandler) target() slog.Handler {
+	h := processLog.dest.Load()
+	if h == nil {
+		return discard{}
+	}
+	out := *h
+	if s.group != "" {
+		out = out.WithGroup(s.group)
+	}
+	if len(s.attrs) > 0 {
+		out = out.WithAttrs(s.attrs)
+	}
+	return out
+}
+
+func (s *switchHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return s.target().Enabled(ctx, l)
+}
+
+func (s *switchHandler) Handle(ctx context.Context, r slog.Record) error {
+	return s.target().Handle(ctx, r)
+}
+
+func (s *switchHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &switchHandler{attrs: append(append([]slog.Attr(nil), s.attrs...), attrs...), group: s.group}
+}
+
+func (s *switchHandler) WithGroup(name string) slog.Handler {
+	g := name
+	if s.group != "" {
+		g = s.group + "." + name
+	}
+	return &switchHandler{attrs: s.attrs, group: g}
+}
+
+type discard struct{}
+
+func (discard) Enabled(context.Context, slog.Level) bool  { return false }
+func (discard) Handle(context.Context, slog.Record) error { return nil }
+func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discard) WithGroup(string) slog.Handler           { return d }
+
+// stdlogWriter turns standard log lines (Helm's warnings) into warning records.
+type stdlogWriter struct{}
+
+func (stdlogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	msg = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(msg, "warning:"), "Warning:"))
+	h := processLog.target()
+	if h.Enabled(context.Background(), slog.LevelWarn) {
+		_ = h.Handle(context.Background(), slog.NewRecord(time.Now(), slog.LevelWarn, msg, 0))
+	}
+	return len(p), nil
+}
+
+// maxLogLine bounds a library message printed as a warning.
+const maxLogLine = 2000
+
+// warningHandler prints warnings and errors as "Warning: <message>" lines, the way the
+// commands print their own warnings, and drops everything else.
+type warningHandler struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func newWarningHandler(w io.Writer) slog.Handler { return &warningHandler{w: w, mu: &sync.Mutex{}} }
+
+func (h *warningHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *warningHandler) Handle(_ context.Context, r slog.Record) error {
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" || a.Key == "error" {
+			msg += ": " + a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(msg) > maxLogLine {
+		msg = fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(msg[:maxLogLine], ""), len(msg))
+	}
+	_, err := fmt.Fprintln(h.w, "Warning:", msg)
+	return err
+}
+
+func (h *warningHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *warningHandler) WithGroup(string) slog.Handler      { return h }

@@ -1,0 +1,388 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/storage"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// ClusterKey is the data document that holds the cluster view: policies read the cluster at
+// data.driverguard_cluster (SPEC §5.2). Policy directories may not set it.
+const ClusterKey = "driverguard_cluster"
+
+// ClusterView is the cluster as policies read it at data.driverguard_cluster:
+//
+//	drivers:       {<name>: <RBLNDriver>}           every RBLNDriver, the object under evaluation's stored version included
+//	clusterPolicy: <RBLNClusterPolicy>              absent when there is none
+//	nodes:         {<name>: {name, labels, owner, pool}}   owner and pool as routing decides them now
+//	families:      {<rebellions.ai/npu.family value>: <number of nodes>}
+//
+// The engine holds one view, shared by every evaluation, and updates it in place: the
+// webhook syncs it from its informer caches, `check` replays a release into it one object at
+// a time. An evaluation's cost therefore never depends on the size of the cluster unless a
+// policy chooses to iterate over it.
+type ClusterView struct {
+	// Drivers are every RBLNDriver of the cluster.
+	Drivers []*v1alpha1.RBLNDriver
+	// ClusterPolicy is the RBLNClusterPolicy that applies, or nil.
+	ClusterPolicy *v1alpha1.RBLNClusterPolicy
+	// Nodes are every node with its routing.
+	Nodes []ClusterNode
+}
+
+// ClusterNode is a node as policies see it in data.driverguard_cluster.nodes.
+type ClusterNode struct {
+	Name string
+	// Labels must not be modified after the node is handed to the engine (build a new map).
+	Labels map[string]string
+	// Owner is the RBLNDriver routing gives the node ("" for none), Pool its pool ("" for none).
+	Owner string
+	Pool  string
+}
+
+// ClusterPatch changes a synced cluster view (see [Engine.PatchCluster]).
+type ClusterPatch struct {
+	// Drivers are added, or replace the driver of the same name.
+	Drivers []*v1alpha1.RBLNDriver
+	// DeletedDrivers are removed.
+	DeletedDrivers []string
+	// ClusterPolicy, when set, replaces the cluster policy.
+	ClusterPolicy *v1alpha1.RBLNClusterPolicy
+	// Nodes give known nodes a new owner and pool.
+	Nodes []routing.NodeChange
+}
+
+// clusterData is the engine's copy of the cluster view: every entry with its converted value,
+// so that a new policy set's store is built without converting anything again, and a sync
+// writes only what changed.
+type clusterData struct {
+	drivers       map[string]objectEntry
+	clusterPolicy *objectEntry
+	nodes         map[string]nodeEntry
+	families      map[string]int
+}
+
+type objectEntry struct {
+	obj  any // the object the value was converted from
+	rv   string
+	term *ast.Term
+}
+
+// nodeEntry holds the labels map its identity is compared by, so that the map cannot be freed
+// and its address reused by another map while the entry exists.
+type nodeEntry struct {
+	labels   map[string]string
+	labelsID unsafe.Pointer
+	owner    string
+	pool     string
+	term     *ast.Term
+}
+
+func newClusterData() *clusterData {
+	return &clusterData{drivers: map[string]objectEntry{}, nodes: map[string]nodeEntry{}, families: map[string]int{}}
+}
+
+// storeOp is one write to a policy set's store.
+type storeOp struct {
+	op    storage.PatchOp
+	path  storage.Path
+	value ast.Value
+}
+
+var (
+	clusterPath       = storage.Path{ClusterKey}
+	driversPath       = storage.Path{ClusterKey, "drivers"}
+	clusterPolicyPath = storage.Path{ClusterKey, "clusterPolicy"}
+	nodesPath         = storage.Path{ClusterKey, "nodes"}
+	familiesPath      = storage.Path{ClusterKey, "families"}
+)
+
+func childPath(p storage.Path, key string) storage.Path {
+	return append(append(storage.Path{}, p...), key)
+}
+
+// document builds data.driverguard_cluster from the entries, in new containers (the entries'
+// values are shared: stores replace them, never change them).
+func (c *clusterData) document() ast.Object {
+	drivers := make([][2]*ast.Term, 0, len(c.drivers))
+	for name, e := range c.drivers {
+		drivers = append(drivers, [2]*ast.Term{ast.StringTerm(name), e.term})
+	}
+	nodes := make([][2]*ast.Term, 0, len(c.nodes))
+	for name, e := range c.nodes {
+		nodes = append(nodes, [2]*ast.Term{ast.StringTerm(name), e.term})
+	}
+	families := make([][2]*ast.Term, 0, len(c.families))
+	for f, n := range c.families {
+		families = append(families, [2]*ast.Term{ast.StringTerm(f), ast.InternedTerm(n)})
+	}
+	doc := ast.NewObject(
+		[2]*ast.Term{ast.InternedTerm("drivers"), ast.ObjectTerm(drivers...)},
+		[2]*ast.Term{ast.InternedTerm("nodes"), ast.ObjectTerm(nodes...)},
+		[2]*ast.Term{ast.InternedTerm("families"), ast.ObjectTerm(families...)},
+	)
+	if c.clusterPolicy != nil {
+		doc.Insert(ast.InternedTerm("clusterPolicy"), c.clusterPolicy.term)
+	}
+	return doc
+}
+
+// setDriver records d and returns the write, or nothing when d is the entry already held.
+func (c *clusterData) setDriver(d *v1alpha1.RBLNDriver) ([]storeOp, error) {
+	if e, ok := c.drivers[d.Name]; ok && sameObject(e, d, d.ResourceVersion) {
+		return nil, nil
+	}
+	v, err := jsonValue(d.WithTypeMeta())
+	if err != nil {
+		return nil, fmt.Errorf("policy: encoding RBLNDriver %q for data.%s: %w", d.Name, ClusterKey, err)
+	}
+	e := objectEntry{obj: d, rv: d.ResourceVersion, term: ast.NewTerm(v)}
+	c.drivers[d.Name] = e
+	return []storeOp{{op: storage.AddOp, path: childPath(driversPath, d.Name), value: v}}, nil
+}
+
+func (c *clusterData) deleteDriver(name string) []storeOp {
+	if _, ok := c.drivers[name]; !ok {
+		return nil
+	}
+	delete(c.drivers, name)
+	return []storeOp{{op: storage.RemoveOp, path: childPath(driversPath, name)}}
+}
+
+func (c *clusterData) setClusterPolicy(cp *v1alpha1.RBLNClusterPolicy) ([]storeOp, error) {
+	if cp == nil {
+		if c.clusterPolicy == nil {
+			return nil, nil
+		}
+		c.clusterPolicy = nil
+		return []storeOp{{op: storage.RemoveOp, path: clusterPolicyPath}}, nil
+	}
+	if c.clusterPolicy != nil && sameObject(*c.clusterPolicy, cp, cp.ResourceVersion) {
+		return nil, nil
+	}
+	v, err := jsonValue(cp.WithTypeMeta())
+	if err != nil {
+		return nil, fmt.Errorf("policy: encoding RBLNClusterPolicy %q for data.%s: %w", cp.Name, ClusterKey, err)
+	}
+	c.clusterPolicy = &objectEntry{obj: cp, rv: cp.ResourceVersion, term: ast.NewTerm(v)}
+	return []storeOp{{op: storage.AddOp, path: clusterPolicyPath, value: v}}, nil
+}
+
+// sameObject reports whether obj is what e was converted from: the same object, or (objects
+// read again from an informer cache) the same resourceVersion.
+func sameObject(e objectEntry, obj any, rv string) bool {
+	return e.obj == obj || (rv != "" && rv == e.rv)
+}
+
+// setNode records n and returns its writes (the node, and the families whose counts change).
+func (c *clusterData) setNode(n ClusterNode) []storeOp {
+	id := reflect.ValueOf(n.Labels).UnsafePointer()
+	old, exists := c.nodes[n.Name]
+	if exists && old.labelsID == id && old.owner == n.Owner && old.pool == n.Pool {
+		return nil
+	}
+	var ops []storeOp
+	if oldFamily, newFamily := old.labels[v1alpha1.LabelFamily], n.Labels[v1alpha1.LabelFamily]; !exists || oldFamily != newFamily {
+		if exists {
+			ops = c.countFamily(oldFamily, -1, ops)
+		}
+		ops = c.countFamily(newFamily, +1, ops)
+	}
+	v := nodeValue(&n)
+	c.nodes[n.Name] = nodeEntry{labels: n.Labels, labelsID: id, owner: n.Owner, pool: n.Pool, term: ast.NewTerm(v)}
+	return append(ops, storeOp{op: storage.AddOp, path: childPath(nodesPath, n.Name), value: v})
+}
+
+// routeNode gives a known node a new owner and pool.
+func (c *clusterData) routeNode(ch routing.NodeChange) ([]storeOp, error) {
+	e, ok := c.nodes[ch.Name]
+	if !ok {
+		return nil, fmt.Errorf("policy: node %q is not in the cluster view", ch.Name)
+	}
+	return c.setNode(ClusterNode{Name: ch.Name, Labels: e.labels, Owner: ch.Owner, Pool: ch.Pool}), nil
+}
+
+func (c *clusterData) countFamily(f string, delta int, ops []storeOp) []storeOp {
+	if f == "" || (delta < 0 && c.families[f] == 0) {
+		return ops
+	}
+	n := c.families[f] + delta
+	if n <= 0 {
+		delete(c.families, f)
+		return append(ops, storeOp{op: storage.RemoveOp, path: childPath(familiesPath, f)})
+	}
+	c.families[f] = n
+	return append(ops, storeOp{op: storage.AddOp, path: childPath(familiesPath, f), value: ast.InternedTerm(n).Value})
+}
+
+// sync makes v the view and returns the writes. Removals of nodes rewrite the nodes object
+// once instead of removing entries one by one (each removal copies the object).
+func (c *clusterData) sync(v *ClusterView) ([]storeOp, error) {
+	var ops []storeOp
+	seen := make(map[string]bool, len(v.Drivers))
+	for _, d := range v.Drivers {
+		seen[d.Name] = true
+		o, err := c.setDriver(d)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o...)
+	}
+	for name := range c.drivers {
+		if !seen[name] {
+			ops = append(ops, c.deleteDriver(name)...)
+		}
+	}
+	o, err := c.setClusterPolicy(v.ClusterPolicy)
+	if err != nil {
+		return nil, err
+	}
+	ops = append(ops, o...)
+
+	present := make(map[string]bool, len(v.Nodes))
+	var nodeOps []storeOp
+	for _, n := range v.Nodes {
+		present[n.Name] = true
+		nodeOps = append(nodeOps, c.setNode(n)...)
+	}
+	removed := false
+	for name, e := range c.nodes {
+		if !present[name] {
+			nodeOps = c.countFamily(e.labels[v1alpha1.LabelFamily], -1, nodeOps)
+			delete(c.nodes, name)
+			removed = true
+		}
+	}
+	if !removed {
+		return append(ops, nodeOps...), nil
+	}
+	// The nodes and families objects are rewritten whole.
+	doc := c.document()
+	return append(ops,
+		storeOp{op: storage.AddOp, path: nodesPath, value: doc.Get(ast.InternedTerm("nodes")).Value},
+		storeOp{op: storage.AddOp, path: familiesPath, value: doc.Get(ast.InternedTerm("families")).Value},
+	), nil
+}
+
+func (c *clusterData) patch(p *ClusterPatch) ([]storeOp, error) {
+	var ops []storeOp
+	for _, d := range p.Drivers {
+		o, err := c.setDriver(d)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o...)
+	}
+	for _, name := range p.DeletedDrivers {
+		ops = append(ops, c.deleteDriver(name)...)
+	}
+	if p.ClusterPolicy != nil {
+		o, err := c.setClusterPolicy(p.ClusterPolicy)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o...)
+	}
+	for _, ch := range p.Nodes {
+		o, err := c.routeNode(ch)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o...)
+	}
+	return ops, nil
+}
+
+// SyncCluster makes v the cluster view (data.driverguard_cluster), writing only the entries
+// that changed since the previous view. Objects are compared by identity or resourceVersion,
+// nodes by the identity of their labels map, owner and pool: callers hand in fresh maps for
+// changed labels, as informer caches do. SyncCluster implements [ClusterSyncer].
+func (e *Engine) SyncCluster(ctx context.Context, v *ClusterView) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ops, err := e.cluster.sync(v)
+	if err != nil {
+		return err
+	}
+	return e.writeCluster(ctx, ops)
+}
+
+// PatchCluster applies one change to the cluster view: what `check` does after it judged an
+// object and applied it. Its cost is the size of the patch.
+func (e *Engine) PatchCluster(ctx context.Context, p *ClusterPatch) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ops, err := e.cluster.patch(p)
+	if err != nil {
+		return err
+	}
+	return e.writeCluster(ctx, ops)
+}
+
+// ClusterDocument returns data.driverguard_cluster as JSON-compatible values (for `policy
+// data` and tests).
+func (e *Engine) ClusterDocument() (any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return ast.JSON(e.cluster.document())
+}
+
+// writeCluster applies ops to the active set's store in one transaction. e.mu must be held,
+// so that no reload replaces the set in between (a new set's store is built from e.cluster).
+func (e *Engine) writeCluster(ctx context.Context, ops []storeOp) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	st := e.active.Load().store
+	txn, err := st.NewTransaction(ctx, storage.WriteParams)
+	if err != nil {
+		return fmt.Errorf("policy: updating data.%s: %w", ClusterKey, err)
+	}
+	for _, op := range ops {
+		var value any
+		if op.value != nil {
+			value = op.value
+		}
+		if err := st.Write(ctx, txn, op.op, op.path, value); err != nil {
+			st.Abort(ctx, txn)
+			return fmt.Errorf("policy: updating data.%s at %s: %w", ClusterKey, op.path, err)
+		}
+	}
+	return st.Commit(ctx, txn)
+}
+
+// RoutingOf converts routing's assessment of a driver with spec into input.routing.
+func RoutingOf(a *routing.Assessment, spec *v1alpha1.RBLNDriverSpec) *Routing {
+	r := &Routing{
+		Selected:      a.Selected,
+		Nodes:         a.Owns + a.Kept,
+		Pools:         make([]Pool, len(a.Pools)),
+		Unpooled:      make([]UnpooledNode, len(a.Unpooled)),
+		Ties:          make([]Tie, len(a.Ties)),
+		PotentialTies: make([]PotentialTie, len(a.Potential)),
+	}
+	for i, p := range a.Pools {
+		r.Pools[i] = Pool{
+			Name: p.Name, DaemonSet: p.DaemonSet,
+			Family: p.Labels.Family, OS: p.Labels.OS, OSVersion: p.Labels.OSVersion, Kernel: p.Labels.Kernel,
+			Tag: routing.DriverTag(spec, p.Labels), Image: p.Image, Reason: p.Reason, Nodes: p.Nodes,
+		}
+	}
+	for i, n := range a.Unpooled {
+		r.Unpooled[i] = UnpooledNode{Name: n.Name, Reason: n.Reason}
+	}
+	for i, t := range a.Ties {
+		r.Ties[i] = Tie{Resources: t.Resources, Nodes: t.Nodes, Total: t.Total}
+	}
+	for i, p := range a.Potential {
+		r.PotentialTies[i] = PotentialTie{Resource: p.Resource, Identical: p.Identical, Labels: p.Labels}
+	}
+	return r
+}

@@ -1,0 +1,273 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/render"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// Objects are what a set of rendered values applies.
+type Objects struct {
+	// ClusterPolicy is the rendered RBLNClusterPolicy (nil for none).
+	ClusterPolicy *v1alpha1.RBLNClusterPolicy
+	// Drivers are the rendered RBLNDrivers in render order: the default first, then the
+	// instances by key.
+	Drivers []v1alpha1.RBLNDriver
+	// ReleaseName is the Helm release: the current drivers it owns and no longer renders are
+	// deleted (see [Owned]).
+	ReleaseName string
+}
+
+// FromRender returns the objects of a render result.
+func FromRender(r *render.Result, releaseName string) Objects {
+	return Objects{ClusterPolicy: &r.ClusterPolicy, Drivers: r.Drivers, ReleaseName: releaseName}
+}
+
+// Cluster is the state the objects are applied to.
+type Cluster struct {
+	// Nodes are the node inventory (none: conflicts are judged on the selectors alone, as
+	// the webhook does on a cluster without nodes).
+	Nodes []routing.Node
+	// Drivers are the RBLNDrivers the cluster holds now.
+	Drivers []v1alpha1.RBLNDriver
+	// ClusterPolicy is the cluster's RBLNClusterPolicy now (nil for none).
+	ClusterPolicy *v1alpha1.RBLNClusterPolicy
+}
+
+// ClusterData is the policies' cluster view (policy.Engine): set to the cluster before the
+// first object and patched after each applied one.
+type ClusterData interface {
+	SyncCluster(ctx context.Context, v *policy.ClusterView) error
+	PatchCluster(ctx context.Context, p *policy.ClusterPatch) error
+}
+
+// Options configure Apply.
+type Options struct {
+	// Decider makes every decision; nil decides with the built-in rules only.
+	Decider *decision.Decider
+	// Data, when set, is kept equal to the cluster as the objects change it, so that policies
+	// read at data.driverguard_cluster what the webhook's would at the same point.
+	Data ClusterData
+	// Before, when set, is called before each object is judged (e.g. to capture the cluster
+	// view it is judged against); an error stops Apply.
+	Before func(ctx context.Context, obj Object) error
+}
+
+// Object is one object of the release in Helm's order.
+type Object struct {
+	// Kind is RBLNClusterPolicy or RBLNDriver.
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Operation is CREATE, or UPDATE when the cluster holds an object of that name.
+	Operation string `json:"operation"`
+	// ClusterPolicy or Driver is the object; Old the stored one on UPDATE.
+	ClusterPolicy    *v1alpha1.RBLNClusterPolicy `json:"-"`
+	Driver           *v1alpha1.RBLNDriver        `json:"-"`
+	OldClusterPolicy *v1alpha1.RBLNClusterPolicy `json:"-"`
+	OldDriver        *v1alpha1.RBLNDriver        `json:"-"`
+}
+
+// Judged is an object with its verdict.
+type Judged struct {
+	Object
+	Verdict *decision.Verdict
+}
+
+// Result is what applying the objects does.
+type Result struct {
+	// Objects are every object, in Helm's order, with its verdict. Denied objects are not
+	// applied: the objects after them are judged without them.
+	Objects []Judged
+	// Deleted are the current drivers the release owns and no longer renders, sorted: Helm
+	// deletes them after applying the rest.
+	Deleted []string
+	// Routing routes the nodes after the release (denied objects not applied, deleted ones
+	// gone).
+	Routing *routing.Result
+	// DriverLoss are the nodes that carry an owner label now and would get no driver.
+	DriverLoss []NodeLoss
+	// OwnerChanges are the nodes that would move from their current owner label to another
+	// driver.
+	OwnerChanges []OwnerChange
+}
+
+// NodeLoss is a node that would lose its driver.
+type NodeLoss struct {
+	Node string `json:"node"`
+	// From is the driver its rebellions.ai/npu.driver.owner label names now.
+	From string `json:"from"`
+	// Reason is why it gets no driver: NoMatchingDriver or ConflictingNodeSelector.
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// OwnerChange is a node whose driver changes.
+type OwnerChange struct {
+	Node string `json:"node"`
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Order returns the objects in Helm's order (see the package documentation), each with its
+// operation against cl.
+func Order(objs Objects, cl Cluster) []Object {
+	current := make(map[string]*v1alpha1.RBLNDriver, len(cl.Drivers))
+	for i := range cl.Drivers {
+		current[cl.Drivers[i].Name] = &cl.Drivers[i]
+	}
+	var out []Object
+	if cp := objs.ClusterPolicy; cp != nil {
+		o := Object{Kind: "RBLNClusterPolicy", Name: cp.Name, Operation: policy.OperationCreate, ClusterPolicy: cp}
+		if cl.ClusterPolicy != nil && cl.ClusterPolicy.Name == cp.Name {
+			o.Operation, o.OldClusterPolicy = policy.OperationUpdate, cl.ClusterPolicy
+		}
+		out = append(out, o)
+	}
+	for i := range objs.Drivers {
+		d := &objs.Drivers[i]
+		o := Object{Kind: "RBLNDriver", Name: d.Name, Operation: policy.OperationCreate, Driver: d}
+		if old, ok := current[d.Name]; ok {
+			o.Operation, o.OldDriver = policy.OperationUpdate, old
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// Owned reports whether the Helm release named release owns a stored driver: Helm's
+// meta.helm.sh/release-name annotation names it, or (objects without the annotation) its
+// app.kubernetes.io/instance label does and app.kubernetes.io/managed-by is Helm.
+func Owned(d *v1alpha1.RBLNDriver, release string) bool {
+	if name, ok := d.Annotations["meta.helm.sh/release-name"]; ok {
+		return name == release
+	}
+	return d.Labels["app.kubernetes.io/instance"] == release && d.Labels["app.kubernetes.io/managed-by"] == "Helm"
+}
+
+// Apply judges and applies the objects in Helm's order, then deletes what the release no
+// longer renders.
+func Apply(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Result, error) {
+	dec := opts.Decider
+	if dec == nil {
+		dec = &decision.Decider{}
+	}
+	upcoming := make([]*v1alpha1.RBLNDriver, len(objs.Drivers))
+	for i := range objs.Drivers {
+		upcoming[i] = &objs.Drivers[i]
+	}
+	view := routing.NewCluster(cl.Nodes, cl.Drivers, upcoming)
+	if opts.Data != nil {
+		if err := opts.Data.SyncCluster(ctx, clusterView(view, cl)); err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{Deleted: []string{}}
+	for _, o := range Order(objs, cl) {
+		if opts.Before != nil {
+			if err := opts.Before(ctx, o); err != nil {
+				return nil, err
+			}
+		}
+		var (
+			v   *decision.Verdict
+			err error
+		)
+		switch o.Kind {
+		case "RBLNClusterPolicy":
+			v, err = dec.ClusterPolicy(ctx, decision.Request[*v1alpha1.RBLNClusterPolicy]{
+				Operation: o.Operation, Object: o.ClusterPolicy, OldObject: o.OldClusterPolicy, Source: policy.SourceRender})
+		default:
+			v, err = dec.Driver(ctx, view, decision.Request[*v1alpha1.RBLNDriver]{
+				Operation: o.Operation, Object: o.Driver, OldObject: o.OldDriver, Source: policy.SourceRender})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("judging %s %q: %w", o.Kind, o.Name, err)
+		}
+		res.Objects = append(res.Objects, Judged{Object: o, Verdict: v})
+		if !v.Allowed() {
+			continue
+		}
+		if err := apply(ctx, view, o, opts.Data); err != nil {
+			return nil, err
+		}
+	}
+	rendered := make(map[string]bool, len(objs.Drivers))
+	for _, d := range objs.Drivers {
+		rendered[d.Name] = true
+	}
+	for i := range cl.Drivers {
+		d := &cl.Drivers[i]
+		if rendered[d.Name] || !Owned(d, objs.ReleaseName) || slices.Contains(res.Deleted, d.Name) {
+			continue
+		}
+		changes := view.Delete(d.Name)
+		res.Deleted = append(res.Deleted, d.Name)
+		if opts.Data != nil {
+			if err := opts.Data.PatchCluster(ctx, &policy.ClusterPatch{DeletedDrivers: []string{d.Name}, Nodes: changes}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	slices.Sort(res.Deleted)
+	res.Routing = view.Route()
+	res.DriverLoss, res.OwnerChanges = losses(res.Routing)
+	return res, nil
+}
+
+// apply makes an allowed object part of the cluster.
+func apply(ctx context.Context, view *routing.Cluster, o Object, data ClusterData) error {
+	p := &policy.ClusterPatch{}
+	switch o.Kind {
+	case "RBLNClusterPolicy":
+		p.ClusterPolicy = o.ClusterPolicy
+	default:
+		changes, err := view.Apply(o.Driver)
+		if err != nil {
+			return err
+		}
+		p.Drivers, p.Nodes = []*v1alpha1.RBLNDriver{o.Driver}, changes
+	}
+	if data == nil {
+		return nil
+	}
+	return data.PatchCluster(ctx, p)
+}
+
+// clusterView is the policies' view of the cluster before the release.
+func clusterView(view *routing.Cluster, cl Cluster) *policy.ClusterView {
+	v := &policy.ClusterView{ClusterPolicy: cl.ClusterPolicy, Drivers: make([]*v1alpha1.RBLNDriver, len(cl.Drivers))}
+	for i := range cl.Drivers {
+		v.Drivers[i] = &cl.Drivers[i]
+	}
+	labels := make(map[string]map[string]string, len(cl.Nodes))
+	for _, n := range cl.Nodes {
+		labels[n.Name] = n.Labels
+	}
+	for _, n := range view.Nodes() {
+		v.Nodes = append(v.Nodes, policy.ClusterNode{Name: n.Name, Labels: labels[n.Name], Owner: n.Owner, Pool: n.Pool})
+	}
+	return v
+}
+
+// losses compares the routing after the release with the nodes' current owner labels.
+func losses(res *routing.Result) ([]NodeLoss, []OwnerChange) {
+	loss, moves := []NodeLoss{}, []OwnerChange{}
+	for _, n := range res.Nodes {
+		from := n.CurrentOwner
+		if n.Reason == routing.ReasonOutOfScope || from == "" || from == n.Owner {
+			continue
+		}
+		if n.Owner == "" {
+			loss = append(loss, NodeLoss{Node: n.Name, From: from, Reason: n.Reason, Detail: n.Detail})
+			continue
+		}
+		moves = append(moves, OwnerChange{Node: n.Name, From: from, To: n.Owner})
+	}
+	return loss, moves
+}

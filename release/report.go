@@ -1,0 +1,94 @@
+package release
+
+import (
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/render"
+)
+
+// Report is the verdict of `driverguard check` (and of `preview`) on a release; its JSON
+// form is `check -o json`.
+type Report struct {
+	// Resources are the objects in Helm's order, each with its verdict.
+	Resources []ObjectReport `json:"resources"`
+	// Deleted are the drivers the release would delete (no longer rendered), sorted.
+	Deleted []string `json:"deleted"`
+	// RenderWarnings are legal but suspicious values.
+	RenderWarnings []render.Warning `json:"renderWarnings"`
+	// DriverLoss are the nodes that would lose their driver; they fail the check unless
+	// DriverLossAllowed (--allow-driver-loss), and are then counted as warnings.
+	DriverLoss        []NodeLoss `json:"driverLoss"`
+	DriverLossAllowed bool       `json:"driverLossAllowed"`
+	// Policies are the evaluated policy packages; Disabled those turned off.
+	Policies []string `json:"policies"`
+	Disabled []string `json:"disabled,omitempty"`
+	// Failures counts denials plus unacknowledged driver losses; Warnings counts object,
+	// render and acknowledged-loss warnings.
+	Failures int `json:"failures"`
+	Warnings int `json:"warnings"`
+	// Passed is false when there is a failure, or a warning with FailOnWarn.
+	Passed     bool `json:"passed"`
+	FailOnWarn bool `json:"failOnWarn"`
+}
+
+// ObjectReport is one object's verdict.
+type ObjectReport struct {
+	Kind      string             `json:"kind"`
+	Name      string             `json:"name"`
+	Operation string             `json:"operation"`
+	Allowed   bool               `json:"allowed"`
+	Deny      []decision.Finding `json:"deny"`
+	Warn      []decision.Finding `json:"warn"`
+}
+
+// ReportOptions complete a Report.
+type ReportOptions struct {
+	RenderWarnings []render.Warning
+	Policies       []string
+	Disabled       []string
+	// AllowDriverLoss acknowledges the nodes that would lose their driver.
+	AllowDriverLoss bool
+	// FailOnWarn fails the report on any warning.
+	FailOnWarn bool
+}
+
+// Report summarises the result.
+func (r *Result) Report(o ReportOptions) *Report {
+	rep := &Report{
+		Resources:         make([]ObjectReport, 0, len(r.Objects)),
+		Deleted:           r.Deleted,
+		RenderWarnings:    o.RenderWarnings,
+		DriverLoss:        r.DriverLoss,
+		DriverLossAllowed: o.AllowDriverLoss,
+		Policies:          o.Policies,
+		Disabled:          o.Disabled,
+		FailOnWarn:        o.FailOnWarn,
+	}
+	if rep.RenderWarnings == nil {
+		rep.RenderWarnings = []render.Warning{}
+	}
+	if rep.Policies == nil {
+		rep.Policies = []string{}
+	}
+	for _, j := range r.Objects {
+		or := ObjectReport{Kind: j.Kind, Name: j.Name, Operation: j.Operation, Allowed: j.Verdict.Allowed(),
+			Deny: nonNil(j.Verdict.Denials), Warn: nonNil(j.Verdict.Warnings)}
+		rep.Failures += len(or.Deny)
+		rep.Warnings += len(or.Warn)
+		rep.Resources = append(rep.Resources, or)
+	}
+	rep.Warnings += len(rep.RenderWarnings)
+	if o.AllowDriverLoss {
+		rep.Warnings += len(r.DriverLoss)
+	} else {
+		rep.Failures += len(r.DriverLoss)
+	}
+	rep.Passed = rep.Failures == 0 && (!o.FailOnWarn || rep.Warnings == 0)
+	return rep
+}
+
+func nonNil(fs []decision.Finding) []decision.Finding {
+	if fs == nil {
+		return []decision.Finding{}
+	}
+	return fs
+}
