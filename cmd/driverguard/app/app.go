@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes.
@@ -82,7 +83,7 @@ check); 2 the command could not judge (wrong usage, unreadable or unusable input
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(flagError(err)) })
 	root.AddCommand(
 		newRenderCommand(s),
 		newPreviewCommand(s),
@@ -94,4 +95,19 @@ check); 2 the command could not judge (wrong usage, unreadable or unusable input
 		newVersionCommand(s),
 	)
 	return root
+}
+
+// flagError restates a flag parsing error with the offending value truncated: pflag quotes the
+// whole value, which may be a 50 MB string.
+func flagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) || len(iv.GetValue()) <= maxValueLength {
+		return err
+	}
+	f := iv.GetFlag()
+	name := "--" + f.Name
+	if f.Shorthand != "" {
+		name = "-" + f.Shorthand + ", " + name
+	}
+	return fmt.Errorf("invalid argument %q for %q flag: %w", truncateValue(iv.GetValue()), name, errors.Unwrap(iv))
 }

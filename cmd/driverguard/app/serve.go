@@ -86,6 +86,13 @@ finish within --shutdown-timeout.`,
 				}
 				o.server.CertRotation = &o.rotation
 			}
+			// Policies first: a directory that does not compile is refused before anything
+			// connects. The engine registers its metrics with controller-runtime's registry,
+			// which the webhook's metrics endpoint serves.
+			engine, err := o.policy.newEngine(cmd.Context(), policy.Options{Logger: log.WithName("policy"), PollInterval: o.policyPoll})
+			if err != nil {
+				return err
+			}
 			rules := clientcmd.NewDefaultClientConfigLoadingRules()
 			rules.ExplicitPath = o.kubeconfig
 			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -94,12 +101,6 @@ finish within --shutdown-timeout.`,
 			}
 			cfg.UserAgent = "driverguard-webhook"
 			o.server.Logger = log.WithName("webhook")
-			// The engine registers its metrics with controller-runtime's registry, which the
-			// webhook's metrics endpoint serves.
-			engine, err := o.policy.newEngine(cmd.Context(), policy.Options{Logger: log.WithName("policy"), PollInterval: o.policyPoll})
-			if err != nil {
-				return err
-			}
 			o.server.Policy, o.server.PolicyStatus = engine, engine.Status
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()

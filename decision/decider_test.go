@@ -1,0 +1,166 @@
+package decision_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/routing"
+	wt "github.com/driverguard/driverguard/webhook/webhooktest"
+)
+
+var (
+	atom   = wt.Sel(v1alpha1.LabelFamily, "atom")
+	canary = wt.Sel("env", "canary")
+	nodes  = []routing.Node{
+		{Name: "n-atom", Labels: wt.CandidateLabels()},
+		{Name: "n-canary", Labels: wt.CandidateLabels("env", "canary")},
+	}
+)
+
+type finding struct{ Rule, Field string }
+
+func findings(fs []decision.Finding) []finding {
+	out := []finding{}
+	for _, f := range fs {
+		out = append(out, finding{f.Rule, f.Field})
+	}
+	return out
+}
+
+// views builds the same cluster as an immutable index (admission) and as a replayed cluster
+// (render time): every decision must be the same on both.
+func views(stored []v1alpha1.RBLNDriver) map[string]decision.View {
+	return map[string]decision.View{
+		"index":   routing.NewIndex(stored, nodes),
+		"cluster": routing.NewCluster(nodes, stored, nil),
+	}
+}
+
+func TestDriverRules(t *testing.T) {
+	t.Parallel()
+	stored := []v1alpha1.RBLNDriver{*wt.Driver("rbln-driver", nil), *wt.Driver("rbln-driver-atom", atom)}
+	reserved := wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me"))
+	tests := []struct {
+		name     string
+		op       string
+		obj, old *v1alpha1.RBLNDriver
+		deny     []finding
+		warn     int
+	}{
+		{"allowed", "CREATE", wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil, []finding{}, 0},
+		{"reserved key", "CREATE", reserved, nil, []finding{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},
+		{"empty selector", "CREATE", wt.Driver("rbln-driver-x", nil), nil, []finding{{"FieldValueRequired", "spec.nodeSelector"}}, 0},
+		{"bad name: conflicts are judged on valid drivers only", "CREATE", wt.Driver("Rbln_Driver", atom), nil, []finding{{"FieldValueInvalid", "metadata.name"}}, 0},
+		{"identical, and so tied on the existing nodes", "CREATE", wt.Driver("rbln-driver-atom2", atom), nil, []finding{{"IdenticalNodeSelector", "spec.nodeSelector"}, {"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
+		{"tie on an existing node", "CREATE", wt.Driver("rbln-driver-canary", canary), nil, []finding{{"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
+		{"future tie", "CREATE", wt.Driver("rbln-driver-zone", wt.Sel("zone", "a")), nil, []finding{}, 1},
+		{"an old tie is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-canary", canary), "3.3.0"), wt.Driver("rbln-driver-canary", canary), []finding{}, 1},
+	}
+	for _, tt := range tests {
+		for vname, view := range views(append(stored, storedFor(tt.old)...)) {
+			t.Run(tt.name+"/"+vname, func(t *testing.T) {
+				t.Parallel()
+				v, err := (&decision.Decider{}).Driver(t.Context(), view, decision.Request[*v1alpha1.RBLNDriver]{Operation: tt.op, Object: tt.obj, OldObject: tt.old})
+				require.NoError(t, err)
+				assert.Equal(t, tt.deny, findings(v.Denials))
+				assert.Len(t, v.Warnings, tt.warn, "%v", v.WarningTexts())
+				assert.Equal(t, len(tt.deny) == 0, v.Allowed())
+			})
+		}
+	}
+}
+
+func storedFor(old *v1alpha1.RBLNDriver) []v1alpha1.RBLNDriver {
+	if old == nil {
+		return nil
+	}
+	return []v1alpha1.RBLNDriver{*old}
+}
+
+func withVersion(d *v1alpha1.RBLNDriver, v string) *v1alpha1.RBLNDriver {
+	d.Spec.Version = v
+	return d
+}
+
+// TestPolicyInput: the policies get the object as received, the old object, the user, and the
+// routing verdict of the same assessment the conflict rules use.
+func TestPolicyInput(t *testing.T) {
+	t.Parallel()
+	rec := &wt.Evaluator{Fn: func(context.Context, *policy.Input) (*policy.Decision, error) {
+		return &policy.Decision{
+			Deny: []policy.Message{{Package: "driverguard.team", Rule: "deny", Msg: "no"}},
+			Warn: []policy.Message{{Package: "driverguard.team", Rule: "warn", Msg: "hm"}},
+		}, nil
+	}}
+	d := &decision.Decider{Policy: rec}
+	obj := wt.Driver("rbln-driver-canary", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary"))
+	raw := json.RawMessage(`{"kind":"RBLNDriver"}`)
+	v, err := d.Driver(t.Context(), routing.NewIndex([]v1alpha1.RBLNDriver{*wt.Driver("rbln-driver-atom", atom)}, nodes),
+		decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: obj, RawObject: raw, Source: policy.SourceAdmission})
+	require.NoError(t, err)
+	assert.Equal(t, []finding{{"PolicyDenied", ""}}, findings(v.Denials))
+	assert.Equal(t, "policy driverguard.team: no", v.Denials[0].String())
+	assert.Equal(t, []string{"policy driverguard.team: hm"}, v.WarningTexts())
+	in := rec.Inputs()[0]
+	assert.Equal(t, raw, in.Object)
+	assert.Nil(t, in.OldObject)
+	require.NotNil(t, in.Routing)
+	assert.Equal(t, 1, in.Routing.Nodes)
+	assert.Equal(t, []string{"n-canary"}, in.Routing.Pools[0].Nodes)
+
+	cp, err := d.ClusterPolicy(t.Context(), decision.Request[*v1alpha1.RBLNClusterPolicy]{Operation: "CREATE", Object: wt.ClusterPolicy(false)})
+	require.NoError(t, err)
+	assert.False(t, cp.Allowed())
+	assert.Nil(t, rec.Inputs()[1].Routing)
+	assert.Equal(t, "RBLNClusterPolicy", rec.Inputs()[1].Object.(*v1alpha1.RBLNClusterPolicy).Kind)
+}
+
+func TestPolicyErrors(t *testing.T) {
+	t.Parallel()
+	failing := &wt.Evaluator{Fn: func(context.Context, *policy.Input) (*policy.Decision, error) { return nil, errors.New("eval_conflict_error") }}
+	req := decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver", nil)}
+	_, err := (&decision.Decider{Policy: failing}).Driver(t.Context(), routing.NewIndex(nil, nil), req)
+	var u *decision.UnavailableError
+	require.ErrorAs(t, err, &u)
+	assert.Contains(t, err.Error(), "eval_conflict_error")
+	v, err := (&decision.Decider{Policy: failing, PolicyFailOpen: true}).Driver(t.Context(), routing.NewIndex(nil, nil), req)
+	require.NoError(t, err)
+	assert.True(t, v.Allowed())
+	assert.Equal(t, decision.RulePolicyUnavailable, v.Warnings[0].Rule)
+}
+
+func TestClusterPolicyRules(t *testing.T) {
+	t.Parallel()
+	cp := wt.ClusterPolicy(false)
+	cp.Name = "other"
+	cp.Spec.Driver.UpgradePolicy.MaxParallelUpgrades = -1
+	cp.Spec.Driver.UpgradePolicy.Reboot.Enable = true
+	v, err := (&decision.Decider{}).ClusterPolicy(t.Context(), decision.Request[*v1alpha1.RBLNClusterPolicy]{Operation: "CREATE", Object: cp})
+	require.NoError(t, err)
+	assert.Equal(t, []finding{{"FieldValueInvalid", "spec.driver.upgradePolicy.maxParallelUpgrades"}}, findings(v.Denials))
+	assert.Contains(t, v.Denials[0].Message, "use 0 for unlimited")
+	assert.Equal(t, []finding{{decision.RuleUpgradePolicy, ""}, {decision.RuleClusterPolicyName, "metadata.name"}}, findings(v.Warnings))
+}
+
+// TestLongValuesAreCut: a 1 MB selector value is never echoed in full.
+func TestLongValuesAreCut(t *testing.T) {
+	t.Parallel()
+	long := make([]byte, 1<<20)
+	for i := range long {
+		long[i] = 'a'
+	}
+	v, err := (&decision.Decider{}).Driver(t.Context(), routing.NewIndex(nil, nil), decision.Request[*v1alpha1.RBLNDriver]{
+		Operation: "CREATE", Object: wt.Driver("rbln-driver-x", wt.Sel("env", string(long)))})
+	require.NoError(t, err)
+	require.Len(t, v.Denials, 1)
+	assert.Less(t, len(v.Denials[0].Message), 500)
+	assert.Contains(t, v.Denials[0].Message, "(1048576 bytes)")
+}
