@@ -187,6 +187,26 @@ func (s *CacheState) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return s.rebuild(ctx)
 }
 
+// WaitFor waits until the current snapshot satisfies cond (the caches caught up with a write,
+// say), polling every few milliseconds, or until ctx ends.
+func (s *CacheState) WaitFor(ctx context.Context, cond func(*Snapshot) bool) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.synced.Load() {
+			snap, err := s.Snapshot(ctx)
+			if err == nil && cond(snap) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the cluster view: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 // Ready is a healthz.Checker: ready once the caches synced and the first snapshot exists.
 func (s *CacheState) Ready(*http.Request) error {
 	if s.cur.Load() == nil {

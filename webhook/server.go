@@ -74,6 +74,9 @@ type ServerOptions struct {
 	Logger logr.Logger
 	// OnReady, if set, is called once the server serves and the cluster view is synced.
 	OnReady func()
+	// OnState, if set, receives the cluster view the server decides with, before it starts
+	// (tests wait on it with CacheState.WaitFor).
+	OnState func(*CacheState)
 	// PolicyStatus, if set, is served as JSON at /policyz on MetricsAddr: the active policy
 	// generation, its files, and the latest failed reload with file and line. It answers 503
 	// while the latest reload failed (the last good set stays active). Readiness does not
@@ -150,6 +153,9 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		return err
 	}
 	New(state, o.Options).Register(srv)
+	if o.OnState != nil {
+		o.OnState(state)
+	}
 
 	certsReady := make(chan struct{})
 	if r := o.CertRotation; r != nil {

@@ -17,13 +17,13 @@ func TestClusterPolicyRules(t *testing.T) {
 	if err := dryRun(c, cp); err != nil {
 		t.Fatal(err)
 	}
-	mustWarn(t, w.take(), "spec.driver.upgradePolicy.reboot.enable is true but spec.driver.upgradePolicy.drain.enable is false", "enable them together")
+	mustWarn(t, w.Take(), "spec.driver.upgradePolicy.reboot.enable is true but spec.driver.upgradePolicy.drain.enable is false", "enable them together")
 
 	cp.Spec.Driver.UpgradePolicy.Drain.Enable = true
 	if err := dryRun(c, cp); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.take(); len(got) > 0 {
+	if got := w.Take(); len(got) > 0 {
 		t.Errorf("unexpected warnings %q", got)
 	}
 
@@ -32,7 +32,7 @@ func TestClusterPolicyRules(t *testing.T) {
 	if err := dryRun(c, other); err != nil {
 		t.Fatal(err)
 	}
-	mustWarn(t, w.take(), `driverguard reads the RBLNClusterPolicy named "rbln-cluster-policy"`)
+	mustWarn(t, w.Take(), `driverguard reads the RBLNClusterPolicy named "rbln-cluster-policy"`)
 
 	// Negative counts and timeouts: the CRD schema (minimum 0) rejects them before the
 	// validating webhook runs; the webhook's own denial of the same rule is asserted by

@@ -90,7 +90,7 @@ func TestDriverSyntaxRules(t *testing.T) {
 			}
 		})
 	}
-	if got := w.take(); len(got) > 0 {
+	if got := w.Take(); len(got) > 0 {
 		t.Errorf("unexpected warnings %q", got)
 	}
 }
@@ -114,16 +114,16 @@ func TestDriverConflicts(t *testing.T) {
 		if err := dryRun(c, wt.Driver("rbln-driver-c-canary", wt.Sel(fam, "atom", env, "canary"))); err != nil {
 			t.Fatal(err)
 		}
-		if got := w.take(); len(got) > 0 {
+		if got := w.Take(); len(got) > 0 {
 			t.Errorf("unexpected warnings %q", got)
 		}
 	})
 	t.Run("tie that only a future node could have is allowed with a warning", func(t *testing.T) {
-		w.take()
+		w.Take()
 		if err := dryRun(c, wt.Driver("rbln-driver-c-env", wt.Sel(env, "canary"))); err != nil {
 			t.Fatal(err)
 		}
-		mustWarn(t, w.take(), `could tie with RBLNDriver "rbln-driver-c-base" on a future node labelled {conflicts.e2e/env=canary,conflicts.e2e/family=atom}`)
+		mustWarn(t, w.Take(), `could tie with RBLNDriver "rbln-driver-c-base" on a future node labelled {conflicts.e2e/env=canary,conflicts.e2e/family=atom}`)
 	})
 
 	// Label the node: the same request now ties on it and is denied, naming the node.
@@ -159,7 +159,7 @@ func TestDriverConflicts(t *testing.T) {
 		create(t, c, old)
 		setLabel(t, c, "conflicts-n1", zone, "a") // now rbln-driver-c-base and -zone tie on conflicts-n1
 		waitForDriver(t, c, old.Name)
-		w.take()
+		w.Take()
 		eventually(t, 10*time.Second, func() error {
 			bump := &v1alpha1.RBLNDriver{}
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(old), bump); err != nil {
@@ -169,7 +169,7 @@ func TestDriverConflicts(t *testing.T) {
 			if err := c.Update(t.Context(), bump, client.DryRunAll); err != nil {
 				return err
 			}
-			for _, msg := range w.take() {
+			for _, msg := range w.Take() {
 				if strings.Contains(msg, `already ties with RBLNDriver "rbln-driver-c-base" on existing node(s) conflicts-n1`) {
 					return nil
 				}
@@ -254,7 +254,7 @@ func TestPolicyHookThroughAPI(t *testing.T) {
 	if err := dryRun(c, d); err != nil {
 		t.Fatal(err)
 	}
-	mustWarn(t, w.take(), "policy driverguard.test: drain.deleteEmptyDirData loses data")
+	mustWarn(t, w.Take(), "policy driverguard.test: drain.deleteEmptyDirData loses data")
 
 	d.Annotations = map[string]string{"policy.test/error": "engine unavailable"}
 	err := dryRun(c, d)

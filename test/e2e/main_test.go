@@ -2,43 +2,32 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -52,8 +41,8 @@ import (
 const (
 	// chartRelease and chartNamespace are what the chart's webhook configurations are
 	// rendered with (envtest replaces their service reference by a local URL).
-	chartRelease   = "dg"
-	chartNamespace = "driverguard-system"
+	chartRelease   = controlplane.ChartRelease
+	chartNamespace = controlplane.ChartNamespace
 	// driverNamespace holds the driver DaemonSets of the tests.
 	driverNamespace = "rbln-system"
 )
@@ -68,21 +57,22 @@ var suite struct {
 	policy     *wt.Evaluator
 	engine     *policy.Engine // the OPA engine: bundled library + policyDir, watched
 	policyDir  string         // a policy directory the served webhook watches, like a mounted ConfigMap
+	plane      *controlplane.Plane
 	setupErr   error
-	stop       func() // stops the webhook server and waits for it
+	stop       func() // stops the policy engine's watch
 }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	suite.setupErr = setup()
 	code := m.Run()
-	if suite.stop != nil {
-		suite.stop()
-	}
-	if suite.env != nil {
-		if err := suite.env.Stop(); err != nil {
+	if suite.plane != nil {
+		if err := suite.plane.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		}
+	}
+	if suite.stop != nil {
+		suite.stop()
 	}
 	if suite.policyDir != "" {
 		_ = os.RemoveAll(suite.policyDir)
@@ -96,72 +86,20 @@ func requireEnv(t *testing.T) {
 	if suite.setupErr == nil {
 		return
 	}
-	if testing.Short() && errors.Is(suite.setupErr, errNoAssets) {
+	if testing.Short() && errors.Is(suite.setupErr, controlplane.ErrNoAssets) {
 		t.Skip(suite.setupErr)
 	}
 	t.Fatal(suite.setupErr)
 }
 
-var errNoAssets = errors.New("kube-apiserver and etcd not found")
-
 func setup() error {
-	root, err := repoRoot()
-	if err != nil {
-		return err
-	}
-	suite.root = root
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin")
-	}
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
-			return fmt.Errorf("%w in %s: run make tools (hack/tools.sh builds them from Go modules)", errNoAssets, assets)
-		}
-	}
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	ctrllog.SetLogger(log)
-
-	validating, mutating, err := chartWebhookConfigurations()
-	if err != nil {
-		return err
-	}
-	suite.scheme = runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(suite.scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(suite.scheme); err != nil {
-		return err
-	}
-	suite.env = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                suite.scheme,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			ValidatingWebhooks: validating,
-			MutatingWebhooks:   mutating,
-		},
-	}
-	cfg, err := suite.env.Start()
-	if err != nil {
-		return fmt.Errorf("starting the control plane: %w", err)
-	}
-	suite.cfg = cfg
-
-	healthAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	suite.healthAddr, suite.metricsURL = healthAddr, "http://"+metricsAddr+"/metrics"
 	// The bundled policy library (as `serve` and `review` use it) plus a fake policy driven by
 	// annotations (policy.test/deny, /warn, /error) for the policy-hook tests.
 	suite.policy = wt.AnnotationPolicy()
 	ctx, cancel := context.WithCancel(context.Background())
+	var err error
 	if suite.policyDir, err = os.MkdirTemp("", "driverguard-e2e-policies-"); err != nil {
 		cancel()
 		return err
@@ -173,37 +111,19 @@ func setup() error {
 	}
 	suite.engine = engine
 	go func() { _ = engine.Start(ctx) }() // watches policyDir until ctx ends
-	wio := &suite.env.WebhookInstallOptions
-	ready := make(chan struct{})
-	stopped := make(chan struct{})
-	suite.stop = func() {
+	plane, err := controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{
+		Options: webhook.Options{Policy: wt.Combine(engine, suite.policy)},
+		Logger:  log,
+	}})
+	if err != nil {
 		cancel()
-		<-stopped
+		return err
 	}
-	var once sync.Once
-	go func() {
-		defer close(stopped)
-		err := webhook.Run(ctx, cfg, webhook.ServerOptions{
-			Options:      webhook.Options{Policy: wt.Combine(engine, suite.policy)},
-			Host:         wio.LocalServingHost,
-			Port:         wio.LocalServingPort,
-			CertDir:      wio.LocalServingCertDir,
-			HealthAddr:   healthAddr,
-			MetricsAddr:  metricsAddr,
-			RebuildDelay: 20 * time.Millisecond,
-			Logger:       log,
-			OnReady:      func() { once.Do(func() { close(ready) }) },
-		})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "the webhook server stopped:", err)
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		return errors.New("the webhook server did not become ready within 60s")
-	}
-	c, err := client.New(cfg, client.Options{Scheme: suite.scheme})
+	suite.plane = plane
+	suite.env, suite.cfg, suite.scheme, suite.root = plane.Env, plane.Config, plane.Scheme, plane.Root
+	suite.healthAddr, suite.metricsURL = plane.HealthAddr, "http://"+plane.MetricsAddr+"/metrics"
+	suite.stop = cancel
+	c, err := client.New(suite.cfg, client.Options{Scheme: suite.scheme})
 	if err != nil {
 		return err
 	}
@@ -215,129 +135,14 @@ func setup() error {
 	return nil
 }
 
-// chartWebhookConfigurations renders the chart's webhook configurations (Helm hooks) with the
-// embedded chart, as `helm install` would.
-func chartWebhookConfigurations() ([]*admissionregistrationv1.ValidatingWebhookConfiguration, []*admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	ch, err := charts.Driverguard()
-	if err != nil {
-		return nil, nil, err
-	}
-	inst := action.NewInstall(&action.Configuration{})
-	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = chartRelease, chartNamespace
-	inst.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
-	rel, err := inst.Run(ch, map[string]any{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("rendering the chart: %w", err)
-	}
-	var (
-		val []*admissionregistrationv1.ValidatingWebhookConfiguration
-		mut []*admissionregistrationv1.MutatingWebhookConfiguration
-	)
-	for _, h := range rel.Hooks {
-		docs, err := splitYAML([]byte(h.Manifest))
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, doc := range docs {
-			var meta metav1.TypeMeta
-			if err := yaml.Unmarshal(doc, &meta); err != nil {
-				return nil, nil, err
-			}
-			switch meta.Kind {
-			case "ValidatingWebhookConfiguration":
-				var v admissionregistrationv1.ValidatingWebhookConfiguration
-				if err := yaml.UnmarshalStrict(doc, &v); err != nil {
-					return nil, nil, err
-				}
-				val = append(val, &v)
-			case "MutatingWebhookConfiguration":
-				var m admissionregistrationv1.MutatingWebhookConfiguration
-				if err := yaml.UnmarshalStrict(doc, &m); err != nil {
-					return nil, nil, err
-				}
-				mut = append(mut, &m)
-			}
-		}
-	}
-	if len(val) != 1 || len(mut) != 1 {
-		return nil, nil, fmt.Errorf("the chart rendered %d validating and %d mutating webhook configurations, want 1 and 1", len(val), len(mut))
-	}
-	return val, mut, nil
-}
-
-func splitYAML(data []byte) ([][]byte, error) {
-	var docs [][]byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(doc)) > 0 {
-			docs = append(docs, doc)
-		}
-	}
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// warnings collects the admission warnings the API server returns.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, msg)
-}
-
-// take returns the warnings collected since the last call.
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.msgs
-	w.msgs = nil
-	return out
-}
+func splitYAML(data []byte) ([][]byte, error) { return controlplane.SplitYAML(data) }
 
 // newClient returns a client of the API server and the collector of its warnings.
-func newClient(t *testing.T) (client.Client, *warnings) {
+func newClient(t *testing.T) (client.Client, *controlplane.Warnings) {
 	t.Helper()
 	requireEnv(t)
-	w := &warnings{}
-	cfg := rest.CopyConfig(suite.cfg)
-	cfg.WarningHandler = w
-	c, err := client.New(cfg, client.Options{Scheme: suite.scheme})
+	w := &controlplane.Warnings{}
+	c, err := suite.plane.Client(w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,11 +90,11 @@ func TestPolicyDirectoryReloadThroughAPI(t *testing.T) {
 	// Fixing the file (the rule now only warns) takes effect.
 	write(teamPolicyWarn)
 	eventually(t, 15*time.Second, func() error {
-		w.take()
+		w.Take()
 		if err := dryRun(c, d); err != nil {
 			return fmt.Errorf("still denied: %v", err)
 		}
-		for _, msg := range w.take() {
+		for _, msg := range w.Take() {
 			if strings.Contains(msg, "e2e team rule (relaxed)") {
 				return nil
 			}
@@ -110,11 +110,11 @@ func TestPolicyDirectoryReloadThroughAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, func() error {
-		w.take()
+		w.Take()
 		if err := dryRun(c, d); err != nil {
 			return err
 		}
-		for _, msg := range w.take() {
+		for _, msg := range w.Take() {
 			if strings.Contains(msg, "e2e team rule") {
 				return errors.New("the removed rule still warns")
 			}

@@ -1,0 +1,299 @@
+// Package controlplane starts what driverguard's integration suites test against: a real
+// kube-apiserver and etcd (envtest, binaries built by hack/tools.sh into bin/), the project's
+// CRDs, the chart's own webhook configurations (rewritten by envtest to call this process),
+// and `driverguard serve`'s server (webhook.Run: informer caches, TLS, health, metrics)
+// in-process. Every request a suite makes goes through the API server, which calls the
+// webhook over TLS.
+package controlplane
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/webhook"
+)
+
+const (
+	// ChartRelease and ChartNamespace are what the chart's webhook configurations are
+	// rendered with (envtest replaces their service reference by a local URL).
+	ChartRelease   = "dg"
+	ChartNamespace = "driverguard-system"
+)
+
+// ErrNoAssets means kube-apiserver or etcd is not built; suites skip with -short.
+var ErrNoAssets = errors.New("kube-apiserver and etcd not found")
+
+// Plane is a running control plane and webhook server.
+type Plane struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+	Scheme *runtime.Scheme
+	// Root is the repository root.
+	Root string
+	// HealthAddr and MetricsAddr are the webhook server's health and metrics endpoints.
+	HealthAddr  string
+	MetricsAddr string
+	// State is the webhook's cluster view (wait on it after a write with WaitFor).
+	State *webhook.CacheState
+
+	stop func()
+}
+
+// Options configure Start.
+type Options struct {
+	// Server configures the webhook server; the host, port, certificates, health and metrics
+	// addresses and OnReady are set by Start.
+	Server webhook.ServerOptions
+}
+
+// Start starts the control plane and serves the webhook until Stop.
+func Start(opts Options) (*Plane, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin")
+	}
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			return nil, fmt.Errorf("%w in %s: run make tools (hack/tools.sh builds them from Go modules)", ErrNoAssets, assets)
+		}
+	}
+	validating, mutating, err := ChartWebhookConfigurations()
+	if err != nil {
+		return nil, err
+	}
+	p := &Plane{Root: root, Scheme: runtime.NewScheme()}
+	if err := clientgoscheme.AddToScheme(p.Scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(p.Scheme); err != nil {
+		return nil, err
+	}
+	p.Env = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                p.Scheme,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: validating, MutatingWebhooks: mutating},
+	}
+	if p.Config, err = p.Env.Start(); err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	if p.HealthAddr, err = FreeAddr(); err != nil {
+		return nil, p.stopEnv(err)
+	}
+	if p.MetricsAddr, err = FreeAddr(); err != nil {
+		return nil, p.stopEnv(err)
+	}
+
+	wio := &p.Env.WebhookInstallOptions
+	so := opts.Server
+	so.Host, so.Port, so.CertDir = wio.LocalServingHost, wio.LocalServingPort, wio.LocalServingCertDir
+	so.HealthAddr, so.MetricsAddr = p.HealthAddr, p.MetricsAddr
+	if so.RebuildDelay == 0 {
+		so.RebuildDelay = 20 * time.Millisecond
+	}
+	ready := make(chan struct{})
+	var once sync.Once
+	so.OnReady = func() { once.Do(func() { close(ready) }) }
+	onState := so.OnState
+	so.OnState = func(s *webhook.CacheState) {
+		p.State = s
+		if onState != nil {
+			onState(s)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	p.stop = func() {
+		cancel()
+		<-stopped
+	}
+	go func() {
+		defer close(stopped)
+		if err := webhook.Run(ctx, p.Config, so); err != nil {
+			fmt.Fprintln(os.Stderr, "the webhook server stopped:", err)
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(60 * time.Second):
+		p.Stop()
+		return nil, errors.New("the webhook server did not become ready within 60s")
+	}
+	return p, nil
+}
+
+func (p *Plane) stopEnv(err error) error {
+	if stopErr := p.Env.Stop(); stopErr != nil {
+		return errors.Join(err, stopErr)
+	}
+	return err
+}
+
+// Stop stops the webhook server and the control plane.
+func (p *Plane) Stop() error {
+	if p.stop != nil {
+		p.stop()
+	}
+	return p.Env.Stop()
+}
+
+// Client returns a client of the API server that hands every admission warning to w (nil
+// for none).
+func (p *Plane) Client(w rest.WarningHandler) (client.Client, error) {
+	cfg := rest.CopyConfig(p.Config)
+	if w != nil {
+		cfg.WarningHandler = w
+	}
+	return client.New(cfg, client.Options{Scheme: p.Scheme})
+}
+
+// Warnings collects the admission warnings the API server returns.
+type Warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// HandleWarningHeader implements rest.WarningHandler.
+func (w *Warnings) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+// Take returns the warnings collected since the last call.
+func (w *Warnings) Take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// ChartWebhookConfigurations renders the chart's webhook configurations with the embedded
+// chart, as `helm install` would.
+func ChartWebhookConfigurations() ([]*admissionregistrationv1.ValidatingWebhookConfiguration, []*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	ch, err := charts.Driverguard()
+	if err != nil {
+		return nil, nil, err
+	}
+	inst := action.NewInstall(&action.Configuration{})
+	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = ChartRelease, ChartNamespace
+	inst.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	rel, err := inst.Run(ch, map[string]any{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendering the chart: %w", err)
+	}
+	var (
+		val []*admissionregistrationv1.ValidatingWebhookConfiguration
+		mut []*admissionregistrationv1.MutatingWebhookConfiguration
+	)
+	manifests := []string{rel.Manifest}
+	for _, h := range rel.Hooks {
+		manifests = append(manifests, h.Manifest)
+	}
+	for _, m := range manifests {
+		docs, err := SplitYAML([]byte(m))
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, doc := range docs {
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				return nil, nil, err
+			}
+			switch meta.Kind {
+			case "ValidatingWebhookConfiguration":
+				var v admissionregistrationv1.ValidatingWebhookConfiguration
+				if err := yaml.UnmarshalStrict(doc, &v); err != nil {
+					return nil, nil, err
+				}
+				val = append(val, &v)
+			case "MutatingWebhookConfiguration":
+				var m admissionregistrationv1.MutatingWebhookConfiguration
+				if err := yaml.UnmarshalStrict(doc, &m); err != nil {
+					return nil, nil, err
+				}
+				mut = append(mut, &m)
+			}
+		}
+	}
+	if len(val) != 1 || len(mut) != 1 {
+		return nil, nil, fmt.Errorf("the chart rendered %d validating and %d mutating webhook configurations, want 1 and 1", len(val), len(mut))
+	}
+	return val, mut, nil
+}
+
+// SplitYAML splits a multi-document YAML stream, dropping empty documents.
+func SplitYAML(data []byte) ([][]byte, error) {
+	var docs [][]byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(doc)) > 0 {
+			docs = append(docs, doc)
+		}
+	}
+}
+
+// RepoRoot is the directory holding go.mod, above the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// FreeAddr returns a free loopback address.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
