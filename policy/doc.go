@@ -2,6 +2,18 @@
 // with one input document ([Input], published as docs/policy-input.schema.json) at render
 // time (`driverguard check`) and at admission time (the webhook, `driverguard review`).
 //
+// # Input and cluster view
+//
+// The input is the object and what is specific to it: the old object, the operation, the
+// user, the source and, for a driver, its routing verdict ([Routing]: pools, ties, nodes). The
+// cluster is held once, in the engine's store, at data.driverguard_cluster ([ClusterView]:
+// drivers by name, the cluster policy, nodes with owner and pool, node counts per family) and
+// shared by every evaluation (SPEC §5.2). [Engine.SyncCluster] replaces it with a new view,
+// writing only what changed (the webhook, after every rebuild of its cluster view);
+// [Engine.PatchCluster] applies one change (`check`, after each object it applies). The store
+// keeps AST values, so a policy that reads one driver pays for one driver, and a policy that
+// never reads the cluster pays nothing for it.
+//
 // # Policies
 //
 // A policy is any package under driverguard. (e.g. package driverguard.platform) that
@@ -11,7 +23,9 @@
 //	deny contains msg if { ...; msg := "RBLNDriver/x: what is wrong; how to fix it" }
 //
 // The [Engine] compiles the bundled library (driverguard.lib.*, embedded from library/) and
-// the modules of the policy directories once into a prepared query. That query returns one
+// the modules of the policy directories once into a prepared query. Every module must be in a
+// package under driverguard.; the engine and the test runner ([RunTests]) check modules the
+// same way (one loader), so a module `policy test` accepts is one `check` and `serve` load. That query returns one
 // decision object with every enabled package's messages, each tagged with its package; the
 // aggregation is generated from the packages found at compile time, so evaluation reads
 // exactly the enabled rules. Evaluate is safe for concurrent use and bounded by a deadline.

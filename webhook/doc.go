@@ -14,31 +14,23 @@
 //     answered 400 with a message naming the field — never a panic or a 500.
 //   - Decisions: typed functions with no HTTP in them — [DriverValidator] and
 //     [ClusterPolicyValidator] (ValidateCreate/ValidateUpdate returning warnings and an
-//     error; they satisfy controller-runtime's admission.Validator[T]) and
-//     [DaemonSetMutator.Plan], whose [DaemonSetPlan] is applied to the object's JSON.
-//     [DriverConflicts] and [ClusterPolicyRules] are the pure rule sets.
+//     error; they satisfy controller-runtime's admission.Validator[T]) call package
+//     decision; [DaemonSetMutator.Plan], whose [DaemonSetPlan] is applied to the object's
+//     JSON, completes driver DaemonSets.
 //   - Responses: one function (respond) maps a decision to a response: allowed with
 //     warnings; a [*Rejection] (every failed rule with field, rule and fix, plus policy deny
-//     messages) to 422 Invalid or 403 Forbidden with causes; a 503 for temporary failures
-//     (cluster view not synced, fail-closed policy errors); a *BadRequestError to 400.
+//     messages) to 422 Invalid or 403 Forbidden with causes typed by rule; a 503 for
+//     temporary failures (cluster view not synced, fail-closed policy errors); a
+//     *BadRequestError to 400.
 //
-// # RBLNDriver decisions
+// # Decisions
 //
-// Denied: a name that is not a DNS-1123 label (it becomes the owner label's value); reserved
-// selector keys; invalid label keys or values; an empty selector on any driver but
-// rbln-driver; a selector identical to another driver's; a selector that ties (SPEC §3) with
-// another driver on an existing node (the message names the nodes and the other driver).
-// Warned: a tie that could only happen on a future node (naming the other driver and the
-// labels of such a node). An UPDATE is compared with its own old version
-// (routing.ConflictReport.Introduced): conflicts the old selector already had are warnings, so
-// a version bump is never blocked by an old tie, and a driver never conflicts with itself.
-// Conflicts among other drivers are not reported (route/preview report them).
-//
-// # RBLNClusterPolicy decisions
-//
-// Negative counts and timeouts in spec.driver.upgradePolicy are denied (the CRD schema
-// rejects them too); reboot.enable without drain.enable is a warning; a policy not named
-// rbln-cluster-policy gets a warning.
+// RBLNDriver and RBLNClusterPolicy requests are decided by the one decision core,
+// decision.Decider, with the request's objects, operation and user and, for a driver, the
+// snapshot's routing index as the cluster view: `check` and `review` call the same function,
+// so CI and admission cannot disagree (SPEC §5.1). A *decision.Verdict becomes the response
+// in one place (outcome): allowed with its warnings, or a [*Rejection] whose causes carry
+// each finding's rule.
 //
 // # DaemonSet mutation
 //
@@ -61,25 +53,14 @@
 // (two drivers created in the same instant) are each decided against a view without the
 // other; the controller's ConflictingNodeSelector condition reports such a tie afterwards.
 //
-// # Policy hook
+// # Policies
 //
-// The OPA engine plugs in through [Options]:
-//
-//	webhook.New(state, webhook.Options{
-//		Policy:         engine,        // any policy.Evaluator
-//		PolicyFailOpen: false,         // default: evaluation errors refuse the request (503)
-//		PolicyTimeout:  3 * time.Second,
-//	})
-//
-// and through [ServerOptions] (which embeds Options) for `serve`. With an evaluator set, every
-// RBLNDriver and RBLNClusterPolicy request builds one policy.Input — source "admission", the
-// object, oldObject on UPDATE, the operation, userInfo, and cluster {drivers: the other
-// RBLNDrivers, clusterPolicy, nodes: name, labels, owner and pool} — and evaluates it once,
-// within PolicyTimeout. For an RBLNDriver the nodes are routed as if the object were
-// admitted, as `driverguard check` routes every rendered driver together. Every deny message
-// rejects (they are all listed, after the built-in failures), every warn message becomes an
-// admission warning. An evaluation error is a 503 when fail-closed (the default for both
-// kinds) and a warning when PolicyFailOpen is set. DaemonSets are never sent to policies.
+// Options.Policy (any policy.Evaluator, usually the policy.Engine) is evaluated by the
+// decision core on every RBLNDriver and RBLNClusterPolicy request, with the object as the API
+// server sent it and, for a driver, input.routing. When the evaluator is a
+// policy.ClusterSyncer, the State hands it every new snapshot's cluster view before the
+// snapshot serves requests, so policies read the same cluster at data.driverguard_cluster that
+// the conflict rules use. DaemonSets are never sent to policies.
 //
 // # Serving
 //
