@@ -125,7 +125,9 @@ func TestPolicyInput(t *testing.T) {
 
 func TestPolicyErrors(t *testing.T) {
 	t.Parallel()
-	failing := &wt.Evaluator{Fn: func(context.Context, *policy.Input) (*policy.Decision, error) { return nil, errors.New("eval_conflict_error") }}
+	failing := &wt.Evaluator{Fn: func(context.Context, *policy.Input) (*policy.Decision, error) {
+		return nil, errors.New("eval_conflict_error")
+	}}
 	req := decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver", nil)}
 	_, err := (&decision.Decider{Policy: failing}).Driver(t.Context(), routing.NewIndex(nil, nil), req)
 	var u *decision.UnavailableError

@@ -334,11 +334,19 @@ func (e *Engine) ClusterDocument() (any, error) {
 	return ast.JSON(e.cluster.document())
 }
 
+// maxEntryWrites is the most entries one cluster write changes one by one.
+const maxEntryWrites = 64
+
 // writeCluster applies ops to the active set's store in one transaction. e.mu must be held,
 // so that no reload replaces the set in between (a new set's store is built from e.cluster).
 func (e *Engine) writeCluster(ctx context.Context, ops []storeOp) error {
 	if len(ops) == 0 {
 		return nil
+	}
+	if len(ops) > maxEntryWrites {
+		// An inmem transaction compares every write with the writes before it: many entries
+		// are cheaper written as one new document.
+		ops = []storeOp{{op: storage.AddOp, path: clusterPath, value: e.cluster.document()}}
 	}
 	st := e.active.Load().store
 	txn, err := st.NewTransaction(ctx, storage.WriteParams)

@@ -149,8 +149,8 @@ func TestSchemaRejectsWhatPoliciesNeverSee(t *testing.T) {
 	}
 	require.NoError(t, validate(t, s, good()))
 	for name, mutate := range map[string]func(in *policy.Input){
-		"unknown source":       func(in *policy.Input) { in.Source = "cli" },
-		"render with userInfo": func(in *policy.Input) { in.UserInfo = &authenticationv1.UserInfo{Username: "x"} },
+		"unknown source":           func(in *policy.Input) { in.Source = "cli" },
+		"render with userInfo":     func(in *policy.Input) { in.UserInfo = &authenticationv1.UserInfo{Username: "x"} },
 		"UPDATE without oldObject": func(in *policy.Input) { in.Operation = "UPDATE" },
 		"a cluster in the input":   func(in *policy.Input) { in.Object = map[string]any{"kind": "RBLNDriver", "cluster": map[string]any{}} },
 		"oldObject on CREATE": func(in *policy.Input) {

@@ -66,7 +66,9 @@ func jsonValue(x any) (ast.Value, error) {
 	return ast.InterfaceToValue(doc)
 }
 
-func str(k string, v string) [2]*ast.Term { return [2]*ast.Term{ast.InternedTerm(k), ast.StringTerm(v)} }
+func str(k string, v string) [2]*ast.Term {
+	return [2]*ast.Term{ast.InternedTerm(k), ast.StringTerm(v)}
+}
 
 func stringArray(ss []string) *ast.Term {
 	terms := make([]*ast.Term, len(ss))

@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -278,5 +279,72 @@ func BenchmarkAdmissionWithPolicies(b *testing.B) {
 			}
 			lat.report(b)
 		})
+	}
+}
+
+// perf3 are the three checks of ../shared/perf (the OPA-server anchor of the perf harness) on
+// driverguard's input.
+const perf3 = `package driverguard.perf
+
+deny contains msg if {
+	input.object.spec.version in {"latest", "stable", "main"}
+	msg := "spec.version is a moving tag"
+}
+
+deny contains msg if {
+	not startswith(input.object.spec.registry, "repo.rebellions.ai")
+	msg := "registry not allowed"
+}
+
+deny contains msg if {
+	some k, _ in input.object.spec.nodeSelector
+	startswith(k, "rebellions.ai/npu.driver.")
+	msg := "reserved selector key"
+}
+`
+
+// BenchmarkServeHTTP is one RBLNDriver CREATE AdmissionReview through the webhook's HTTP
+// handler (body decoding, the decision with policies, the response), the work the served
+// webhook does per request minus TLS: the three checks alone and the bundled library, on a
+// small and a large cluster. Its cost must not grow with the cluster (SPEC §5.2).
+func BenchmarkServeHTTP(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "perf.rego"), []byte(perf3), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	sets := []struct {
+		name string
+		opts policy.Options
+	}{
+		{"3-checks", policy.Options{Dirs: []string{dir}, ExcludeLibrary: true}},
+		{"library", policy.Options{}},
+	}
+	drv := wt.Driver("rbln-driver-bench", wt.Sel(v1alpha1.LabelFamily, "rebel", "pool", "p7", "topology.kubernetes.io/zone", "zone-3"))
+	body := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil)))
+	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
+		for _, set := range sets {
+			set.opts.Metrics = prometheus.NewRegistry()
+			engine, err := policy.New(context.Background(), set.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			state := benchState(size.nodes, size.drivers)
+			h := webhook.New(state, webhook.Options{Policy: engine}).Handlers()[webhook.PathValidateDriver]
+			if _, err := state.Snapshot(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("nodes=%d/drivers=%d/%s", size.nodes, size.drivers, set.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					rec := httptest.NewRecorder()
+					req := httptest.NewRequest(http.MethodPost, webhook.PathValidateDriver, bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					h.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"allowed":true`)) {
+						b.Fatalf("%d %s", rec.Code, rec.Body)
+					}
+				}
+			})
+		}
 	}
 }
