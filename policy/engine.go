@@ -226,39 +226,44 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		}
 		return nil, fmt.Errorf("policy: evaluation failed: %w", err)
 	}
-	return decisionOf(rs)
+	return decisionOf(rs, set.policies)
 }
 
 // Timeout is the deadline of one evaluation.
 func (e *Engine) Timeout() time.Duration { return e.opts.Timeout }
 
-func decisionOf(rs rego.ResultSet) (*Decision, error) {
+// decisionOf reads the decision: per policy of pkgs, its deny and warn message sets. The
+// messages are sorted by package, then message.
+func decisionOf(rs rego.ResultSet, pkgs []string) (*Decision, error) {
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return nil, fmt.Errorf("policy: the decision query returned %d results", len(rs))
 	}
-	obj, ok := rs[0].Expressions[0].Value.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("policy: the decision is a %T, not an object", rs[0].Expressions[0].Value)
+	pairs, ok := rs[0].Expressions[0].Value.([]any)
+	if !ok || len(pairs) != len(pkgs) {
+		return nil, fmt.Errorf("policy: the decision is a %T of %d policies, not a list of %d", rs[0].Expressions[0].Value, len(pairs), len(pkgs))
 	}
-	return &Decision{Deny: messagesOf(obj["deny"], "deny"), Warn: messagesOf(obj["warn"], "warn")}, nil
+	d := &Decision{Deny: []Message{}, Warn: []Message{}}
+	for i, p := range pairs {
+		pair, _ := p.([]any)
+		if len(pair) != 2 {
+			return nil, fmt.Errorf("policy: the decision of %s is %v, not [deny, warn]", pkgs[i], p)
+		}
+		d.Deny = appendMessages(d.Deny, pair[0], pkgs[i], "deny")
+		d.Warn = appendMessages(d.Warn, pair[1], pkgs[i], "warn")
+	}
+	return d, nil
 }
 
-// messagesOf converts one decision list, sorted by package and message. A message is a
-// string, or an object whose msg is one (conftest's form); anything else is shown as JSON.
-func messagesOf(v any, rule string) []Message {
+// appendMessages adds one policy's message set, sorted (the sets come in package order). A
+// message is a string, or an object whose msg is one (conftest's form); anything else is
+// shown as JSON.
+func appendMessages(out []Message, v any, pkg, rule string) []Message {
 	items, _ := v.([]any)
-	out := make([]Message, 0, len(items))
+	start := len(out)
 	for _, it := range items {
-		m, _ := it.(map[string]any)
-		pkg, _ := m["package"].(string)
-		out = append(out, Message{Package: pkg, Rule: rule, Msg: messageText(m["msg"])})
+		out = append(out, Message{Package: pkg, Rule: rule, Msg: messageText(it)})
 	}
-	slices.SortFunc(out, func(a, b Message) int {
-		if c := cmp.Compare(a.Package, b.Package); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Msg, b.Msg)
-	})
+	slices.SortFunc(out[start:], func(a, b Message) int { return cmp.Compare(a.Msg, b.Msg) })
 	return out
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/util"
 	authenticationv1 "k8s.io/api/authentication/v1"
 )
 
@@ -41,29 +40,21 @@ func inputValue(in *Input) (ast.Value, error) {
 	return ast.NewObject(terms...), nil
 }
 
-// objectValue converts an object: JSON text directly, anything else through its JSON form.
+// objectValue converts an object: JSON text directly, anything else through its JSON text.
 func objectValue(x any) (ast.Value, error) {
 	if raw, ok := x.(json.RawMessage); ok {
-		var doc any
-		if err := util.UnmarshalJSON(raw, &doc); err != nil {
-			return nil, err
-		}
-		return ast.InterfaceToValue(doc)
+		return parseJSONValue(raw)
 	}
 	return jsonValue(x)
 }
 
-// jsonValue converts any value through its JSON form.
+// jsonValue converts any value through its JSON text.
 func jsonValue(x any) (ast.Value, error) {
 	b, err := json.Marshal(x)
 	if err != nil {
 		return nil, err
 	}
-	var doc any
-	if err := util.UnmarshalJSON(b, &doc); err != nil {
-		return nil, err
-	}
-	return ast.InterfaceToValue(doc)
+	return parseJSONValue(b)
 }
 
 func str(k string, v string) [2]*ast.Term {
