@@ -57,17 +57,18 @@ type Decider struct {
 func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.RBLNDriver]) (*Verdict, error) {
 	obj, old := req.Object, req.OldObject
 	v := &Verdict{Kind: "RBLNDriver", Name: obj.Name}
-	errs := validation.ValidateDriver(obj)
-	for _, e := range errs {
+	// The view validates the driver (api/validation.ValidateDriver) before it routes it: its
+	// errors are the syntax findings, and an invalid driver is not routed.
+	var assessment routing.Assessment
+	if d.readsRouting() {
+		assessment = view.Assess(obj) // the policies get its routing verdict too
+	} else {
+		assessment.ConflictReport = view.Conflicts(*obj)
+	}
+	for _, e := range assessment.Invalid {
 		v.Denials = append(v.Denials, fieldFinding(e))
 	}
-	var assessment routing.Assessment
-	if len(errs) == 0 {
-		if d.Policy != nil {
-			assessment = view.Assess(obj) // the policies get its routing verdict too
-		} else {
-			assessment.ConflictReport = view.Conflicts(*obj)
-		}
+	if len(assessment.Invalid) == 0 {
 		var oldRep *routing.ConflictReport
 		if old != nil {
 			r := view.Conflicts(*old)
@@ -81,8 +82,20 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 		return v, nil
 	}
 	in := d.input(req.Operation, req.Source, req.UserInfo, driverObject(obj, req.RawObject), driverObject(old, req.RawOldObject))
-	in.Routing = policy.RoutingOf(&assessment, &obj.Spec)
+	if d.readsRouting() {
+		in.Routing = policy.RoutingOf(&assessment, &obj.Spec)
+	}
 	return v, d.evaluate(ctx, in, v)
+}
+
+// readsRouting reports whether the policies read input.routing: evaluators that say they do
+// not (policy.RoutingReader) are spared the pools of the nodes the driver selects.
+func (d *Decider) readsRouting() bool {
+	if d.Policy == nil {
+		return false
+	}
+	r, ok := d.Policy.(policy.RoutingReader)
+	return !ok || r.ReadsRouting()
 }
 
 // ClusterPolicy decides on an RBLNClusterPolicy.

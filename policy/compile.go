@@ -38,6 +38,37 @@ type policyPackage struct {
 	rules []string // deny, warn (sorted, each once)
 	// title is the package's METADATA title, file the first module that declares it.
 	title, file string
+	// kinds are the object kinds the package's rules can apply to, nil for any: every
+	// deny/warn rule of the package requires `input.object.kind == "<kind>"`.
+	kinds []string
+	// anyKind is set once a rule without such a requirement is found.
+	anyKind bool
+}
+
+// requiredKind returns the kind a rule body requires with a top-level
+// `input.object.kind == "<kind>"` expression, or "" when it requires none.
+func requiredKind(r *ast.Rule) string {
+	kindRef := ast.MustParseRef("input.object.kind")
+	for _, e := range r.Body {
+		if e.Negated || len(e.With) > 0 || !e.IsEquality() && !e.IsCall() {
+			continue
+		}
+		terms, ok := e.Terms.([]*ast.Term)
+		if !ok || len(terms) != 3 {
+			continue
+		}
+		if op := terms[0].String(); op != "eq" && op != "equal" {
+			continue
+		}
+		for _, pair := range [][2]*ast.Term{{terms[1], terms[2]}, {terms[2], terms[1]}} {
+			ref, ok := pair[0].Value.(ast.Ref)
+			s, isStr := pair[1].Value.(ast.String)
+			if ok && isStr && ref.Equal(kindRef) {
+				return string(s)
+			}
+		}
+	}
+	return ""
 }
 
 // policyPackages finds the policy packages of modules, sorted by package, and the problems of
@@ -72,6 +103,11 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 					p.title = a.Title
 				}
 			}
+			if k := requiredKind(r); k == "" {
+				p.anyKind = true
+			} else if !slices.Contains(p.kinds, k) {
+				p.kinds = append(p.kinds, k)
+			}
 			if !slices.Contains(p.rules, string(rule)) {
 				p.rules = append(p.rules, string(rule))
 				slices.Sort(p.rules)
@@ -80,7 +116,12 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 	}
 	out := make([]policyPackage, 0, len(byPkg))
 	for _, k := range sortedKeys(byPkg) {
-		out = append(out, *byPkg[k])
+		p := byPkg[k]
+		if p.anyKind {
+			p.kinds = nil
+		}
+		slices.Sort(p.kinds)
+		out = append(out, *p)
 	}
 	return out, problems
 }
@@ -129,38 +170,70 @@ func resolveDisabled(pkgs []policyPackage, names []string, origin string) (map[s
 	return disabled, problems
 }
 
-// decisionModule generates the query module: an array with, per enabled policy (in pkgs'
-// order), the pair [deny, warn] of its message sets (set() for a rule it does not declare).
-// Refs are static, so evaluation touches exactly the enabled policies (no walk over data),
-// and nothing is copied: no comprehension, no union, the sets as the rules produced them.
+// Object kinds with decisions of their own: a package whose rules all require one of them is
+// left out of the others' decisions.
+var decisionKinds = []string{"RBLNDriver", "RBLNClusterPolicy"}
+
+// decisionModule generates the query module: for every enabled policy that applies (in pkgs'
+// order), the pair [deny, warn] of its message sets (set() for a rule it does not declare),
+// once for all policies (decision) and once per kind of decisionKinds (decision_<kind>),
+// without the policies whose rules all require another kind. Refs are static, so evaluation
+// touches exactly those policies (no walk over data), and nothing is copied: no
+// comprehension, no union, the sets as the rules produced them.
 func decisionModule(pkgs []policyPackage) (*ast.Module, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "package %s\n\ndecision := [\n", decisionPackage)
-	for _, p := range pkgs {
-		var pair []string
-		for _, rule := range []string{"deny", "warn"} {
-			if slices.Contains(p.rules, rule) {
-				pair = append(pair, p.ref.Append(ast.StringTerm(rule)).String())
-			} else {
-				pair = append(pair, "set()")
-			}
+	fmt.Fprintf(&b, "package %s\n\n", decisionPackage)
+	for _, kind := range append([]string{""}, decisionKinds...) {
+		name := "decision"
+		if kind != "" {
+			name += "_" + kind
 		}
-		fmt.Fprintf(&b, "\t[%s],\n", strings.Join(pair, ", "))
+		fmt.Fprintf(&b, "%s := [\n", name)
+		for _, p := range pkgs {
+			if !p.appliesTo(kind) {
+				continue
+			}
+			var pair []string
+			for _, rule := range []string{"deny", "warn"} {
+				if slices.Contains(p.rules, rule) {
+					pair = append(pair, p.ref.Append(ast.StringTerm(rule)).String())
+				} else {
+					pair = append(pair, "set()")
+				}
+			}
+			fmt.Fprintf(&b, "\t[%s],\n", strings.Join(pair, ", "))
+		}
+		b.WriteString("]\n\n")
 	}
-	b.WriteString("]\n")
 	return ast.ParseModuleWithOpts(decisionFile, b.String(), parserOptions)
+}
+
+// appliesTo reports whether the package's rules can apply to objects of kind ("" for every
+// kind).
+func (p *policyPackage) appliesTo(kind string) bool {
+	return kind == "" || p.kinds == nil || slices.Contains(p.kinds, kind)
+}
+
+// kindQuery is the prepared decision of one object kind and the packages it lists.
+type kindQuery struct {
+	query    rego.PreparedEvalQuery
+	packages []string
 }
 
 // policySet is one compiled, immutable set of policies ready for concurrent evaluation.
 type policySet struct {
-	query rego.PreparedEvalQuery
+	// query decides objects of any kind; byKind those of decisionKinds.
+	query  kindQuery
+	byKind map[string]kindQuery
 	// store holds the data documents of the policy directories and the cluster view
 	// (data.driverguard_cluster), which the engine keeps current in the active set's store.
 	store    storage.Store
 	policies []string // evaluated packages, sorted: the decision's order
-	disabled []string // disabled packages, sorted
-	files    []string // user module and data files, sorted
-	infos    []PolicyInfo
+	// readsRouting is whether a rule the decision depends on reads input.routing.
+	readsRouting bool
+	disabled     []string // disabled packages, sorted
+	files        []string // user module and data files, sorted
+	infos        []PolicyInfo
 }
 
 // PolicyInfo describes one policy of the active set.
@@ -265,6 +338,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	if c.Compile(modules); c.Failed() {
 		return nil, &LoadError{Problems: problemsOf(c.Errors, "")}
 	}
+	set.readsRouting = readsInput(c, ast.MustParseRef(decisionQuery+"_RBLNDriver"), "routing")
 	root, err := ast.InterfaceToValue(user.data)
 	if err != nil {
 		return nil, fmt.Errorf("policy: converting the data documents: %w", err)
@@ -272,9 +346,61 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	data := root.(ast.Object)
 	data.Insert(ast.InternedTerm(ClusterKey), ast.NewTerm(cluster))
 	set.store = inmem.NewFromASTObject(data)
-	set.query, err = rego.New(rego.Query(decisionQuery), rego.Compiler(c), rego.Store(set.store)).PrepareForEval(ctx)
-	if err != nil {
-		return nil, &LoadError{Problems: problemsOf(err, "")}
+	prepare := func(kind string) (kindQuery, error) {
+		q := kindQuery{}
+		query := decisionQuery
+		if kind != "" {
+			query += "_" + kind
+		}
+		for _, p := range enabled {
+			if p.appliesTo(kind) {
+				q.packages = append(q.packages, p.pkg)
+			}
+		}
+		var err error
+		q.query, err = rego.New(rego.Query(query), rego.Compiler(c), rego.Store(set.store)).PrepareForEval(ctx)
+		if err != nil {
+			return q, &LoadError{Problems: problemsOf(err, "")}
+		}
+		return q, nil
+	}
+	if set.query, err = prepare(""); err != nil {
+		return nil, err
+	}
+	set.byKind = map[string]kindQuery{}
+	for _, kind := range decisionKinds {
+		if set.byKind[kind], err = prepare(kind); err != nil {
+			return nil, err
+		}
 	}
 	return set, nil
+}
+
+// readsInput reports whether a rule the query depends on reads input.<key>: a ref to it, to
+// input as a whole, or to input[<variable>].
+func readsInput(c *ast.Compiler, query ast.Ref, key string) bool {
+	want := ast.StringTerm(key)
+	seen := map[*ast.Rule]bool{}
+	queue := c.GetRules(query)
+	found := false
+	for len(queue) > 0 && !found {
+		r := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		ast.WalkRefs(r, func(ref ast.Ref) bool {
+			if ref.HasPrefix(ast.InputRootRef) && (len(ref) == 1 || !ref[1].IsGround() || ref[1].Equal(want)) {
+				found = true
+			}
+			return found
+		})
+		for dep := range c.Graph.Dependencies(r) {
+			if d, ok := dep.(*ast.Rule); ok && !seen[d] {
+				queue = append(queue, d)
+			}
+		}
+	}
+	return found
 }

@@ -214,9 +214,13 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		return nil, err
 	}
 	set := e.active.Load()
+	q := set.query
+	if kq, ok := set.byKind[objectKind(value)]; ok {
+		q = kq // the policies that can apply to this kind only
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(value))
+	rs, err := q.query.Eval(ctx, rego.EvalParsedInput(value))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			if errors.Is(ctxErr, context.DeadlineExceeded) {
@@ -226,8 +230,36 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		}
 		return nil, fmt.Errorf("policy: evaluation failed: %w", err)
 	}
-	return decisionOf(rs, set.policies)
+	return decisionOf(rs, q.packages)
 }
+
+// objectKind is input.object.kind of an input value ("" when it has none).
+func objectKind(input ast.Value) string {
+	in, ok := input.(ast.Object)
+	if !ok {
+		return ""
+	}
+	t := in.Get(ast.InternedTerm("object"))
+	if t == nil {
+		return ""
+	}
+	obj, ok := t.Value.(ast.Object)
+	if !ok {
+		return ""
+	}
+	if k := obj.Get(ast.InternedTerm("kind")); k != nil {
+		if s, ok := k.Value.(ast.String); ok {
+			return string(s)
+		}
+	}
+	return ""
+}
+
+// ReadsRouting reports whether the active policies read input.routing (implements
+// RoutingReader): with the library on they do; the three checks of a team policy may not.
+func (e *Engine) ReadsRouting() bool { return e.active.Load().readsRouting }
+
+var _ RoutingReader = (*Engine)(nil)
 
 // Timeout is the deadline of one evaluation.
 func (e *Engine) Timeout() time.Duration { return e.opts.Timeout }

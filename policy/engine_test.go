@@ -273,3 +273,52 @@ func TestConcurrentEvaluationAndReload(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, 6, e.Status().Generation)
 }
+
+// TestReadsRouting: the engine knows whether its policies read input.routing, through the
+// rules they depend on.
+func TestReadsRouting(t *testing.T) {
+	assert.True(t, newEngine(t, policy.Options{}).ReadsRouting(), "the library's kernel_tag reads pools")
+	dir := t.TempDir()
+	writeFile(t, dir, "a.rego", "package driverguard.a\n\ndeny contains \"x\" if input.object.spec.version == \"latest\"\n")
+	assert.False(t, newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true}).ReadsRouting())
+	all := []string{}
+	for _, p := range newEngine(t, policy.Options{}).Policies() {
+		all = append(all, p.Name)
+	}
+	assert.False(t, newEngine(t, policy.Options{Dirs: []string{dir}, Disable: all}).ReadsRouting(), "disabled library rules and the unused util helpers do not count")
+	for name, body := range map[string]string{
+		"a ref":                "deny contains \"x\" if input.routing.nodes > 1",
+		"through a rule":       "n := input.routing.nodes\n\ndeny contains \"x\" if n > 1",
+		"input as whole":       "deny contains \"x\" if f(input)\n\nf(i) if i.routing.nodes > 1",
+		"a variable key":       "deny contains k if some k, _ in input",
+		"the library's helper": "import data.driverguard.lib.util\n\ndeny contains \"x\" if count(util.pools) > 1",
+	} {
+		d := t.TempDir()
+		writeFile(t, d, "b.rego", "package driverguard.b\n\n"+body+"\n")
+		assert.True(t, newEngine(t, policy.Options{Dirs: []string{d}, Disable: all}).ReadsRouting(), name)
+	}
+}
+
+// TestPoliciesByKind: a package whose rules all require one kind is evaluated for that kind
+// only; others (no requirement, or several kinds) for every object.
+func TestPoliciesByKind(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "p.rego", `package driverguard.p
+
+deny contains "driver" if input.object.kind == "RBLNDriver"
+
+deny contains "policy" if "RBLNClusterPolicy" == input.object.kind
+
+deny contains "any" if input.object.metadata.name == "x"
+`)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true})
+	for kind, want := range map[string][]string{
+		"RBLNDriver":        {"driverguard.p: any", "driverguard.p: driver"},
+		"RBLNClusterPolicy": {"driverguard.p: any", "driverguard.p: policy"},
+		"Other":             {"driverguard.p: any"},
+	} {
+		d, err := e.Evaluate(t.Context(), &policy.Input{Object: map[string]any{"kind": kind, "metadata": map[string]any{"name": "x"}}})
+		require.NoError(t, err)
+		assert.Equal(t, want, msgs(d.Deny), kind)
+	}
+}

@@ -146,3 +146,10 @@ type ClusterSyncer interface {
 	// SyncCluster makes v the cluster view, writing only what changed since the last view.
 	SyncCluster(ctx context.Context, v *ClusterView) error
 }
+
+// RoutingReader is implemented by evaluators that know whether their policies read
+// input.routing; when they do not, callers may leave it out (it costs O(the nodes the object
+// selects) to build).
+type RoutingReader interface {
+	ReadsRouting() bool
+}

@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"iter"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -90,9 +92,53 @@ func (ix *Index) slotByName(name string) int32 {
 
 // Special owners of a node group resolved with a candidate.
 const (
-	noOwner        int32 = -1
+	// noOwner: the group is tied.
+	noOwner int32 = -1
+	// candidateOwner: the candidate owns the group.
 	candidateOwner int32 = -2
+	// otherOwner: a driver strictly above the candidate matches the group, so the candidate
+	// neither owns nor ties it; whether another driver owns it or it is tied among others is
+	// resolved only when it matters (resolveOthers).
+	otherOwner int32 = -3
 )
+
+// groupSeen maps node groups to outcome numbers: a slice indexed by group when many groups
+// may be touched, a map when few are.
+type groupSeen struct {
+	dense  []int32
+	sparse map[int32]int32
+}
+
+func newGroupSeen(groups, estimate int) groupSeen {
+	if estimate*8 >= groups {
+		return groupSeen{dense: make([]int32, groups)}
+	}
+	return groupSeen{sparse: make(map[int32]int32, estimate)}
+}
+
+func (s groupSeen) get(g int32) int32 {
+	if s.dense != nil {
+		return s.dense[g]
+	}
+	return s.sparse[g]
+}
+
+func (s groupSeen) set(g, v int32) {
+	if s.dense != nil {
+		s.dense[g] = v
+		return
+	}
+	s.sparse[g] = v
+}
+
+// matchEstimate bounds the candidate nodes sel matches: the shortest posting of its pairs.
+func (ix *Index) matchEstimate(sel []labelPair) int {
+	n := len(ix.candidates)
+	for _, p := range sel {
+		n = min(n, len(ix.postings[p]))
+	}
+	return n
+}
 
 // groupOutcome is how one node group is decided with the candidate in place.
 type groupOutcome struct {
@@ -113,8 +159,9 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 	a.Potential = ix.potential(&cand.driver, replaced)
 	ix.ensurePostings()
 
-	// seen maps a group to 1 + its index in outcomes; 0 means not decided yet.
-	seen := make(map[int32]int32)
+	// seen maps a group to 1 + its index in outcomes; 0 means not decided yet. A slice when
+	// the candidate may match many groups, a map when it matches few.
+	seen := newGroupSeen(len(ix.groups), ix.matchEstimate(cand.sel))
 	var outcomes []groupOutcome
 	ties := make(map[string]*Conflict)
 	var pools *poolSet
@@ -124,9 +171,9 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 	ix.forMatchingNodes(cand.sel, func(node int32) {
 		a.Selected++
 		gi := ix.nodeGroup[node]
-		oi, ok := seen[gi]
-		if !ok {
-			o := groupOutcome{owner: noOwner}
+		oi := seen.get(gi)
+		if oi == 0 {
+			o := groupOutcome{owner: otherOwner}
 			owner, tied, candTied := ix.resolveCandidate(&ix.groups[gi], &cand, replaced)
 			o.owner = owner
 			if candTied {
@@ -140,7 +187,7 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 			}
 			outcomes = append(outcomes, o)
 			oi = int32(len(outcomes))
-			seen[gi] = oi
+			seen.set(gi, oi)
 		}
 		o := &outcomes[oi-1]
 		if o.tie != nil {
@@ -149,18 +196,24 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 				o.tie.Nodes = append(o.tie.Nodes, ix.nodes[node].Name)
 			}
 		}
-		var serves bool
-		switch {
-		case o.owner == candidateOwner:
+		if o.owner == candidateOwner {
 			a.Owns++
-			serves = true
-		case o.owner == noOwner && ix.nodes[node].Labels[v1alpha1.LabelOwner] == cand.name:
-			// tied: the candidate is the current owner and still matches, so it keeps the node
-			a.Kept++
-			serves = true
+			if full {
+				pools.add(&ix.nodes[node], &cand.driver, false, &a.Unpooled)
+			}
+			return
 		}
-		if serves && full {
-			pools.add(&ix.nodes[node], &cand.driver, o.owner == noOwner, &a.Unpooled)
+		if !full || ix.nodes[node].Labels[v1alpha1.LabelOwner] != cand.name {
+			return
+		}
+		// The candidate is the node's current owner and still matches it: it keeps the node
+		// if the node is tied (with or without the candidate).
+		if o.owner == otherOwner {
+			o.owner = ix.resolveOthers(&ix.groups[gi], replaced)
+		}
+		if o.owner == noOwner {
+			a.Kept++
+			pools.add(&ix.nodes[node], &cand.driver, true, &a.Unpooled)
 		}
 	})
 	for _, c := range ties {
@@ -275,27 +328,30 @@ func (ix *Index) candidate(d *v1alpha1.RBLNDriver) candidateDriver {
 func (ix *Index) ignored(d, replaced int32) bool { return d == replaced || !ix.live(d) }
 
 // resolveCandidate decides the nodes of group g with cand added (replaced and inactive
-// drivers left out): the owner (an index driver or candidateOwner), or, when no unique
-// strict maximum exists, noOwner with the tied index drivers and whether cand is tied too.
-// Every driver involved matches the node, so the selectors agree on shared keys and
-// containment is containment of key sets.
+// drivers left out): candidateOwner; or, when no unique strict maximum exists and cand is
+// one of the maximal drivers, noOwner with the other tied drivers; or otherOwner when a
+// driver strictly above cand matches (cand neither owns nor ties the group). Every driver
+// involved matches the node, so the selectors agree on shared keys and containment is
+// containment of key sets.
 func (ix *Index) resolveCandidate(g *group, cand *candidateDriver, replaced int32) (owner int32, tied []int32, candTied bool) {
 	below := func(d *driver) bool { return d.n < cand.n && subset(d.keys, cand.keys) } // d ⊊ cand
 	above := func(d *driver) bool { return !cand.extra && d.n > cand.n && subset(cand.keys, d.keys) }
-	candMaximal, allBelow := true, true
+	allBelow := true
 	for _, di := range g.matches {
 		if ix.ignored(di, replaced) {
 			continue
 		}
 		d := &ix.drivers[di]
-		candMaximal = candMaximal && !above(d)
+		if above(d) {
+			return otherOwner, nil, false
+		}
 		allBelow = allBelow && below(d)
 	}
 	if allBelow {
 		return candidateOwner, nil, false
 	}
-	// The maximal index drivers: not strictly inside cand, nor inside another match.
-	var maximal []int32
+	// cand is maximal and something not below it matches: a tie. The other maximal drivers
+	// are those not strictly inside cand nor inside another match.
 next:
 	for _, di := range g.matches {
 		if ix.ignored(di, replaced) {
@@ -310,13 +366,22 @@ next:
 				continue next
 			}
 		}
-		maximal = append(maximal, di)
+		tied = append(tied, di)
 	}
-	if !candMaximal && len(maximal) == 1 {
-		// One maximal element of a finite set of selectors contains every other one.
-		return maximal[0], nil, false
+	return noOwner, tied, true
+}
+
+// resolveOthers decides a group the candidate does not win (otherOwner) without it: the
+// driver that owns it, or noOwner when it is tied among the others.
+func (ix *Index) resolveOthers(g *group, replaced int32) int32 {
+	live := make([]int32, 0, len(g.matches))
+	for _, di := range g.matches {
+		if !ix.ignored(di, replaced) {
+			live = append(live, di)
+		}
 	}
-	return noOwner, maximal, candMaximal
+	owner, _ := ix.resolve(live)
+	return owner
 }
 
 // potential finds the valid drivers cand could tie with on some node. cand and o can both be
@@ -328,7 +393,7 @@ func (ix *Index) potential(cand *driver, replaced int32) []PotentialConflict {
 	// inCand[y] = |y ∩ cand|, extra[y] = |y ∩ (o \ cand)| for the o at hand.
 	var inCand, extra []int32
 	var touched []int32
-	for oi := range ix.drivers {
+	for oi := range ix.compatible(cand) {
 		if ix.ignored(int32(oi), replaced) {
 			continue
 		}
@@ -360,6 +425,45 @@ func (ix *Index) potential(cand *driver, replaced int32) []PotentialConflict {
 		out = append(out, PotentialConflict{Resource: o.name, Identical: rel == relIdentical, Labels: labels})
 	}
 	return out // ix.drivers is sorted by name
+}
+
+// compatible yields, in ascending order, the drivers that have no key of cand's selector
+// with another value: the only ones cand can be equal to or tie with. The others are ruled out
+// with bitsets, O(drivers/64) per key of cand, instead of comparing every selector.
+func (ix *Index) compatible(cand *driver) iter.Seq[int] {
+	dwords := (len(ix.drivers) + 63) / 64
+	out := make([]uint64, dwords)
+	for w := range out {
+		out[w] = ^uint64(0)
+	}
+	if tail := len(ix.drivers) % 64; tail != 0 {
+		out[dwords-1] = 1<<tail - 1
+	}
+	same := make([]uint64, dwords)
+	for _, p := range cand.sel {
+		ki, ok := ix.keyIdx[p.key]
+		if !ok {
+			continue // no driver has the key
+		}
+		clear(same)
+		for _, d := range ix.driverPosting[p] {
+			same[d/64] |= 1 << (d % 64)
+		}
+		for w, x := range ix.keyDrivers[ki] {
+			out[w] &^= x &^ same[w] // drivers with the key, and another value
+		}
+	}
+	return func(yield func(int) bool) {
+		for w, x := range out {
+			for x != 0 {
+				b := bits.TrailingZeros64(x)
+				if !yield(w*64 + b) {
+					return
+				}
+				x &= x - 1
+			}
+		}
+	}
 }
 
 // dominated reports whether some active driver y other than o and replaced satisfies

@@ -37,6 +37,7 @@ type Index struct {
 	driverPosting map[labelPair][]int32 // selector pair → drivers that contain it, ascending
 	emptySel      []int32               // drivers with an empty selector, ascending
 	words         int                   // uint64 words of a key bitset
+	keyDrivers    [][]uint64            // per key index, the bitset of drivers whose selector has it
 
 	nodes      []Node  // sorted by name
 	nodeGroup  []int32 // group of each node, -1 when out of scope
@@ -168,6 +169,17 @@ func (ix *Index) indexDrivers() {
 		}
 		if d.n == 0 {
 			ix.emptySel = append(ix.emptySel, int32(di))
+		}
+	}
+	dwords := (len(ix.drivers) + 63) / 64
+	ix.keyDrivers = make([][]uint64, len(ix.keys))
+	for ki := range ix.keyDrivers {
+		ix.keyDrivers[ki] = make([]uint64, dwords)
+	}
+	for di := range ix.drivers {
+		for _, p := range ix.drivers[di].sel {
+			ki := ix.keyIdx[p.key]
+			ix.keyDrivers[ki][di/64] |= 1 << (di % 64)
 		}
 	}
 }

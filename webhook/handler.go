@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"reflect"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,23 +85,43 @@ func formatGVK(gvk metav1.GroupVersionKind) string {
 }
 
 // decodeObject decodes one object of an admission request with the API server's JSON rules
-// (case-sensitive field names). Unknown fields are ignored, as the API server has already
-// pruned them. It never panics; every failure is a *BadRequestError naming the field.
+// (case-sensitive field names) in one pass, then checks its kind. Unknown fields are ignored,
+// as the API server has already pruned them. It never panics; every failure is a
+// *BadRequestError naming the field.
 func decodeObject[T any](raw runtime.RawExtension, fieldName string, gvk schema.GroupVersionKind) (T, error) {
-	var zero T
+	var obj T
 	if len(raw.Raw) == 0 {
-		return zero, badRequest(nil, "%s is empty: the request must carry the %s as JSON", fieldName, gvk.Kind)
+		return obj, badRequest(nil, "%s is empty: the request must carry the %s as JSON", fieldName, gvk.Kind)
 	}
-	var tm metav1.TypeMeta
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, &tm); err != nil {
-		return zero, badRequest(err, "%s is not a JSON object (expected a %s %s)", fieldName, gvk.GroupVersion(), gvk.Kind)
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, &obj); err != nil {
+		// Say why: not an object at all, an object of another kind, or a bad field.
+		var tm metav1.TypeMeta
+		if terr := sigsjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, &tm); terr != nil {
+			return obj, badRequest(terr, "%s is not a JSON object (expected a %s %s)", fieldName, gvk.GroupVersion(), gvk.Kind)
+		}
+		if err := checkTypeMeta(tm, fieldName, gvk); err != nil {
+			return obj, err
+		}
+		return obj, badRequest(err, "%s is not a valid %s %s", fieldName, gvk.GroupVersion(), gvk.Kind)
+	}
+	k, ok := any(obj).(interface{ GetObjectKind() schema.ObjectKind })
+	if !ok {
+		k, ok = any(&obj).(interface{ GetObjectKind() schema.ObjectKind })
+	}
+	if !ok || reflect.ValueOf(k).IsNil() {
+		return obj, badRequest(nil, "%s is null: the request must carry the %s as a JSON object", fieldName, gvk.Kind)
+	}
+	gv := k.GetObjectKind().GroupVersionKind()
+	return obj, checkTypeMeta(metav1.TypeMeta{Kind: gv.Kind, APIVersion: gv.GroupVersion().String()}, fieldName, gvk)
+}
+
+// checkTypeMeta rejects an object whose kind or group (when given) is not gvk's.
+func checkTypeMeta(tm metav1.TypeMeta, fieldName string, gvk schema.GroupVersionKind) error {
+	if tm.APIVersion == "/" { // empty group and version
+		tm.APIVersion = ""
 	}
 	if (tm.Kind != "" && tm.Kind != gvk.Kind) || (tm.APIVersion != "" && tm.GroupVersionKind().Group != gvk.Group) {
-		return zero, badRequest(nil, "%s is a %s %s, expected a %s %s", fieldName, tm.APIVersion, tm.Kind, gvk.GroupVersion(), gvk.Kind)
+		return badRequest(nil, "%s is a %s %s, expected a %s %s", fieldName, tm.APIVersion, tm.Kind, gvk.GroupVersion(), gvk.Kind)
 	}
-	obj := new(T)
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, obj); err != nil {
-		return zero, badRequest(err, "%s is not a valid %s %s", fieldName, gvk.GroupVersion(), gvk.Kind)
-	}
-	return *obj, nil
+	return nil
 }

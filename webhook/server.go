@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,8 @@ type ServerOptions struct {
 	// OnState, if set, receives the cluster view the server decides with, before it starts
 	// (tests wait on it with CacheState.WaitFor).
 	OnState func(*CacheState)
+	// EnableProfiling serves Go's pprof profiles under /debug/pprof/ on MetricsAddr.
+	EnableProfiling bool
 	// PolicyStatus, if set, is served as JSON at /policyz on MetricsAddr: the active policy
 	// generation, its files, and the latest failed reload with file and line. It answers 503
 	// while the latest reload failed (the last good set stays active). Readiness does not
@@ -288,15 +291,26 @@ func waitReady(ctx context.Context, server healthz.Checker, view healthz.Checker
 
 // statusHandlers are the extra endpoints of the metrics server.
 func statusHandlers(o ServerOptions) map[string]http.Handler {
-	if o.PolicyStatus == nil {
+	out := map[string]http.Handler{}
+	if o.PolicyStatus != nil {
+		out["/policyz"] = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			st := o.PolicyStatus()
+			w.Header().Set("Content-Type", "application/json")
+			if !st.Healthy() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+			_ = json.NewEncoder(w).Encode(st)
+		})
+	}
+	if o.EnableProfiling {
+		out["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		out["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		out["/debug/pprof/heap"] = pprof.Handler("heap")
+		out["/debug/pprof/allocs"] = pprof.Handler("allocs")
+		out["/debug/pprof/goroutine"] = pprof.Handler("goroutine")
+	}
+	if len(out) == 0 {
 		return nil
 	}
-	return map[string]http.Handler{"/policyz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		st := o.PolicyStatus()
-		w.Header().Set("Content-Type", "application/json")
-		if !st.Healthy() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_ = json.NewEncoder(w).Encode(st)
-	})}
+	return out
 }

@@ -10,22 +10,26 @@ package driverguard.lib.allowed_registries
 import data.driverguard.lib.util
 
 registries contains ["spec.registry", "image.registry", r] if {
-	util.is_driver
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
 	r := object.get(util.spec, "registry", "")
 }
 
 registries contains ["spec.manager.registry", "manager.image.registry", r] if {
-	util.is_driver
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
 	r := object.get(util.spec, ["manager", "registry"], "")
 }
 
 registries contains ["spec.smd.registry", "smd.image.registry", r] if {
-	util.is_driver
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
 	r := object.get(util.spec, ["smd", "registry"], "")
 }
 
 registries contains ["spec.driver.upgradePolicy.reboot.image.registry", "upgradePolicy.reboot.image.registry", r] if {
-	util.is_cluster_policy
+	input.object.kind == "RBLNClusterPolicy"
+	input.operation != "DELETE"
 	r := object.get(util.upgrade_policy, ["reboot", "image", "registry"], "")
 }
 
@@ -35,7 +39,7 @@ allowed(registry) if {
 }
 
 deny contains msg if {
-	count(util.allowed_registries) > 0
+	count(data.driverguard_config.allowed_registries) > 0 # util.allowed_registries, undefined when unset
 	some [field, values_path, registry] in registries
 	registry != ""
 	not allowed(registry)

@@ -8,7 +8,8 @@ package driverguard.lib.drain_empty_dir
 import data.driverguard.lib.util
 
 warn contains msg if {
-	util.is_cluster_policy
+	input.object.kind == "RBLNClusterPolicy"
+	input.operation != "DELETE"
 	object.get(util.upgrade_policy, ["drain", "deleteEmptyDirData"], false) == true
 	msg := sprintf("%s: spec.driver.upgradePolicy.drain.deleteEmptyDirData is true: draining a node for a driver upgrade deletes the emptyDir data of its pods, and that data is lost; set it to false (values: driver.upgradePolicy.drain.deleteEmptyDirData) unless every such pod can lose it", [util.resource])
 }

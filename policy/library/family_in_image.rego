@@ -12,12 +12,22 @@ package driverguard.lib.family_in_image
 import data.driverguard.lib.util
 
 deny contains msg if {
-	util.is_driver
-	image := object.get(util.spec, "image", "")
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
+	image := object.get(input.object, ["spec", "image"], "")
+	contains(image, "/") # a repository without a path has no segment before the last
 	segments := split(image, "/")
 	some i, segment in segments
 	i < count(segments) - 1
-	lower(segment) in util.families
+	is_family(lower(segment))
 	fixed := concat("/", [s | some j, s in segments; j != i])
 	msg := sprintf("%s: spec.image %q contains the NPU family %q; leave the family out, the operator inserts it per node pool (this would pull .../%s/%s/...): set spec.image to %q (%s)", [util.resource, image, segment, segment, segment, fixed, util.values("image.repository")])
+}
+
+# is_family: f (lowercase) is a known family or the lowercase family label of some node.
+is_family(f) if f in util.known_families
+
+is_family(f) if {
+	some family, _ in data.driverguard_cluster.families
+	lower(family) == f
 }

@@ -9,18 +9,14 @@ package driverguard.lib.kernel_tag
 
 import data.driverguard.lib.util
 
-# invalid maps every invalid tag to the nodes of the pools that need it.
-invalid[pool.tag] contains name if {
-	util.is_driver
-	pattern := util.oci_tag_pattern
-	some pool in util.pools
-	not regex.match(pattern, pool.tag)
-	some name in pool.nodes
-}
-
 deny contains msg if {
-	some t, names in invalid
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
+	some pool in input.routing.pools
+	not regex.match(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`, pool.tag) # util.oci_tag_pattern
+	t := pool.tag
+	names := {name | some p in input.routing.pools; p.tag == t; some name in p.nodes}
 	sample := array.slice(sort(names), 0, 5)
-	kernels := {sprintf("%q", [p.kernel]) | some p in util.pools; p.tag == t}
+	kernels := {sprintf("%q", [p.kernel]) | some p in input.routing.pools; p.tag == t}
 	msg := sprintf("%s: driver image tag %q for %d node(s) (%s) is not a valid OCI tag ([A-Za-z0-9_][A-Za-z0-9._-]{0,127}) because of kernel %s: those nodes would get no driver; run a kernel whose version is a valid tag, publish a build under a valid tag and relabel, or move the nodes off this driver (narrow spec.nodeSelector)", [util.resource, t, count(names), concat(", ", sample), concat(", ", sort(kernels))])
 }

@@ -10,47 +10,44 @@ import data.driverguard.lib.util
 
 minimum := "0.2.2"
 
-smd_configured if {
-	smd := object.get(util.spec, "smd", {})
-	object.get(smd, "registry", "") != ""
-}
-
-smd_configured if {
-	smd := object.get(util.spec, "smd", {})
-	object.get(smd, "image", "") != ""
-}
-
-manager_version := object.get(util.spec, ["manager", "version"], "")
-
-# moving tags are the pinned_version rule's concern.
-moving if lower(manager_version) in data.driverguard.lib.pinned_version.moving_tags
-
-comparable if semver.is_valid(trim_prefix(manager_version, "v"))
+# Each rule holds its whole condition, cheapest and most selective first, and reads input
+# directly: helper rules cost an evaluation each on every request (see util.is_driver).
 
 deny contains msg if {
-	util.is_driver
-	smd_configured
-	comparable
-	semver.compare(trim_prefix(manager_version, "v"), minimum) < 0
-	msg := sprintf("%s: spec.manager.version %q is older than v%s, the first driver manager that drives the RSMD DaemonSet configured in spec.smd; set spec.manager.version to v%s or later (%s)", [util.resource, manager_version, minimum, minimum, util.values("manager.image.tag")])
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
+	version := input.object.spec.manager.version
+	bare := trim_prefix(version, "v")
+	semver.is_valid(bare)
+	semver.compare(bare, minimum) < 0
+	smd_configured(input.object.spec)
+	msg := sprintf("%s: spec.manager.version %q is older than v%s, the first driver manager that drives the RSMD DaemonSet configured in spec.smd; set spec.manager.version to v%s or later (%s)", [util.resource, version, minimum, minimum, util.values("manager.image.tag")])
 }
 
 deny contains msg if {
-	util.is_driver
-	smd_configured
-	manager_version != ""
-	not moving
-	not comparable
-	msg := sprintf("%s: spec.manager.version %q is not a version driverguard can compare with v%s (vX.Y.Z), and spec.smd needs driver manager v%s or later; pin a release such as v%s (%s)", [util.resource, manager_version, minimum, minimum, minimum, util.values("manager.image.tag")])
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
+	version := input.object.spec.manager.version
+	version != ""
+	not semver.is_valid(trim_prefix(version, "v"))
+	not lower(version) in data.driverguard.lib.pinned_version.moving_tags # the pinned_version rule's concern
+	smd_configured(input.object.spec)
+	msg := sprintf("%s: spec.manager.version %q is not a version driverguard can compare with v%s (vX.Y.Z), and spec.smd needs driver manager v%s or later; pin a release such as v%s (%s)", [util.resource, version, minimum, minimum, minimum, util.values("manager.image.tag")])
 }
 
 # A manager block without a version runs a custom manager image under the operator's default
 # tag: say so. (Without any manager block the operator runs its own default manager, which
 # driverguard cannot judge; that stays quiet.)
 warn contains msg if {
-	util.is_driver
-	smd_configured
-	util.spec.manager
-	manager_version == ""
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
+	manager := input.object.spec.manager
+	object.get(manager, "version", "") == ""
+	smd_configured(input.object.spec)
 	msg := sprintf("%s: spec.smd is configured but spec.manager.version is not set, so the operator's default tag is used for spec.manager's image; the driver manager must be v%s or later to drive RSMD: pin spec.manager.version (%s)", [util.resource, minimum, util.values("manager.image.tag")])
 }
+
+# smd_configured: spec.smd names a registry or an image (the only drivers this policy judges).
+smd_configured(spec) if object.get(spec, ["smd", "registry"], "") != ""
+
+smd_configured(spec) if object.get(spec, ["smd", "image"], "") != ""

@@ -8,7 +8,8 @@ package driverguard.lib.max_parallel_upgrades
 import data.driverguard.lib.util
 
 warn contains msg if {
-	util.is_cluster_policy
+	input.object.kind == "RBLNClusterPolicy"
+	input.operation != "DELETE"
 	object.get(util.upgrade_policy, "maxParallelUpgrades", 1) == 0
 	msg := sprintf("%s: spec.driver.upgradePolicy.maxParallelUpgrades is 0 (unlimited): an automatic upgrade may take every NPU node out of service at once; set it to the number of nodes you can lose at a time, e.g. 1 (values: driver.upgradePolicy.maxParallelUpgrades)", [util.resource])
 }

@@ -15,14 +15,18 @@ moving_tags := {"latest", "stable", "main", "master", "edge", "nightly", "dev"}
 semver_like := `^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z][0-9A-Za-z.-]*)?$`
 
 deny contains msg if {
-	util.is_driver
-	problem := version_problem(object.get(util.spec, "version", ""))
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
+	v := object.get(input.object, ["spec", "version"], "")
+	not regex.match(semver_like, v) # a pinned version ends the rule here
+	problem := version_problem(v)
 	msg := sprintf("%s: spec.version %s; pin an exact driver version, e.g. \"3.2.2\" (%s)", [util.resource, problem, util.values("image.tag")])
 }
 
 deny contains msg if {
-	util.is_driver
-	v := object.get(util.spec, ["manager", "version"], "")
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
+	v := input.object.spec.manager.version
 	lower(v) in moving_tags
 	msg := sprintf("%s: spec.manager.version is %q, a moving tag; pin the driver manager, e.g. \"v0.2.2\" (%s)", [util.resource, v, util.values("manager.image.tag")])
 }

@@ -119,6 +119,7 @@ finish within --shutdown-timeout.`,
 	f.BoolVar(&o.server.EnableHTTP2, "enable-http2", false, "also serve HTTP/2 (off: the API server uses HTTP/1.1, and HTTP/2 has had denial-of-service advisories)")
 	f.StringVar(&o.server.MetricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.server.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz; 0 disables them")
+	f.BoolVar(&o.server.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --metrics-addr (for diagnosing CPU and memory)")
 	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
 	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time for in-flight requests to finish after the delay")
 	o.policy.addFlags(f, "policy-dir")
