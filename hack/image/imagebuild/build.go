@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -133,7 +134,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("creating a build directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	src, leftOut, err := checkout(ctx, o, tmp)
+	src, err := checkout(ctx, o, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -143,20 +144,26 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		info *debug.BuildInfo
 	}
 	bins := make([]built, len(o.Platforms))
-	for i, p := range o.Platforms {
+	err = forEach(len(o.Platforms), func(i int) error {
+		p := o.Platforms[i]
 		out := filepath.Join(tmp, "driverguard-"+p.OS+"-"+p.Architecture)
 		if err := goBuild(ctx, o, src, p, out); err != nil {
-			return nil, err
+			return err
 		}
+		var err error
 		if bins[i].info, err = buildinfo.ReadFile(out); err != nil {
-			return nil, fmt.Errorf("reading the build information of %s: %w", out, err)
+			return fmt.Errorf("reading the build information of %s: %w", out, err)
 		}
 		if bins[i].data, err = os.ReadFile(out); err != nil {
-			return nil, fmt.Errorf("reading the built binary: %w", err)
+			return fmt.Errorf("reading the built binary: %w", err)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 
-	r := &Result{RefName: refName, Version: o.Version, Created: o.Created.UTC(), LeftOut: leftOut}
+	r := &Result{RefName: refName, Version: o.Version, Created: o.Created.UTC(), LeftOut: src.leftOut}
 	var vcsTime string
 	for i, b := range bins {
 		st := stamp(b.info)
@@ -186,19 +193,27 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		ann[AnnotationRevision] = r.Revision
 	}
 
-	var adds []mutate.IndexAddendum
-	for i, p := range o.Platforms {
+	r.Images = make([]PlatformImage, len(o.Platforms))
+	err = forEach(len(o.Platforms), func(i int) error {
+		p := o.Platforms[i]
 		img, err := platformImage(p, bins[i].data, r.Created, ann)
 		if err != nil {
-			return nil, fmt.Errorf("building the %s image: %w", platform(p), err)
+			return fmt.Errorf("building the %s image: %w", platform(p), err)
 		}
 		doc, err := sbom(bins[i].info, p, r.Version, r.Revision, o.Source, r.Created)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		r.Images = append(r.Images, PlatformImage{Platform: p, Image: img, SBOM: doc})
-		plat := p
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &plat}})
+		r.Images[i] = PlatformImage{Platform: p, Image: img, SBOM: doc}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var adds []mutate.IndexAddendum
+	for _, pi := range r.Images {
+		plat := pi.Platform
+		adds = append(adds, mutate.IndexAddendum{Add: pi.Image, Descriptor: v1.Descriptor{Platform: &plat}})
 	}
 	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
 	var ok bool
@@ -264,11 +279,16 @@ func chartAppVersion(path string) (string, error) {
 }
 
 // goBuild builds a static binary for p. The environment is pinned where it changes the
-// output (cgo off, GOFLAGS cleared, the default GOAMD64/GOARM64 levels), -trimpath drops the
-// build's paths, and -buildvcs=true fails rather than silently leaving out the revision.
-func goBuild(ctx context.Context, o Options, dir string, p v1.Platform, out string) error {
-	cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath", "-buildvcs=true", "-ldflags=-s -w", "-o", out, o.Package)
-	cmd.Dir = dir
+// output (cgo off, GOFLAGS cleared, the default GOAMD64/GOARM64 levels) and -trimpath drops
+// the build's paths. In a checkout of the commit, -buildvcs=true fails rather than silently
+// leaving out the revision.
+func goBuild(ctx context.Context, o Options, src source, p v1.Platform, out string) error {
+	buildvcs := "-buildvcs=auto"
+	if src.commit {
+		buildvcs = "-buildvcs=true"
+	}
+	cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath", buildvcs, "-ldflags=-s -w", "-o", out, o.Package)
+	cmd.Dir = src.dir
 	cmd.Env = append(os.Environ(),
 		"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
 		"GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
@@ -280,19 +300,28 @@ func goBuild(ctx context.Context, o Options, dir string, p v1.Platform, out stri
 	return nil
 }
 
-// checkout returns the directory to build in: Dir's counterpart in a clean checkout (in tmp)
-// of Dir's HEAD commit, and whether Dir has changes the checkout leaves out. A clone with a
-// .git directory is also what lets go build stamp the revision when Dir is a linked git
-// worktree. With Options.WorkingTree, no git command, or Dir outside a git checkout: Dir.
-func checkout(ctx context.Context, o Options, tmp string) (string, bool, error) {
+// source is the directory the binaries are built in.
+type source struct {
+	dir string
+	// commit: dir is in a clean checkout of Dir's HEAD commit; leftOut: Dir has changes that
+	// the checkout does not.
+	commit, leftOut bool
+}
+
+// checkout returns Dir's counterpart in a clean checkout (in tmp) of Dir's HEAD commit. A
+// clone with a .git directory is also what lets go build stamp the revision when Dir is a
+// linked git worktree (go build looks for a .git directory only). With Options.WorkingTree,
+// no git command, or Dir outside a git checkout: Dir itself.
+func checkout(ctx context.Context, o Options, tmp string) (source, error) {
+	inPlace := source{dir: o.Dir}
 	if o.WorkingTree {
-		return o.Dir, false, nil
+		return inPlace, nil
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		return o.Dir, false, nil
+		return inPlace, nil
 	}
 	if inside, err := git(ctx, o.Dir, "rev-parse", "--is-inside-work-tree"); err != nil || inside != "true" {
-		return o.Dir, false, nil
+		return inPlace, nil
 	}
 	var top, prefix, rev, status string
 	for _, q := range []struct {
@@ -306,17 +335,17 @@ func checkout(ctx context.Context, o Options, tmp string) (string, bool, error) 
 	} {
 		var err error
 		if *q.out, err = git(ctx, o.Dir, q.args...); err != nil {
-			return "", false, err
+			return source{}, err
 		}
 	}
-	src := filepath.Join(tmp, "src")
-	if _, err := git(ctx, tmp, "clone", "--quiet", "--shared", "--no-checkout", top, src); err != nil {
-		return "", false, err
+	clone := filepath.Join(tmp, "src")
+	if _, err := git(ctx, tmp, "clone", "--quiet", "--shared", "--no-checkout", top, clone); err != nil {
+		return source{}, err
 	}
-	if _, err := git(ctx, src, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", rev); err != nil {
-		return "", false, err
+	if _, err := git(ctx, clone, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", rev); err != nil {
+		return source{}, err
 	}
-	return filepath.Join(src, filepath.FromSlash(prefix)), status != "", nil
+	return source{dir: filepath.Join(clone, filepath.FromSlash(prefix)), commit: true, leftOut: status != ""}, nil
 }
 
 // git runs a git command in dir and returns its trimmed standard output.
@@ -416,3 +445,15 @@ func Size(img v1.Image) (int64, error) {
 }
 
 func platform(p v1.Platform) string { return p.OS + "/" + p.Architecture }
+
+// forEach runs f(0) ... f(n-1) concurrently (one per platform: the links and the layer
+// compression are mostly single-threaded) and joins their errors.
+func forEach(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
