@@ -76,7 +76,7 @@ type Options struct {
 	// Platforms of the index (DefaultPlatforms when empty). Variants are not supported.
 	Platforms []v1.Platform
 	// Version is org.opencontainers.image.version and the tag of the reference the layout
-	// records (the appVersion of ChartFile when empty).
+	// records (the appVersion of ChartFile in the source that is built when empty).
 	Version string
 	// Repository is the repository of the recorded reference (DefaultRepository when empty).
 	Repository string
@@ -125,10 +125,6 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	refName := o.Repository + ":" + o.Version
-	if _, err := name.NewTag(refName, name.WeakValidation); err != nil {
-		return nil, fmt.Errorf("image reference %q: %w", refName, err)
-	}
 	tmp, err := os.MkdirTemp("", "driverguard-image-")
 	if err != nil {
 		return nil, fmt.Errorf("creating a build directory: %w", err)
@@ -138,46 +134,38 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-
-	type built struct {
-		data []byte
-		info *debug.BuildInfo
+	if o.Version == "" {
+		// The chart of the source that is built: with a checkout, the committed appVersion.
+		if o.Version, err = chartAppVersion(filepath.Join(src.dir, ChartFile)); err != nil {
+			return nil, err
+		}
 	}
-	bins := make([]built, len(o.Platforms))
-	err = forEach(len(o.Platforms), func(i int) error {
-		p := o.Platforms[i]
-		out := filepath.Join(tmp, "driverguard-"+p.OS+"-"+p.Architecture)
-		if err := goBuild(ctx, o, src, p, out); err != nil {
-			return err
-		}
-		var err error
-		if bins[i].info, err = buildinfo.ReadFile(out); err != nil {
-			return fmt.Errorf("reading the build information of %s: %w", out, err)
-		}
-		if bins[i].data, err = os.ReadFile(out); err != nil {
-			return fmt.Errorf("reading the built binary: %w", err)
-		}
-		return nil
-	})
+	refName := o.Repository + ":" + o.Version
+	if _, err := name.NewTag(refName, name.WeakValidation); err != nil {
+		return nil, fmt.Errorf("image reference %q: %w", refName, err)
+	}
+
+	bins, err := buildBinaries(ctx, o, src, tmp)
 	if err != nil {
 		return nil, err
 	}
-
-	r := &Result{RefName: refName, Version: o.Version, Created: o.Created.UTC(), LeftOut: src.leftOut}
-	var vcsTime string
-	for i, b := range bins {
-		st := stamp(b.info)
-		if i > 0 && (st.revision != r.Revision || st.modified != r.Modified) {
-			return nil, fmt.Errorf("the binaries of %s and %s were built from different sources (revision %q, %q)",
-				platform(o.Platforms[0]), platform(o.Platforms[i]), r.Revision, st.revision)
-		}
-		r.Revision, r.Modified, vcsTime = st.revision, st.modified, st.time
+	st, err := sameStamp(bins, o.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{
+		RefName:  refName,
+		Version:  o.Version,
+		Revision: st.revision,
+		Modified: st.modified,
+		Created:  o.Created.UTC(),
+		LeftOut:  src.leftOut,
 	}
 	if r.Created.IsZero() {
 		r.Created = time.Unix(0, 0).UTC()
-		if vcsTime != "" {
-			if r.Created, err = time.Parse(time.RFC3339, vcsTime); err != nil {
-				return nil, fmt.Errorf("the binary's vcs.time %q: %w", vcsTime, err)
+		if st.time != "" {
+			if r.Created, err = time.Parse(time.RFC3339, st.time); err != nil {
+				return nil, fmt.Errorf("the binary's vcs.time %q: %w", st.time, err)
 			}
 			r.Created = r.Created.UTC()
 		}
@@ -226,6 +214,45 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	return r, nil
 }
 
+// binary is one platform's built binary and its build information.
+type binary struct {
+	data []byte
+	info *debug.BuildInfo
+}
+
+// buildBinaries builds the binary of every platform into tmp, concurrently.
+func buildBinaries(ctx context.Context, o Options, src source, tmp string) ([]binary, error) {
+	bins := make([]binary, len(o.Platforms))
+	err := forEach(len(o.Platforms), func(i int) error {
+		p := o.Platforms[i]
+		out := filepath.Join(tmp, "driverguard-"+p.OS+"-"+p.Architecture)
+		if err := goBuild(ctx, o, src, p, out); err != nil {
+			return err
+		}
+		var err error
+		if bins[i].info, err = buildinfo.ReadFile(out); err != nil {
+			return fmt.Errorf("reading the build information of %s: %w", out, err)
+		}
+		if bins[i].data, err = os.ReadFile(out); err != nil {
+			return fmt.Errorf("reading the built binary: %w", err)
+		}
+		return nil
+	})
+	return bins, err
+}
+
+// sameStamp is the VCS stamp of the binaries, which must agree.
+func sameStamp(bins []binary, platforms []v1.Platform) (vcsStamp, error) {
+	first := stamp(bins[0].info)
+	for i, b := range bins[1:] {
+		if st := stamp(b.info); st != first {
+			return vcsStamp{}, fmt.Errorf("the binaries of %s and %s were built from different sources (%+v, %+v)",
+				platform(platforms[0]), platform(platforms[i+1]), first, st)
+		}
+	}
+	return first, nil
+}
+
 func (o *Options) defaults() error {
 	if o.Dir == "" {
 		o.Dir = "."
@@ -250,13 +277,6 @@ func (o *Options) defaults() error {
 	if o.Go == "" {
 		o.Go = "go"
 	}
-	if o.Version == "" {
-		v, err := chartAppVersion(filepath.Join(o.Dir, ChartFile))
-		if err != nil {
-			return err
-		}
-		o.Version = v
-	}
 	return nil
 }
 
@@ -279,9 +299,9 @@ func chartAppVersion(path string) (string, error) {
 }
 
 // goBuild builds a static binary for p. The environment is pinned where it changes the
-// output (cgo off, GOFLAGS cleared, the default GOAMD64/GOARM64 levels) and -trimpath drops
-// the build's paths. In a checkout of the commit, -buildvcs=true fails rather than silently
-// leaving out the revision.
+// output (cgo off, GOFLAGS cleared, no go.work, the default GOAMD64/GOARM64 levels) and
+// -trimpath drops the build's paths. In a checkout of the commit, -buildvcs=true fails rather
+// than silently leaving out the revision.
 func goBuild(ctx context.Context, o Options, src source, p v1.Platform, out string) error {
 	buildvcs := "-buildvcs=auto"
 	if src.commit {
@@ -291,7 +311,7 @@ func goBuild(ctx context.Context, o Options, src source, p v1.Platform, out stri
 	cmd.Dir = src.dir
 	cmd.Env = append(os.Environ(),
 		"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
-		"GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
+		"GOFLAGS=", "GOWORK=off", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {
