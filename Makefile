@@ -59,3 +59,18 @@ test: tools
 
 bench:
 	@if [ -f hack/bench.sh ]; then bash hack/bench.sh; else echo "hack/bench.sh does not exist yet" >&2; fi
+
+# The webhook/CLI image, built without a container daemon by hack/image (go-containerregistry):
+# linux/amd64 + linux/arm64 from the HEAD commit, as an OCI image layout in bin/image/oci (named
+# driverguard/driverguard:<chart appVersion>, the chart's default image) with SPDX SBOMs in
+# bin/image/sbom. The same commit and Go toolchain give the same digest.
+IMAGE_DIR := bin/image
+.PHONY: image image-push
+
+image: ## the image as an OCI layout in bin/image/oci
+	$(GO) run ./hack/image build -out $(IMAGE_DIR)
+
+image-push: ## make image-push IMAGE=$$REGISTRY/driverguard:0.1.0 (credentials: docker config)
+	@if [ -z "$(IMAGE)" ]; then echo "usage: make image-push IMAGE=<registry>/<repository>:<tag>" >&2; exit 2; fi
+	@$(MAKE) --no-print-directory image
+	$(GO) run ./hack/image push -layout $(IMAGE_DIR)/oci $(IMAGE)

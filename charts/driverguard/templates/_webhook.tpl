@@ -26,9 +26,14 @@ app.kubernetes.io/component: webhook
 app.kubernetes.io/component: webhook
 {{- end -}}
 
+{{/* registry/repository:tag, or repository:tag without a registry (what `make image` records). */}}
 {{- define "driverguard.webhook.image" -}}
 {{- $img := .Values.webhook.image -}}
-{{- printf "%s/%s:%s" $img.registry $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- $repo := $img.repository -}}
+{{- if $img.registry -}}
+{{- $repo = printf "%s/%s" $img.registry $img.repository -}}
+{{- end -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion $img.tag) -}}
 {{- end -}}
 
 {{/*
