@@ -25,9 +25,8 @@ type Cluster struct {
 	named  map[string]int32 // name → its active slot
 	// owner and pool of every node (by index into ix.nodes), as routing decides them now;
 	// owner is a slot or noOwner.
-	owner     []int32
-	pool      []string
-	poolNames map[PoolLabels]string
+	owner []int32
+	pool  []string
 }
 
 // NodeChange is a node whose routing a change moved: its new owner ("" for none) and pool.
@@ -49,7 +48,7 @@ func NewCluster(nodes []Node, current []v1alpha1.RBLNDriver, upcoming []*v1alpha
 	}
 	all = append(all, upcoming...)
 	ix, slotOf := newSlotIndex(all, nodes)
-	c := &Cluster{ix: ix, slotOf: slotOf, named: map[string]int32{}, poolNames: map[PoolLabels]string{}}
+	c := &Cluster{ix: ix, slotOf: slotOf, named: map[string]int32{}}
 	// Current drivers: one per name, as a cluster holds them (a duplicate name is invalid).
 	stored := newIndex(current, nil)
 	for i := range current {
@@ -221,14 +220,7 @@ func (c *Cluster) reroute(nodes []int32) []NodeChange {
 				}
 			}
 			if owner >= 0 {
-				if pl, err := poolLabelsOf(c.ix.nodes[n].Labels, validFamily); err == nil {
-					name, ok := c.poolNames[pl]
-					if !ok {
-						name = pl.Name()
-						c.poolNames[pl] = name
-					}
-					pool = name
-				}
+				pool = c.ix.pools[c.ix.nodePool[n]].name // "" when the node joins no pool
 			}
 		}
 		before := c.nodeState(n)

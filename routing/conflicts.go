@@ -166,7 +166,7 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 	ties := make(map[string]*Conflict)
 	var pools *poolSet
 	if full {
-		pools = newPoolSet()
+		pools = ix.newPoolSet()
 	}
 	ix.forMatchingNodes(cand.sel, func(node int32) {
 		a.Selected++
@@ -199,7 +199,7 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 		if o.owner == candidateOwner {
 			a.Owns++
 			if full {
-				pools.add(&ix.nodes[node], &cand.driver, false, &a.Unpooled)
+				pools.add(node, &cand.driver, false, &a.Unpooled)
 			}
 			return
 		}
@@ -213,7 +213,7 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 		}
 		if o.owner == noOwner {
 			a.Kept++
-			pools.add(&ix.nodes[node], &cand.driver, true, &a.Unpooled)
+			pools.add(node, &cand.driver, true, &a.Unpooled)
 		}
 	})
 	for _, c := range ties {
@@ -228,51 +228,49 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 
 // poolSet collects the pools of one driver's nodes.
 type poolSet struct {
-	byLabels map[PoolLabels]*Pool
-	familyOK map[string]bool
+	ix    *Index
+	byIdx map[int32]*Pool
 }
 
-func newPoolSet() *poolSet {
-	return &poolSet{byLabels: map[PoolLabels]*Pool{}, familyOK: map[string]bool{}}
+func (ix *Index) newPoolSet() *poolSet {
+	return &poolSet{ix: ix, byIdx: map[int32]*Pool{}}
 }
 
-// add puts node (owned by d) into its pool, or into unpooled with the reason it has none.
+// add puts node n (owned by d) into its pool, or into unpooled with the reason it has none.
 // Nodes must come in name order.
-func (s *poolSet) add(n *Node, d *driver, tied bool, unpooled *[]NodeResult) {
-	pl, err := poolLabelsOf(n.Labels, func(f string) bool {
-		ok, seen := s.familyOK[f]
-		if !seen {
-			ok = validFamily(f)
-			s.familyOK[f] = ok
-		}
-		return ok
-	})
-	if err != nil {
-		nr := NodeResult{Name: n.Name, Owner: d.name, Reason: err.Reason, Detail: err.Error(), CurrentOwner: n.Labels[v1alpha1.LabelOwner]}
+func (s *poolSet) add(n int32, d *driver, tied bool, unpooled *[]NodeResult) {
+	node := &s.ix.nodes[n]
+	pi := s.ix.nodePool[n]
+	np := &s.ix.pools[pi]
+	if np.err != nil {
+		nr := NodeResult{Name: node.Name, Owner: d.name, Reason: np.err.Reason, Detail: np.err.Error(), CurrentOwner: node.Labels[v1alpha1.LabelOwner]}
 		if tied {
 			nr.Reason = ReasonConflictingNodeSelector
 		}
 		*unpooled = append(*unpooled, nr)
 		return
 	}
-	p := s.byLabels[pl]
+	p := s.byIdx[pi]
 	if p == nil {
-		p = newPool(d, pl, pl.Name())
-		s.byLabels[pl] = p
+		p = newPool(d, np.labels, np.name)
+		s.byIdx[pi] = p
 	}
-	p.Nodes = append(p.Nodes, n.Name)
+	p.Nodes = append(p.Nodes, node.Name)
 }
 
 func (s *poolSet) sorted() []Pool {
-	out := make([]Pool, 0, len(s.byLabels))
-	for _, p := range s.byLabels {
+	out := make([]Pool, 0, len(s.byIdx))
+	for _, p := range s.byIdx {
 		out = append(out, *p)
 	}
 	slices.SortFunc(out, func(a, b Pool) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-// forMatchingNodes calls fn, in name order, for every candidate node that sel matches.
+// forMatchingNodes calls fn, in name order, for every candidate node that sel matches. It
+// walks the shortest posting of sel's pairs; the pairs whose keys the index knows are checked
+// once per node group (every node of a group carries the same values for those keys), the
+// others on the node's labels.
 func (ix *Index) forMatchingNodes(sel []labelPair, fn func(node int32)) {
 	if len(sel) == 0 {
 		for _, n := range ix.candidates {
@@ -286,13 +284,44 @@ func (ix *Index) forMatchingNodes(sel []labelPair, fn func(node int32)) {
 			shortest = i
 		}
 	}
+	type indexed struct {
+		ki int
+		v  string
+	}
+	var known []indexed
+	var extra []labelPair
+	for i, p := range sel {
+		if i == shortest {
+			continue
+		}
+		if ki, ok := ix.keyIdx[p.key]; ok {
+			known = append(known, indexed{ki, p.value})
+		} else {
+			extra = append(extra, p)
+		}
+	}
+	groupOK := map[int32]bool{}
 next:
 	for _, n := range ix.postings[sel[shortest]] {
-		labels := ix.nodes[n].Labels
-		for i, p := range sel {
-			if i == shortest {
+		if len(known) > 0 {
+			gi := ix.nodeGroup[n]
+			ok, seen := groupOK[gi]
+			if !seen {
+				ok = true
+				for _, k := range known {
+					if v, has := ix.groups[gi].value(k.ki); !has || v != k.v {
+						ok = false
+						break
+					}
+				}
+				groupOK[gi] = ok
+			}
+			if !ok {
 				continue
 			}
+		}
+		labels := ix.nodes[n].Labels
+		for _, p := range extra {
 			if v, ok := labels[p.key]; !ok || v != p.value {
 				continue next
 			}

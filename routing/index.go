@@ -41,6 +41,8 @@ type Index struct {
 
 	nodes      []Node  // sorted by name
 	nodeGroup  []int32 // group of each node, -1 when out of scope
+	nodePool   []int32 // index into pools of each candidate node, -1 when out of scope
+	pools      []nodePool
 	groups     []group
 	candidates []int32 // indices of candidate nodes, ascending
 
@@ -64,10 +66,11 @@ type driver struct {
 }
 
 type group struct {
-	matches []int32 // matching drivers, ascending
-	owner   int32   // unique most specific driver, -1 when none or tied
-	tied    []int32 // maximal matching drivers when tied, ascending
-	tiedKey string  // canonical encoding of tied
+	kvs     []keyValue // the relevant labels every node of the group carries, by key index
+	matches []int32    // matching drivers, ascending
+	owner   int32      // unique most specific driver, -1 when none or tied
+	tied    []int32    // maximal matching drivers when tied, ascending
+	tiedKey string     // canonical encoding of tied
 }
 
 // NewIndex builds an Index. Invalid drivers are recorded (see [Result.Invalid]) and ignored.
@@ -237,10 +240,63 @@ func (ix *Index) addNodes(in []Node) {
 		if !ok {
 			gi = int32(len(ix.groups))
 			groupOf[string(buf)] = gi
-			ix.groups = append(ix.groups, ix.newGroup(kvs, counts))
+			g := ix.newGroup(kvs, counts)
+			g.kvs = slices.Clone(kvs)
+			ix.groups = append(ix.groups, g)
 		}
 		ix.nodeGroup[i] = gi
 	}
+	ix.addNodePools()
+}
+
+// nodePool is the pool identity of a candidate node, read once from its labels.
+type nodePool struct {
+	labels PoolLabels
+	name   string
+	err    *PoolLabelError
+}
+
+// addNodePools reads every candidate node's pool labels once (routing a node then reads an
+// array, not four labels of its map), naming each distinct pool once.
+func (ix *Index) addNodePools() {
+	ix.nodePool = make([]int32, len(ix.nodes))
+	byLabels := map[PoolLabels]int32{}
+	familyOK := map[string]bool{}
+	for i := range ix.nodePool {
+		ix.nodePool[i] = -1
+	}
+	for _, n := range ix.candidates {
+		pl, err := poolLabelsOf(ix.nodes[n].Labels, func(f string) bool {
+			ok, seen := familyOK[f]
+			if !seen {
+				ok = validFamily(f)
+				familyOK[f] = ok
+			}
+			return ok
+		})
+		if err == nil {
+			if pi, ok := byLabels[pl]; ok {
+				ix.nodePool[n] = pi
+				continue
+			}
+		}
+		np := nodePool{labels: pl, err: err}
+		if err == nil {
+			np.name = pl.Name()
+			byLabels[pl] = int32(len(ix.pools))
+		}
+		ix.nodePool[n] = int32(len(ix.pools))
+		ix.pools = append(ix.pools, np)
+	}
+}
+
+// groupValue is the value of key index ki that every node of g carries.
+func (g *group) value(ki int) (string, bool) {
+	i, ok := slices.BinarySearchFunc(g.kvs, ki, func(kv keyValue, k int) int { return cmp.Compare(kv.k, k) })
+	if !ok {
+		return "", false
+	}
+	return g.kvs[i].v, true
 }
 
 // relevant appends the node's labels whose keys appear in some valid selector, ordered by key

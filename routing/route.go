@@ -14,8 +14,7 @@ func Route(drivers []v1alpha1.RBLNDriver, nodes []Node) *Result {
 }
 
 type poolKey struct {
-	owner int32
-	p     PoolLabels
+	owner, pool int32
 }
 
 // Route routes the indexed nodes; see the package documentation for the rules.
@@ -28,17 +27,7 @@ func (ix *Index) Route() *Result {
 		SMD:       make([]SMDDaemonSet, 0, len(ix.drivers)),
 	}
 
-	familyOK := make(map[string]bool)
-	validFamilyCached := func(f string) bool {
-		ok, seen := familyOK[f]
-		if !seen {
-			ok = validFamily(f)
-			familyOK[f] = ok
-		}
-		return ok
-	}
 	pools := make(map[poolKey]*Pool)
-	poolNames := make(map[PoolLabels]string)
 	type tie struct {
 		c             *Conflict
 		kept, notKept string // node details
@@ -84,23 +73,18 @@ func (ix *Index) Route() *Result {
 		}
 		nr.Owner = ix.drivers[owner].name
 
-		pl, err := poolLabelsOf(n.Labels, validFamilyCached)
-		if err != nil {
+		np := &ix.pools[ix.nodePool[i]]
+		if np.err != nil {
 			if nr.Reason == "" {
-				nr.Reason = err.Reason
-				nr.Detail = err.Error()
+				nr.Reason = np.err.Reason
+				nr.Detail = np.err.Error()
 			}
 			continue
 		}
-		key := poolKey{owner, pl}
+		key := poolKey{owner, ix.nodePool[i]}
 		p := pools[key]
 		if p == nil {
-			name, ok := poolNames[pl]
-			if !ok {
-				name = pl.Name()
-				poolNames[pl] = name
-			}
-			p = newPool(&ix.drivers[owner], pl, name)
+			p = newPool(&ix.drivers[owner], np.labels, np.name)
 			pools[key] = p
 		}
 		p.Nodes = append(p.Nodes, n.Name)

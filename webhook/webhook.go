@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -63,12 +64,22 @@ func New(state State, opts Options) *Webhooks {
 	}
 	w.hooks = map[string]*admission.Webhook{
 		PathValidateDriver: {Handler: &validatingHandler[*v1alpha1.RBLNDriver]{
-			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), validator: w.Drivers}},
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), validator: w.Drivers}, LogConstructor: requestLogger},
 		PathValidateClusterPolicy: {Handler: &validatingHandler[*v1alpha1.RBLNClusterPolicy]{
-			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), validator: w.ClusterPolicies}},
-		PathMutateDaemonSet: {Handler: &daemonSetHandler{m: w.DaemonSets}},
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), validator: w.ClusterPolicies}, LogConstructor: requestLogger},
+		PathMutateDaemonSet: {Handler: &daemonSetHandler{m: w.DaemonSets}, LogConstructor: requestLogger},
 	}
 	return w
+}
+
+// requestLogger is controller-runtime's per-request logger, with the request's fields only
+// when its per-request logs (V(5), serve --log-level debug) are enabled: building them costs
+// allocations on every request otherwise.
+func requestLogger(base logr.Logger, req *admission.Request) logr.Logger {
+	if !base.V(5).Enabled() {
+		return base
+	}
+	return admission.DefaultLogConstructor(base, req)
 }
 
 // Handlers returns the HTTP handler of every path. Each is a controller-runtime

@@ -43,27 +43,40 @@ func setLogDestination(h slog.Handler) {
 func processLogger() logr.Logger { return logr.FromSlogHandler(processLog) }
 
 // switchHandler is a slog.Handler whose destination (processLog's) can change while loggers
-// derived from it are in use.
+// derived from it are in use. A derived handler keeps the destination's own derivation (its
+// groups and attributes applied) and redoes it only when the destination changes.
 type switchHandler struct {
 	dest  atomic.Pointer[slog.Handler]
 	attrs []slog.Attr
 	group string
+	// derived is the destination with group and attrs applied, for the destination it was
+	// derived from.
+	derived atomic.Pointer[derivedHandler]
+}
+
+type derivedHandler struct {
+	from *slog.Handler
+	h    slog.Handler
 }
 
 func (s *switchHandler) set(h slog.Handler) { s.dest.Store(&h) }
 
 func (s *switchHandler) target() slog.Handler {
-	h := processLog.dest.Load()
-	if h == nil {
+	dest := processLog.dest.Load()
+	if dest == nil {
 		return discard{}
 	}
-	out := *h
+	if d := s.derived.Load(); d != nil && d.from == dest {
+		return d.h
+	}
+	out := *dest
 	if s.group != "" {
 		out = out.WithGroup(s.group)
 	}
 	if len(s.attrs) > 0 {
 		out = out.WithAttrs(s.attrs)
 	}
+	s.derived.Store(&derivedHandler{from: dest, h: out})
 	return out
 }
 
