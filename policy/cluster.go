@@ -67,6 +67,10 @@ type clusterData struct {
 	clusterPolicy *objectEntry
 	nodes         map[string]nodeEntry
 	families      map[string]int
+	// withNodes is whether the active set's policies read data.driverguard_cluster.nodes:
+	// only then are nodes converted and written to its store (10,000 nodes are most of the
+	// view's memory, and of the collector's work while admission requests allocate).
+	withNodes bool
 }
 
 type objectEntry struct {
@@ -76,13 +80,21 @@ type objectEntry struct {
 }
 
 // nodeEntry holds the labels map its identity is compared by, so that the map cannot be freed
-// and its address reused by another map while the entry exists.
+// and its address reused by another map while the entry exists. term is the node's value in
+// data.driverguard_cluster.nodes, nil while no policy reads the nodes.
 type nodeEntry struct {
 	labels   map[string]string
 	labelsID unsafe.Pointer
 	owner    string
 	pool     string
 	term     *ast.Term
+}
+
+func (e *nodeEntry) value(name string) *ast.Term {
+	if e.term != nil {
+		return e.term
+	}
+	return ast.NewTerm(nodeValue(&ClusterNode{Name: name, Labels: e.labels, Owner: e.owner, Pool: e.pool}))
 }
 
 func newClusterData() *clusterData {
@@ -109,15 +121,24 @@ func childPath(p storage.Path, key string) storage.Path {
 }
 
 // document builds data.driverguard_cluster from the entries, in new containers (the entries'
-// values are shared: stores replace them, never change them).
-func (c *clusterData) document() ast.Object {
+// values are shared: stores replace them, never change them). Without withNodes, nodes is
+// empty; with it, the nodes converted here are kept when the view holds them (c.withNodes).
+func (c *clusterData) document(withNodes bool) ast.Object {
 	drivers := make([][2]*ast.Term, 0, len(c.drivers))
 	for name, e := range c.drivers {
 		drivers = append(drivers, [2]*ast.Term{ast.StringTerm(name), e.term})
 	}
-	nodes := make([][2]*ast.Term, 0, len(c.nodes))
-	for name, e := range c.nodes {
-		nodes = append(nodes, [2]*ast.Term{ast.StringTerm(name), e.term})
+	var nodes [][2]*ast.Term
+	if withNodes {
+		nodes = make([][2]*ast.Term, 0, len(c.nodes))
+		for name, e := range c.nodes {
+			t := e.value(name)
+			if c.withNodes && e.term == nil {
+				e.term = t
+				c.nodes[name] = e
+			}
+			nodes = append(nodes, [2]*ast.Term{ast.StringTerm(name), t})
+		}
 	}
 	families := make([][2]*ast.Term, 0, len(c.families))
 	for f, n := range c.families {
@@ -195,9 +216,31 @@ func (c *clusterData) setNode(n ClusterNode) []storeOp {
 		}
 		ops = c.countFamily(newFamily, +1, ops)
 	}
+	e := nodeEntry{labels: n.Labels, labelsID: id, owner: n.Owner, pool: n.Pool}
+	if !c.withNodes {
+		c.nodes[n.Name] = e
+		return ops
+	}
 	v := nodeValue(&n)
-	c.nodes[n.Name] = nodeEntry{labels: n.Labels, labelsID: id, owner: n.Owner, pool: n.Pool, term: ast.NewTerm(v)}
+	e.term = ast.NewTerm(v)
+	c.nodes[n.Name] = e
 	return append(ops, storeOp{op: storage.AddOp, path: childPath(nodesPath, n.Name), value: v})
+}
+
+// holdNodes sets whether the view holds the nodes' values (see withNodes); without them, the
+// values converted before are dropped.
+func (c *clusterData) holdNodes(on bool) {
+	if c.withNodes == on {
+		return
+	}
+	c.withNodes = on
+	if on {
+		return
+	}
+	for name, e := range c.nodes {
+		e.term = nil
+		c.nodes[name] = e
+	}
 }
 
 // routeNode gives a known node a new owner and pool.
@@ -264,7 +307,7 @@ func (c *clusterData) sync(v *ClusterView) ([]storeOp, error) {
 		return append(ops, nodeOps...), nil
 	}
 	// The nodes and families objects are rewritten whole.
-	doc := c.document()
+	doc := c.document(c.withNodes)
 	return append(ops,
 		storeOp{op: storage.AddOp, path: nodesPath, value: doc.Get(ast.InternedTerm("nodes")).Value},
 		storeOp{op: storage.AddOp, path: familiesPath, value: doc.Get(ast.InternedTerm("families")).Value},
@@ -327,11 +370,11 @@ func (e *Engine) PatchCluster(ctx context.Context, p *ClusterPatch) error {
 }
 
 // ClusterDocument returns data.driverguard_cluster as JSON-compatible values (for `policy
-// data` and tests).
+// data` and tests), nodes included whether or not the policies read them.
 func (e *Engine) ClusterDocument() (any, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return ast.JSON(e.cluster.document())
+	return ast.JSON(e.cluster.document(true))
 }
 
 // maxEntryWrites is the most entries one cluster write changes one by one.
@@ -346,7 +389,7 @@ func (e *Engine) writeCluster(ctx context.Context, ops []storeOp) error {
 	if len(ops) > maxEntryWrites {
 		// An inmem transaction compares every write with the writes before it: many entries
 		// are cheaper written as one new document.
-		ops = []storeOp{{op: storage.AddOp, path: clusterPath, value: e.cluster.document()}}
+		ops = []storeOp{{op: storage.AddOp, path: clusterPath, value: e.cluster.document(e.cluster.withNodes)}}
 	}
 	st := e.active.Load().store
 	txn, err := st.NewTransaction(ctx, storage.WriteParams)

@@ -231,9 +231,12 @@ type policySet struct {
 	policies []string // evaluated packages, sorted: the decision's order
 	// readsRouting is whether a rule the decision depends on reads input.routing.
 	readsRouting bool
-	disabled     []string // disabled packages, sorted
-	files        []string // user module and data files, sorted
-	infos        []PolicyInfo
+	// readsNodes is whether one reads data.driverguard_cluster.nodes: the store holds the
+	// nodes only then.
+	readsNodes bool
+	disabled   []string // disabled packages, sorted
+	files      []string // user module and data files, sorted
+	infos      []PolicyInfo
 }
 
 // PolicyInfo describes one policy of the active set.
@@ -311,8 +314,9 @@ func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Mo
 
 // compileSet compiles the library (unless excluded) and the user's modules into a prepared
 // decision query over a new store holding the user's data and the cluster view. disable are
-// names from the caller (e.g. --disable); data.driverguard_config adds its own.
-func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, files []string, cluster ast.Object) (*policySet, error) {
+// names from the caller (e.g. --disable); data.driverguard_config adds its own. cluster builds
+// the cluster view, with or without its nodes.
+func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, files []string, cluster func(withNodes bool) ast.Object) (*policySet, error) {
 	checked, err := checkSet(lib, user, nil, disable)
 	if err != nil {
 		return nil, err
@@ -339,12 +343,13 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		return nil, &LoadError{Problems: problemsOf(c.Errors, "")}
 	}
 	set.readsRouting = readsInput(c, ast.MustParseRef(decisionQuery+"_RBLNDriver"), "routing")
+	set.readsNodes = readsData(c, ast.MustParseRef(decisionQuery), ClusterKey, "nodes")
 	root, err := ast.InterfaceToValue(user.data)
 	if err != nil {
 		return nil, fmt.Errorf("policy: converting the data documents: %w", err)
 	}
 	data := root.(ast.Object)
-	data.Insert(ast.InternedTerm(ClusterKey), ast.NewTerm(cluster))
+	data.Insert(ast.InternedTerm(ClusterKey), ast.NewTerm(cluster(set.readsNodes)))
 	set.store = inmem.NewFromASTObject(data)
 	prepare := func(kind string) (kindQuery, error) {
 		q := kindQuery{}
@@ -380,6 +385,35 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 // input as a whole, or to input[<variable>].
 func readsInput(c *ast.Compiler, query ast.Ref, key string) bool {
 	want := ast.StringTerm(key)
+	return readsRef(c, query, func(ref ast.Ref) bool {
+		return ref.HasPrefix(ast.InputRootRef) && (len(ref) == 1 || !ref[1].IsGround() || ref[1].Equal(want))
+	})
+}
+
+// readsData reports whether a rule the query depends on reads data.<path...>: a ref to it or
+// below it, to a document that contains it (data, data.<path[0]>), or one with a variable
+// where the path has a key (data[x]).
+func readsData(c *ast.Compiler, query ast.Ref, path ...string) bool {
+	return readsRef(c, query, func(ref ast.Ref) bool {
+		if !ref.HasPrefix(ast.DefaultRootRef) {
+			return false
+		}
+		for i, key := range path {
+			switch {
+			case len(ref) <= i+1:
+				return true
+			case !ref[i+1].IsGround():
+				return true
+			case !ref[i+1].Equal(ast.StringTerm(key)):
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// readsRef reports whether a rule the query depends on has a ref that reads reports true for.
+func readsRef(c *ast.Compiler, query ast.Ref, reads func(ast.Ref) bool) bool {
 	seen := map[*ast.Rule]bool{}
 	queue := c.GetRules(query)
 	found := false
@@ -391,9 +425,7 @@ func readsInput(c *ast.Compiler, query ast.Ref, key string) bool {
 		}
 		seen[r] = true
 		ast.WalkRefs(r, func(ref ast.Ref) bool {
-			if ref.HasPrefix(ast.InputRootRef) && (len(ref) == 1 || !ref[1].IsGround() || ref[1].Equal(want)) {
-				found = true
-			}
+			found = found || reads(ref)
 			return found
 		})
 		for dep := range c.Graph.Dependencies(r) {

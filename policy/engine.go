@@ -172,10 +172,11 @@ func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
 	for i, f := range files {
 		names[i] = f.path
 	}
-	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, names, e.cluster.document())
+	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, names, e.cluster.document)
 	if err != nil {
 		return err
 	}
+	e.cluster.holdNodes(set.readsNodes)
 	e.active.Store(set)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/policy"
 )
 
@@ -321,4 +322,47 @@ deny contains "any" if input.object.metadata.name == "x"
 		require.NoError(t, err)
 		assert.Equal(t, want, msgs(d.Deny), kind)
 	}
+}
+
+// TestClusterNodesOnlyWhenRead: the nodes of the cluster view are in the store only while a
+// policy reads them; a reload that starts reading them sees every node as it is now.
+func TestClusterNodesOnlyWhenRead(t *testing.T) {
+	dir := t.TempDir()
+	const reader = "package driverguard.nodes\n\ndeny contains sprintf(\"%d nodes, n1 owned by %s\", [count(data.driverguard_cluster.nodes), data.driverguard_cluster.nodes.n1.owner]) if input.object.kind == \"RBLNDriver\"\n"
+	const other = "package driverguard.nodes\n\ndeny contains \"families\" if data.driverguard_cluster.families.atom == 2\n"
+	writeFile(t, dir, "nodes.rego", other)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true})
+	atom := map[string]string{v1alpha1.LabelFamily: "atom"}
+	view := &policy.ClusterView{Nodes: []policy.ClusterNode{{Name: "n1", Labels: atom}, {Name: "n2", Labels: atom}}}
+	require.NoError(t, e.SyncCluster(t.Context(), view))
+	in := &policy.Input{Object: map[string]any{"kind": "RBLNDriver", "metadata": map[string]any{"name": "x"}}, Operation: policy.OperationCreate}
+	d, err := e.Evaluate(t.Context(), in)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"families"}, messages(d.Deny), "the family counts are there without the nodes")
+
+	view.Nodes[0].Owner = "rbln-driver-atom"
+	require.NoError(t, e.SyncCluster(t.Context(), view))
+	writeFile(t, dir, "nodes.rego", reader)
+	require.NoError(t, e.Reload(t.Context()))
+	d, err = e.Evaluate(t.Context(), in)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"2 nodes, n1 owned by rbln-driver-atom"}, messages(d.Deny))
+
+	view.Nodes[0].Owner = ""
+	require.NoError(t, e.SyncCluster(t.Context(), view))
+	d, err = e.Evaluate(t.Context(), in)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"2 nodes, n1 owned by "}, messages(d.Deny), "syncs write the nodes while they are read")
+
+	doc, err := e.ClusterDocument()
+	require.NoError(t, err)
+	assert.Len(t, doc.(map[string]any)["nodes"], 2)
+}
+
+func messages(ms []policy.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Msg
+	}
+	return out
 }

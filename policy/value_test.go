@@ -50,6 +50,7 @@ func TestInputValueIsTheJSONForm(t *testing.T) {
 // what changed, and removals keep the family counts right.
 func TestClusterDataSyncAndPatch(t *testing.T) {
 	c := newClusterData()
+	c.holdNodes(true)
 	atom := map[string]string{v1alpha1.LabelFamily: "atom"}
 	rebel := map[string]string{v1alpha1.LabelFamily: "rebel"}
 	d1 := &v1alpha1.RBLNDriver{}
@@ -82,11 +83,43 @@ func TestClusterDataSyncAndPatch(t *testing.T) {
 	assert.Len(t, c.nodes, 1)
 	assert.Empty(t, c.drivers)
 
-	doc, err := ast.JSON(c.document())
+	doc, err := ast.JSON(c.document(true))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{
 		"drivers":  map[string]any{},
 		"nodes":    map[string]any{"n1": map[string]any{"name": "n1", "labels": map[string]any{v1alpha1.LabelFamily: "atom"}, "owner": "rbln-driver", "pool": ""}},
 		"families": map[string]any{"atom": json.Number("1")},
 	}, doc)
+}
+
+// TestClusterDataWithoutNodes: while no policy reads data.driverguard_cluster.nodes, a sync
+// writes only the family counts and converts no node; holding the nodes again converts them
+// as they are now.
+func TestClusterDataWithoutNodes(t *testing.T) {
+	c := newClusterData()
+	atom := map[string]string{v1alpha1.LabelFamily: "atom"}
+	view := &ClusterView{Nodes: []ClusterNode{{Name: "n1", Labels: atom}, {Name: "n2", Labels: atom, Owner: "rbln-driver"}}}
+	ops, err := c.sync(view)
+	require.NoError(t, err)
+	require.Len(t, ops, 2, "the atom count, once per node")
+	for _, op := range ops {
+		assert.Equal(t, familiesPath, op.path[:2])
+	}
+	for _, e := range c.nodes {
+		assert.Nil(t, e.term)
+	}
+	doc := c.document(false)
+	assert.Equal(t, 0, doc.Get(ast.InternedTerm("nodes")).Value.(ast.Object).Len())
+
+	view.Nodes[0].Owner = "rbln-driver-atom"
+	_, err = c.sync(view)
+	require.NoError(t, err)
+	c.holdNodes(true)
+	got, err := ast.JSON(c.document(true).Get(ast.InternedTerm("nodes")).Value)
+	require.NoError(t, err)
+	assert.Equal(t, "rbln-driver-atom", got.(map[string]any)["n1"].(map[string]any)["owner"])
+	assert.NotNil(t, c.nodes["n1"].term, "held nodes keep their values")
+
+	c.holdNodes(false)
+	assert.Nil(t, c.nodes["n1"].term, "values are dropped when no policy reads them")
 }

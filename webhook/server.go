@@ -13,11 +13,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -144,8 +147,11 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, "0"), ExtraHandlers: statusHandlers(o)},
 		HealthProbeBindAddress:  orDefault(o.HealthAddr, "0"),
 		GracefulShutdownTimeout: &shutdownTimeout,
-		Cache:                   ctrlcache.Options{DefaultTransform: ctrlcache.TransformStripManagedFields()},
-		WebhookServer:           srv,
+		Cache: ctrlcache.Options{
+			DefaultTransform: ctrlcache.TransformStripManagedFields(),
+			ByObject:         map[client.Object]ctrlcache.ByObject{&corev1.Node{}: {Transform: nodeLabelsOnly}},
+		},
+		WebhookServer: srv,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -248,6 +254,22 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	log.Info("starting the webhook server", "port", o.Port, "certDir", o.CertDir, "tlsMinVersion", tls.VersionName(minTLS),
 		"certRotation", o.CertRotation != nil, "policy", o.Policy != nil, "policyFailOpen", o.PolicyFailOpen)
 	return mgr.Start(mgrCtx)
+}
+
+// nodeLabelsOnly keeps of a node what the webhook reads (its name and labels): at 10,000
+// nodes, their status and annotations would be most of the informer cache.
+func nodeLabelsOnly(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Node{
+		TypeMeta: n.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Generation: n.Generation,
+			Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp,
+		},
+	}, nil
 }
 
 func orDefault(s, def string) string {

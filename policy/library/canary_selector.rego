@@ -12,48 +12,40 @@ package driverguard.lib.canary_selector
 import data.driverguard.lib.util
 
 # The instance under evaluation is compared with the default rbln-driver in the cluster, and
-# the default under evaluation with every instance. Each rule reads the cluster view directly
-# (data.driverguard_cluster.drivers) and holds its whole condition: helper rules would cost an
-# evaluation each on every request.
+# the default under evaluation with every instance in the cluster (data.driverguard_cluster.drivers).
 
 deny contains msg if {
-	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
-	some [inst, def] in pairs
-	object.get(inst, ["spec", "nodeSelector"], {}) == object.get(def, ["spec", "nodeSelector"], {})
-	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s is identical to the default %s's: the two tie on every node they match and neither driver is installed there; add a label only the instance's nodes carry, e.g. env=canary", [util.resource, inst.metadata.name, util.format_selector(util.selector(inst)), def.metadata.name])
+	some c in comparisons
+	c.inst_sel == c.def_sel
+	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s is identical to the default %s's: the two tie on every node they match and neither driver is installed there; add a label only the instance's nodes carry, e.g. env=canary", [util.resource, c.inst, util.format_selector(c.inst_sel), c.def])
 }
 
 deny contains msg if {
-	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
-	some [inst, def] in pairs
-	inst_sel := object.get(inst, ["spec", "nodeSelector"], {})
-	def_sel := object.get(def, ["spec", "nodeSelector"], {})
-	inst_sel != def_sel
-	util.subset(inst_sel, def_sel)
-	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s is broader than the default %s's %s: the default wins every node both match; give the instance all of the default's labels plus one of its own, e.g. %s", [util.resource, inst.metadata.name, util.format_selector(inst_sel), def.metadata.name, util.format_selector(def_sel), util.format_selector(object.union(def_sel, {"env": "canary"}))])
+	some c in comparisons
+	c.inst_sel != c.def_sel
+	object.subset(c.def_sel, c.inst_sel)
+	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s is broader than the default %s's %s: the default wins every node both match; give the instance all of the default's labels plus one of its own, e.g. %s", [util.resource, c.inst, util.format_selector(c.inst_sel), c.def, util.format_selector(c.def_sel), util.format_selector(object.union(c.def_sel, {"env": "canary"}))])
 }
 
 warn contains msg if {
-	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
-	some [inst, def] in pairs
-	inst_sel := object.get(inst, ["spec", "nodeSelector"], {})
-	def_sel := object.get(def, ["spec", "nodeSelector"], {})
-	not util.subset(inst_sel, def_sel)
-	not util.subset(def_sel, inst_sel)
-	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s and the default %s's %s do not contain one another: they tie on nodes that carry both sets of labels; make the instance's selector include %s", [util.resource, inst.metadata.name, util.format_selector(inst_sel), def.metadata.name, util.format_selector(def_sel), util.format_selector(def_sel)])
+	some c in comparisons
+	not object.subset(c.def_sel, c.inst_sel)
+	not object.subset(c.inst_sel, c.def_sel)
+	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s and the default %s's %s do not contain one another: they tie on nodes that carry both sets of labels; make the instance's selector include %s", [util.resource, c.inst, util.format_selector(c.inst_sel), c.def, util.format_selector(c.def_sel), util.format_selector(c.def_sel)])
 }
 
-# pairs yields [instance, default]: the object under evaluation and the default in the
-# cluster, or, when the object is the default, each instance in the cluster and the object.
-pairs contains [input.object, d] if {
+# comparisons are the selectors to compare: the instance's and the default's, with their names.
+# They hold the two selectors only, never whole objects (a set hashes what it holds).
+comparisons contains {"inst": input.object.metadata.name, "inst_sel": object.get(input.object, ["spec", "nodeSelector"], {}), "def": "rbln-driver", "def_sel": object.get(d, ["spec", "nodeSelector"], {})} if {
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
 	object.get(input.object, ["metadata", "name"], "") != "rbln-driver"
 	d := data.driverguard_cluster.drivers["rbln-driver"]
 }
 
-pairs contains [d, input.object] if {
+comparisons contains {"inst": name, "inst_sel": object.get(d, ["spec", "nodeSelector"], {}), "def": "rbln-driver", "def_sel": object.get(input.object, ["spec", "nodeSelector"], {})} if {
+	input.object.kind == "RBLNDriver"
+	input.operation != "DELETE"
 	input.object.metadata.name == "rbln-driver"
 	some name, d in data.driverguard_cluster.drivers
 	name != "rbln-driver"

@@ -13,7 +13,6 @@ import data.driverguard.lib.util
 
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
 	image := object.get(input.object, ["spec", "image"], "")
 	contains(image, "/") # a repository without a path has no segment before the last
 	segments := split(image, "/")
@@ -21,6 +20,7 @@ deny contains msg if {
 	i < count(segments) - 1
 	is_family(lower(segment))
 	fixed := concat("/", [s | some j, s in segments; j != i])
+	input.operation != "DELETE"
 	msg := sprintf("%s: spec.image %q contains the NPU family %q; leave the family out, the operator inserts it per node pool (this would pull .../%s/%s/...): set spec.image to %q (%s)", [util.resource, image, segment, segment, segment, fixed, util.values("image.repository")])
 }
 

@@ -11,9 +11,9 @@ import data.driverguard.lib.util
 
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
 	some pool in input.routing.pools
 	not regex.match(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`, pool.tag) # util.oci_tag_pattern
+	input.operation != "DELETE"
 	t := pool.tag
 	names := {name | some p in input.routing.pools; p.tag == t; some name in p.nodes}
 	sample := array.slice(sort(names), 0, 5)

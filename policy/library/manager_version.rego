@@ -15,23 +15,23 @@ minimum := "0.2.2"
 
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
 	version := input.object.spec.manager.version
 	bare := trim_prefix(version, "v")
 	semver.is_valid(bare)
 	semver.compare(bare, minimum) < 0
 	smd_configured(input.object.spec)
+	input.operation != "DELETE"
 	msg := sprintf("%s: spec.manager.version %q is older than v%s, the first driver manager that drives the RSMD DaemonSet configured in spec.smd; set spec.manager.version to v%s or later (%s)", [util.resource, version, minimum, minimum, util.values("manager.image.tag")])
 }
 
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
 	version := input.object.spec.manager.version
 	version != ""
 	not semver.is_valid(trim_prefix(version, "v"))
 	not lower(version) in data.driverguard.lib.pinned_version.moving_tags # the pinned_version rule's concern
 	smd_configured(input.object.spec)
+	input.operation != "DELETE"
 	msg := sprintf("%s: spec.manager.version %q is not a version driverguard can compare with v%s (vX.Y.Z), and spec.smd needs driver manager v%s or later; pin a release such as v%s (%s)", [util.resource, version, minimum, minimum, minimum, util.values("manager.image.tag")])
 }
 
@@ -40,10 +40,10 @@ deny contains msg if {
 # driverguard cannot judge; that stays quiet.)
 warn contains msg if {
 	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
 	manager := input.object.spec.manager
 	object.get(manager, "version", "") == ""
 	smd_configured(input.object.spec)
+	input.operation != "DELETE"
 	msg := sprintf("%s: spec.smd is configured but spec.manager.version is not set, so the operator's default tag is used for spec.manager's image; the driver manager must be v%s or later to drive RSMD: pin spec.manager.version (%s)", [util.resource, minimum, util.values("manager.image.tag")])
 }
 

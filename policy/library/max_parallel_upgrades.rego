@@ -9,7 +9,7 @@ import data.driverguard.lib.util
 
 warn contains msg if {
 	input.object.kind == "RBLNClusterPolicy"
-	input.operation != "DELETE"
 	object.get(util.upgrade_policy, "maxParallelUpgrades", 1) == 0
+	input.operation != "DELETE"
 	msg := sprintf("%s: spec.driver.upgradePolicy.maxParallelUpgrades is 0 (unlimited): an automatic upgrade may take every NPU node out of service at once; set it to the number of nodes you can lose at a time, e.g. 1 (values: driver.upgradePolicy.maxParallelUpgrades)", [util.resource])
 }

@@ -16,18 +16,18 @@ semver_like := `^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z][0-9A-Za-z.-]*)?$`
 
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
 	v := object.get(input.object, ["spec", "version"], "")
 	not regex.match(semver_like, v) # a pinned version ends the rule here
 	problem := version_problem(v)
+	input.operation != "DELETE"
 	msg := sprintf("%s: spec.version %s; pin an exact driver version, e.g. \"3.2.2\" (%s)", [util.resource, problem, util.values("image.tag")])
 }
 
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
 	v := input.object.spec.manager.version
 	lower(v) in moving_tags
+	input.operation != "DELETE"
 	msg := sprintf("%s: spec.manager.version is %q, a moving tag; pin the driver manager, e.g. \"v0.2.2\" (%s)", [util.resource, v, util.values("manager.image.tag")])
 }
 

@@ -9,8 +9,8 @@ import data.driverguard.lib.util
 
 warn contains msg if {
 	input.object.kind == "RBLNClusterPolicy"
-	input.operation != "DELETE"
 	object.get(util.upgrade_policy, ["reboot", "enable"], false) == true
 	object.get(util.upgrade_policy, ["drain", "enable"], false) != true
+	input.operation != "DELETE"
 	msg := sprintf("%s: spec.driver.upgradePolicy.reboot.enable is true but drain.enable is false: nodes would reboot with their workloads still running; set drain.enable: true (values: driver.upgradePolicy.drain.enable) or turn reboot off", [util.resource])
 }

@@ -20,10 +20,11 @@ default_driver := "rbln-driver"
 # The policies apply to objects being created or updated, never to deletions.
 applies if input.operation != "DELETE"
 
-# is_driver is true when the object under evaluation is an RBLNDriver. The bundled rules start
-# with `input.object.kind == "RBLNDriver"` (or "RBLNClusterPolicy") and `applies` instead:
-# OPA's rule index then skips the rules of the other kind without evaluating them, which keeps
-# an admission request's evaluation short. Your rules can do the same.
+# is_driver is true when the object under evaluation is an RBLNDriver. The bundled rules do
+# not call it: they start with `input.object.kind == "RBLNDriver"` (or "RBLNClusterPolicy"),
+# which OPA's rule index uses to skip the rules of the other kind without evaluating them, and
+# test `input.operation != "DELETE"` after their own condition (most rules end there). Every
+# expression an admission request evaluates costs; your rules can do the same.
 is_driver if {
 	applies
 	input.object.kind == "RBLNDriver"
@@ -51,11 +52,7 @@ upgrade_policy := object.get(spec, ["driver", "upgradePolicy"], {})
 selector(driver) := object.get(driver, ["spec", "nodeSelector"], {})
 
 # subset is true when every key=value of a is also in b (a selects at least the nodes b does).
-subset(a, b) if {
-	every k, v in a {
-		b[k] == v
-	}
-}
+subset(a, b) if object.subset(b, a)
 
 # format_selector prints a selector as sorted k=v pairs; the empty selector is {}.
 format_selector(sel) := "{}" if count(sel) == 0

@@ -105,6 +105,16 @@ finish within --shutdown-timeout.`,
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
 			go func() { _ = engine.Start(ctx) }() // returns when ctx ends
+			setMemoryLimit(log)
+			o.server.OnState = func(st *webhook.CacheState) {
+				// The first sync (every node listed and converted) is the one burst of
+				// garbage; it runs at Go's default target, steady serving at serve's.
+				go func() {
+					if st.WaitFor(ctx, func(*webhook.Snapshot) bool { return true }) == nil {
+						setGCPercent(log)
+					}
+				}()
+			}
 			return webhook.Run(ctx, cfg, o.server)
 		},
 	}

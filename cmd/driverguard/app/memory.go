@@ -1,0 +1,63 @@
+package app
+
+import (
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/go-logr/logr"
+)
+
+// serveGCPercent is serve's garbage collector target (GOGC) once its cluster view is synced,
+// unless the environment sets one.
+// serve holds the cluster view for its lifetime, and each admission request leaves a few tens
+// of kilobytes of short-lived garbage: with Go's default of 100 the collector re-marks the
+// view every few hundred requests. 400 spends less CPU on it (about a tenth more requests per
+// second at 10,000 nodes) for a heap of at most five times the live one, and the soft memory
+// limit below still makes the collector work harder before the container's limit is reached.
+const serveGCPercent = 400
+
+// cgroupMemoryFiles hold the memory limit of the process's cgroup (v2, then v1).
+var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// setGCPercent sets GOGC=serveGCPercent unless the environment sets GOGC.
+func setGCPercent(log logr.Logger) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
+		log.V(1).Info("garbage collector target", "gcPercent", serveGCPercent)
+	}
+}
+
+// setMemoryLimit sets, inside a cgroup with a memory limit, a soft memory limit (GOMEMLIMIT)
+// of 90% of it, unless the environment sets GOMEMLIMIT.
+func setMemoryLimit(log logr.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if limit, file, ok := cgroupMemoryLimit(cgroupMemoryFiles); ok {
+		debug.SetMemoryLimit(limit / 10 * 9)
+		log.V(1).Info("soft memory limit from the cgroup", "file", file, "limitBytes", limit, "softLimitBytes", limit/10*9)
+	}
+}
+
+// cgroupMemoryLimit reads the first of files that holds a limit ("max", absent or an
+// effectively unlimited value mean none).
+func cgroupMemoryLimit(files []string) (int64, string, bool) {
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "max" {
+			return 0, "", false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 || n >= 1<<62 {
+			return 0, "", false
+		}
+		return n, f, true
+	}
+	return 0, "", false
+}
