@@ -6,9 +6,17 @@
 #      vs the Go renderer in-process (BenchmarkRender), for 10/100/500 instances.
 #   2. the Go benchmarks of the routing engine (BenchmarkRoute, BenchmarkConflicts).
 #   3. the policy engine: one evaluation of the bundled library vs a single trivial rule
-#      (BenchmarkEvaluate).
+#      (BenchmarkEvaluate), and a whole AdmissionReview through the webhook's handler on a
+#      small and a large cluster (BenchmarkServeHTTP).
+#   4. check and policy input at scale: 1,000 and 2,000 instances against 10,000 nodes
+#      (wall time, peak RSS, the doubling ratio).
+#   5. serve's resident memory at 10,000 nodes and 500 RBLNDrivers (hack/servemem: a real
+#      kube-apiserver and etcd, serve as its own process).
+#   6. the served webhook side by side with OPA's own server: ../shared/perf/run.sh (PERF_DIR),
+#      when present; it is how admission speed is judged.
 #
 # Usage: hack/bench.sh [runs]   (runs per measurement, default 5; medians are reported)
+#   PERF_DIR=../shared/perf  the side-by-side admission harness (skipped when absent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
@@ -108,7 +116,7 @@ echo "== policy engine: one prepared evaluation of one RBLNDriver (go test -benc
 echo "   the full bundled library vs a single trivial rule (the baseline), in the same run"
 policy_out=$($GO test -run '^$' -bench 'BenchmarkEvaluate$' -benchtime 2s ./policy/ 2>&1) || { echo "$policy_out" >&2; exit 1; }
 printf '%-10s %14s %14s %14s %8s\n' nodes "trivial rule" "library" "library cost" ratio
-for n in 12 1000; do
+for n in 12 10000; do
 	us() { echo "$policy_out" | awk -v k="$1/nodes=$n" '$1 ~ "^BenchmarkEvaluate/"k"(-[0-9]+)?$" {printf "%.1f", $3/1000}'; }
 	t=$(us trivial)
 	l=$(us library)
@@ -117,3 +125,73 @@ for n in 12 1000; do
 		"$(awk -v a="$l" -v b="$t" 'BEGIN{ if (b>0) printf "%.1fx", a/b; else print "n/a"}')"
 done
 echo "(µs per Evaluate: input conversion + query; 'library cost' is what the bundled rules add)"
+
+echo
+echo "== the webhook's handler per AdmissionReview, 3 checks vs the bundled library, 100 vs 10,000 nodes (µs/op)"
+serve_out=$($GO test -run '^$' -bench 'BenchmarkServeHTTP$' -benchtime 2000x ./webhook/ 2>&1) || { echo "$serve_out" >&2; exit 1; }
+echo "$serve_out" | awk '/^BenchmarkServeHTTP\// { name = $1; sub(/^BenchmarkServeHTTP\//, "", name); sub(/-[0-9]+$/, "", name); us[name] = $3 / 1000; order[++n] = name }
+	END { for (i = 1; i <= n; i++) printf "%-44s %10.1f\n", order[i], us[order[i]]
+		s = "nodes=100/drivers=10/3-checks"; l = "nodes=10000/drivers=500/library"
+		if ((s in us) && (l in us)) printf "(library at 10,000 nodes / 3 checks at 100 nodes: %.2fx the cost)\n", us[l] / us[s] }'
+
+echo
+echo "== check and policy input at scale: N instances against 10,000 nodes (wall s, peak RSS MiB)"
+gen_nodes() {
+	local n=$1 i
+	for ((i = 0; i < n; i++)); do
+		printf -- '---\napiVersion: v1\nkind: Node\nmetadata:\n  name: node-%05d\n  labels:\n    rebellions.ai/npu.deploy.driver: "true"\n    rebellions.ai/npu.family: fam%d\n    pool: p%d\n    feature.node.kubernetes.io/kernel-version.full: "6.8.0-90-generic"\n    feature.node.kubernetes.io/system-os_release.ID: ubuntu\n    feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"\n    kubernetes.io/hostname: node-%05d\n' \
+			"$i" $((i % 7)) $((i % 2000)) "$i"
+	done >"$work/nodes-$n.yaml"
+}
+gen_nodes 10000
+# wall seconds and peak RSS (MiB, with GNU time) of one run; exit 1 (a finding) is a result
+measure() {
+	local start end rss=n/a
+	start=$(now_ns)
+	if [ -x /usr/bin/time ]; then
+		/usr/bin/time -f '%M' -o "$work/rss" "$@" >/dev/null 2>&1 || [ $? -eq 1 ]
+		rss=$(($(cat "$work/rss") / 1024))
+	else
+		"$@" >/dev/null 2>&1 || [ $? -eq 1 ]
+	fi
+	end=$(now_ns)
+	awk -v ns=$((end - start)) -v rss="$rss" 'BEGIN{printf "%.2f %s", ns/1e9, rss}'
+}
+printf '%-14s %10s %10s %10s %10s\n' command instances "wall s" "RSS MiB" "x (1,000)"
+for cmd in check "policy input"; do
+	base=
+	for n in 1000 2000; do
+		[ -f "$work/values-$n.yaml" ] || gen_values "$n"
+		# shellcheck disable=SC2086 # cmd is two words for policy input
+		read -r t rss <<<"$(measure "$DG" $cmd -f "$work/values-$n.yaml" --nodes "$work/nodes-10000.yaml")"
+		[ -n "$base" ] || base=$t
+		printf '%-14s %10s %10s %10s %10s\n' "$cmd" "$n" "$t" "$rss" "$(awk -v a="$t" -v b="$base" 'BEGIN{printf "%.2fx", a/b}')"
+	done
+done
+echo "(goals: check of 1,000 instances <= 3 s and <= 500 MiB, doubling <= 2.3x; policy input of 1,000 <= 300 MiB)"
+
+echo
+echo "== serve's resident memory at 10,000 nodes (real kube-apiserver + etcd, serve as its own process)"
+bash hack/tools.sh control-plane >&2
+$GO run ./hack/servemem -bin "$DG" -assets bin -crds config/crd/bases -nodes 10000 -drivers 500
+
+PERF_DIR=${PERF_DIR:-../shared/perf}
+echo
+if [ -x "$PERF_DIR/run.sh" ] || [ -f "$PERF_DIR/run.sh" ]; then
+	echo "== admission side by side with OPA's server ($PERF_DIR/run.sh)"
+	bash "$PERF_DIR/run.sh" . | tee "$work/perf.txt"
+	awk '
+		/^== 100 nodes/ { scale = "small" } /^== 10000 nodes/ { scale = "large" } /^== anchor/ { scale = "opa" }
+		/c=8/ && /rps=/ { match($0, /rps=[0-9]+/); r = substr($0, RSTART + 4, RLENGTH - 4)
+			if (scale == "opa") opa = r; else if ($0 ~ /lib off/) three[scale] = r; else if ($0 ~ /bundled library c=8/) lib[scale] = r }
+		/@1000rps/ { match($0, /p99=[0-9.]+/); p = substr($0, RSTART + 4, RLENGTH - 4)
+			if (scale == "opa") opa99 = p; else if ($0 ~ /bundled library @/ && scale == "large") lib99 = p }
+		END {
+			printf "100x10 3 checks / OPA:            %.2fx (goal >= 1.0)\n", three["small"] / opa
+			printf "10k x 500 3 checks / 100x10:      %.2fx (goal >= 0.8)\n", three["large"] / three["small"]
+			printf "10k x 500 library / 100x10 3chk:  %.2fx (goal >= 0.5)\n", lib["large"] / three["small"]
+			printf "10k x 500 library p99 / OPA p99:  %.2fx at 1,000 req/s (goal <= 2)\n", lib99 / opa99
+		}' "$work/perf.txt"
+else
+	echo "== admission side by side with OPA's server: skipped ($PERF_DIR/run.sh not found; set PERF_DIR)"
+fi

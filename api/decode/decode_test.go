@@ -33,6 +33,15 @@ func TestNodes(t *testing.T) {
 		"v1 List":  nodeList,
 		"stream":   nodeStream,
 		"NodeList": "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: a}\n- metadata: {name: b}\n",
+		"JSON List (kubectl -o json)": `{
+    "apiVersion": "v1",
+    "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "labels": {"x": "1"}}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}}
+    ],
+    "kind": "List"
+}`,
+		"JSON that is YAML too": "{apiVersion: v1, kind: List, items: [{kind: Node, metadata: {name: a}}, {kind: Node, metadata: {name: b}}]}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			docs, err := Documents(strings.NewReader(in), "nodes.yaml")
