@@ -41,6 +41,8 @@ type Document struct {
 	APIVersion string
 	Data       []byte // JSON
 	Source     string // file[#n]
+	// yaml is the document as written, when it was YAML (not for the items of a List).
+	yaml []byte
 }
 
 // Documents splits a YAML/JSON stream into objects, expanding v1 Lists. Empty documents are
@@ -88,7 +90,11 @@ func Documents(r io.Reader, source string) ([]Document, error) {
 			}
 			continue
 		}
-		docs = append(docs, Document{Kind: tm.Kind, APIVersion: tm.APIVersion, Data: data, Source: src})
+		d := Document{Kind: tm.Kind, APIVersion: tm.APIVersion, Data: data, Source: src}
+		if !bytes.Equal(data, bytes.TrimSpace(raw)) {
+			d.yaml = raw
+		}
+		docs = append(docs, d)
 	}
 }
 
@@ -140,6 +146,23 @@ func onlyKind(docs []Document, kind string) []Document {
 	return out
 }
 
+// unmarshal decodes a document's JSON; where a value does not have the field's type, it decodes
+// it as YAML against the type, as kubectl does (a label `x: y` is the string "y", not YAML 1.1's
+// true).
+func unmarshal[T any](d Document) (T, error) {
+	var obj T
+	err := json.Unmarshal(d.Data, &obj)
+	if typeErr := (*json.UnmarshalTypeError)(nil); errors.As(err, &typeErr) {
+		src := d.yaml
+		if src == nil {
+			src = d.Data
+		}
+		obj = *new(T)
+		err = yaml.Unmarshal(src, &obj)
+	}
+	return obj, err
+}
+
 func typed[T any](docs []Document, kind, apiVersion string) ([]T, error) {
 	out := make([]T, 0, len(docs))
 	for _, d := range docs {
@@ -149,8 +172,8 @@ func typed[T any](docs []Document, kind, apiVersion string) ([]T, error) {
 		if d.APIVersion != "" && d.APIVersion != apiVersion {
 			return nil, fmt.Errorf("%s: expected apiVersion %s for %s, got %q", d.Source, apiVersion, kind, d.APIVersion)
 		}
-		var obj T
-		if err := json.Unmarshal(d.Data, &obj); err != nil {
+		obj, err := unmarshal[T](d)
+		if err != nil {
 			return nil, fmt.Errorf("%s: decoding the %s: %w", d.Source, kind, err)
 		}
 		out = append(out, obj)

@@ -93,3 +93,22 @@ func TestDocumentsErrors(t *testing.T) {
 	_, err = Drivers(docs)
 	require.ErrorContains(t, err, "expected apiVersion rebellions.ai/v1alpha1")
 }
+
+// TestNodesYAMLScalarsAsStrings: a label value YAML 1.1 reads as a boolean or a number is
+// read as a string, as kubectl reads it (y is "true", 1.10 is "1.1"), not refused.
+func TestNodesYAMLScalarsAsStrings(t *testing.T) {
+	for name, in := range map[string]string{
+		"a document": "apiVersion: v1\nkind: Node\nmetadata: {name: a, labels: {x: y, v: 1.10}}\n",
+		"a List":     "apiVersion: v1\nkind: List\nitems:\n- kind: Node\n  metadata: {name: a, labels: {x: y, v: 1.10}}\n",
+		"JSON":       `{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "labels": {"x": true, "v": 1.1}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			docs, err := Documents(strings.NewReader(in), "nodes.yaml")
+			require.NoError(t, err)
+			nodes, err := Nodes(docs)
+			require.NoError(t, err)
+			require.Len(t, nodes, 1)
+			assert.Equal(t, map[string]string{"x": "true", "v": "1.1"}, nodes[0].Labels)
+		})
+	}
+}
