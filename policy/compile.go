@@ -21,12 +21,24 @@ const (
 	decisionFile    = "driverguard:decision.rego"
 )
 
-// unsafeBuiltins are refused in policies: a policy is a pure function of input and data, so
-// that render time and admission time agree and evaluation stays fast.
-var unsafeBuiltins = map[string]struct{}{
-	"http.send":          {},
-	"net.lookup_ip_addr": {},
-}
+// unsafeBuiltins are refused in policies, at load time with file and line: a policy is a pure
+// function of input and data, so that `check` in CI and the webhook at admission reach the
+// same verdict, and evaluation stays fast. They are every builtin OPA marks non-deterministic
+// (the network: http.send, net.lookup_ip_addr, remote schemas; the clock: time.now_ns and the
+// JWT builtins that read it; randomness: rand.intn, uuid.rfc4122; the environment:
+// opa.runtime) and the certificate verifications that judge validity by the current time.
+var unsafeBuiltins = func() map[string]struct{} {
+	m := map[string]struct{}{
+		"crypto.x509.parse_and_verify_certificates":              {},
+		"crypto.x509.parse_and_verify_certificates_with_options": {},
+	}
+	for _, b := range ast.Builtins {
+		if b.Nondeterministic {
+			m[b.Name] = struct{}{}
+		}
+	}
+	return m
+}()
 
 // policyPackage is a package under driverguard. that declares deny and/or warn.
 type policyPackage struct {
