@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -57,6 +58,9 @@ type Decider struct {
 func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.RBLNDriver]) (*Verdict, error) {
 	obj, old := req.Object, req.OldObject
 	v := &Verdict{Kind: "RBLNDriver", Name: obj.Name}
+	if beingDeleted(req.Operation, obj.DeletionTimestamp) {
+		return v, nil
+	}
 	// The view validates the driver (api/validation.ValidateDriver) before it routes it: its
 	// errors are the syntax findings, and an invalid driver is not routed.
 	var assessment routing.Assessment
@@ -65,8 +69,15 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 	} else {
 		assessment.ConflictReport = view.Conflicts(*obj)
 	}
-	for _, e := range assessment.Invalid {
+	denials, kept := assessment.Invalid, field.ErrorList(nil)
+	if old != nil && len(denials) > 0 {
+		denials, kept = introducedErrors(denials, validation.ValidateDriver(old))
+	}
+	for _, e := range denials {
 		v.Denials = append(v.Denials, fieldFinding(e))
+	}
+	for _, e := range kept {
+		v.Warnings = append(v.Warnings, preexisting(fieldFinding(e)))
 	}
 	if len(assessment.Invalid) == 0 {
 		var oldRep *routing.ConflictReport
@@ -85,7 +96,68 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 	if d.readsRouting() {
 		in.Routing = policy.RoutingOf(&assessment, &obj.Spec)
 	}
-	return v, d.evaluate(ctx, in, v)
+	var before func() *policy.Input
+	if old != nil {
+		before = func() *policy.Input {
+			in := d.input(req.Operation, req.Source, req.UserInfo, driverObject(old, req.RawOldObject), driverObject(old, req.RawOldObject))
+			if d.readsRouting() {
+				a := view.Assess(old)
+				in.Routing = policy.RoutingOf(&a, &old.Spec)
+			}
+			return in
+		}
+	}
+	return v, d.evaluate(ctx, in, before, v)
+}
+
+// beingDeleted reports an UPDATE of an object whose deletion has begun (finalizer removal,
+// status while it terminates): always allowed, so that nothing holds an object in Terminating.
+func beingDeleted(op string, deletion *metav1.Time) bool {
+	return op == policy.OperationUpdate && deletion != nil
+}
+
+// introducedErrors splits the syntax errors of an updated object into those the update
+// introduces and those the stored object already had (the same type, field and value).
+func introducedErrors(errs, old field.ErrorList) (introduced, kept field.ErrorList) {
+	had := make(map[string]bool, len(old))
+	for _, e := range old {
+		had[errorKey(e)] = true
+	}
+	for _, e := range errs {
+		if had[errorKey(e)] {
+			kept = append(kept, e)
+		} else {
+			introduced = append(introduced, e)
+		}
+	}
+	return introduced, kept
+}
+
+func errorKey(e *field.Error) string {
+	return fmt.Sprintf("%s\x00%s\x00%#v\x00%s", e.Type, e.Field, e.BadValue, e.Detail)
+}
+
+// introducedMessages splits the policy denies of an updated object into those the update
+// introduces and those the stored object already got (the same package and message).
+func introducedMessages(deny, old []policy.Message) (introduced, kept []policy.Message) {
+	had := make(map[policy.Message]bool, len(old))
+	for _, m := range old {
+		had[m] = true
+	}
+	for _, m := range deny {
+		if had[m] {
+			kept = append(kept, m)
+		} else {
+			introduced = append(introduced, m)
+		}
+	}
+	return introduced, kept
+}
+
+// preexisting turns a denial the stored object already had into a warning.
+func preexisting(f Finding) Finding {
+	f.Message += " (the stored object already has this; the update does not introduce it, so it is allowed: fix it when you can)"
+	return f
 }
 
 // readsRouting reports whether the policies read input.routing: evaluators that say they do
@@ -102,12 +174,27 @@ func (d *Decider) readsRouting() bool {
 func (d *Decider) ClusterPolicy(ctx context.Context, req Request[*v1alpha1.RBLNClusterPolicy]) (*Verdict, error) {
 	obj := req.Object
 	v := &Verdict{Kind: "RBLNClusterPolicy", Name: obj.Name}
-	errs, warnings := validation.ValidateUpgradePolicy(&obj.Spec.Driver.UpgradePolicy, field.NewPath("spec", "driver", "upgradePolicy"))
-	for _, e := range errs {
+	if beingDeleted(req.Operation, obj.DeletionTimestamp) {
+		return v, nil
+	}
+	upgradePath := field.NewPath("spec", "driver", "upgradePolicy")
+	errs, warnings := validation.ValidateUpgradePolicy(&obj.Spec.Driver.UpgradePolicy, upgradePath)
+	var kept field.ErrorList
+	if old := req.OldObject; old != nil && len(errs) > 0 {
+		oldErrs, _ := validation.ValidateUpgradePolicy(&old.Spec.Driver.UpgradePolicy, upgradePath)
+		errs, kept = introducedErrors(errs, oldErrs)
+	}
+	explain := func(e *field.Error) *field.Error {
 		if e.Type == field.ErrorTypeInvalid {
 			e.Detail += ": negative counts and timeouts have no meaning; use 0 for unlimited or no timeout"
 		}
-		v.Denials = append(v.Denials, fieldFinding(e))
+		return e
+	}
+	for _, e := range errs {
+		v.Denials = append(v.Denials, fieldFinding(explain(e)))
+	}
+	for _, e := range kept {
+		v.Warnings = append(v.Warnings, preexisting(fieldFinding(explain(e))))
 	}
 	for _, w := range warnings {
 		v.Warnings = append(v.Warnings, Finding{Rule: RuleUpgradePolicy, Message: w})
@@ -121,16 +208,32 @@ func (d *Decider) ClusterPolicy(ctx context.Context, req Request[*v1alpha1.RBLNC
 		return v, nil
 	}
 	in := d.input(req.Operation, req.Source, req.UserInfo, clusterPolicyObject(obj, req.RawObject), clusterPolicyObject(req.OldObject, req.RawOldObject))
-	return v, d.evaluate(ctx, in, v)
+	var before func() *policy.Input
+	if old := req.OldObject; old != nil {
+		before = func() *policy.Input {
+			o := clusterPolicyObject(old, req.RawOldObject)
+			return d.input(req.Operation, req.Source, req.UserInfo, o, o)
+		}
+	}
+	return v, d.evaluate(ctx, in, before, v)
 }
 
 func (d *Decider) input(op string, source policy.Source, user *authenticationv1.UserInfo, obj, old any) *policy.Input {
 	return &policy.Input{Object: obj, OldObject: old, Operation: op, UserInfo: user, Source: source}
 }
 
-// evaluate runs the policies and adds their messages to v.
-func (d *Decider) evaluate(ctx context.Context, in *policy.Input, v *Verdict) error {
+// evaluate runs the policies and adds their messages to v. On UPDATE, before builds the input
+// of the stored object (the object and old object both the stored one): a deny it already
+// gets, word for word, is a warning; it is evaluated only when the update is denied.
+func (d *Decider) evaluate(ctx context.Context, in *policy.Input, before func() *policy.Input, v *Verdict) error {
 	dec, err := d.Policy.Evaluate(ctx, in)
+	var kept []policy.Message
+	if err == nil && dec != nil && len(dec.Deny) > 0 && before != nil {
+		var prev *policy.Decision
+		if prev, err = d.Policy.Evaluate(ctx, before()); err == nil && prev != nil {
+			dec.Deny, kept = introducedMessages(dec.Deny, prev.Deny)
+		}
+	}
 	if err != nil {
 		if d.PolicyFailOpen {
 			v.Warnings = append(v.Warnings, Finding{Rule: RulePolicyUnavailable, Message: "policy evaluation failed, admitted without policies (fail-open): " + err.Error()})
@@ -143,6 +246,9 @@ func (d *Decider) evaluate(ctx context.Context, in *policy.Input, v *Verdict) er
 	}
 	v.Denials = append(v.Denials, policyFindings(RulePolicyDenied, dec.Deny)...)
 	v.Warnings = append(v.Warnings, policyFindings(RulePolicyWarning, dec.Warn)...)
+	for _, f := range policyFindings(RulePolicyDenied, kept) {
+		v.Warnings = append(v.Warnings, preexisting(f))
+	}
 	return nil
 }
 

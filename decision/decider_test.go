@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/decision"
@@ -63,6 +64,14 @@ func TestDriverRules(t *testing.T) {
 		{"tie on an existing node", "CREATE", wt.Driver("rbln-driver-canary", canary), nil, []finding{{"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
 		{"future tie", "CREATE", wt.Driver("rbln-driver-zone", wt.Sel("zone", "a")), nil, []finding{}, 1},
 		{"an old tie is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-canary", canary), "3.3.0"), wt.Driver("rbln-driver-canary", canary), []finding{}, 1},
+		{"an old reserved key is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me")), "3.3.0"), reserved, []finding{}, 1},
+		{"a reserved key the update adds is denied", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me", "zone", "b")), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")),
+			[]finding{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},
+		{"a reserved key is one finding whatever its value", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "you")), reserved, []finding{}, 1},
+		{"a changed invalid value is a new finding", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel("env", "-b")), wt.Driver("rbln-driver-x", wt.Sel("env", "-a")),
+			[]finding{{"FieldValueInvalid", "spec.nodeSelector[env]"}}, 0},
+		{"being deleted: always allowed", "UPDATE", deleting(wt.Driver("rbln-driver-atom2", atom)), wt.Driver("rbln-driver-atom2", atom), []finding{}, 0},
+		{"being deleted, with a reserved key", "UPDATE", deleting(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me"))), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")), []finding{}, 0},
 	}
 	for _, tt := range tests {
 		for vname, view := range views(append(stored, storedFor(tt.old)...)) {
@@ -83,6 +92,72 @@ func storedFor(old *v1alpha1.RBLNDriver) []v1alpha1.RBLNDriver {
 		return nil
 	}
 	return []v1alpha1.RBLNDriver{*old}
+}
+
+func deleting(d *v1alpha1.RBLNDriver) *v1alpha1.RBLNDriver {
+	now := metav1.Now()
+	d.DeletionTimestamp = &now
+	return d
+}
+
+// TestPolicyOnUpdate: a deny the stored object already got is a warning, one the update
+// introduces is denied; the stored object is evaluated only when the update is denied, and
+// an object being deleted is never evaluated.
+func TestPolicyOnUpdate(t *testing.T) {
+	t.Parallel()
+	// deny "latest" versions, with the version in the message
+	pinned := func() *wt.Evaluator {
+		return &wt.Evaluator{Fn: func(_ context.Context, in *policy.Input) (*policy.Decision, error) {
+			d := in.Object.(*v1alpha1.RBLNDriver)
+			dec := &policy.Decision{}
+			if d.Spec.Version == "latest" || d.Spec.Version == "main" {
+				dec.Deny = append(dec.Deny, policy.Message{Package: "driverguard.pinned", Rule: "deny", Msg: "spec.version " + d.Spec.Version + " is a moving tag"})
+			}
+			return dec, nil
+		}}
+	}
+	latest := withVersion(wt.Driver("rbln-driver-atom", atom), "latest")
+	tests := []struct {
+		name        string
+		obj, old    *v1alpha1.RBLNDriver
+		deny, warns []string
+		evaluations int
+	}{
+		{"clean update", withVersion(wt.Driver("rbln-driver-atom", atom), "3.3.0"), wt.Driver("rbln-driver-atom", atom), nil, nil, 1},
+		{"introduced", latest, wt.Driver("rbln-driver-atom", atom), []string{"policy driverguard.pinned: spec.version latest is a moving tag"}, nil, 2},
+		{"pre-existing", withVersion(withPull(wt.Driver("rbln-driver-atom", atom)), "latest"), latest, nil,
+			[]string{"policy driverguard.pinned: spec.version latest is a moving tag (the stored object already has this; the update does not introduce it, so it is allowed: fix it when you can)"}, 2},
+		{"the same problem, another message", withVersion(wt.Driver("rbln-driver-atom", atom), "main"), latest, []string{"policy driverguard.pinned: spec.version main is a moving tag"}, nil, 2},
+		{"being deleted", deleting(withVersion(wt.Driver("rbln-driver-atom", atom), "latest")), wt.Driver("rbln-driver-atom", atom), nil, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ev := pinned()
+			v, err := (&decision.Decider{Policy: ev}).Driver(t.Context(), routing.NewIndex([]v1alpha1.RBLNDriver{*tt.old}, nodes),
+				decision.Request[*v1alpha1.RBLNDriver]{Operation: "UPDATE", Object: tt.obj, OldObject: tt.old})
+			require.NoError(t, err)
+			var deny []string
+			for _, f := range v.Denials {
+				deny = append(deny, f.String())
+			}
+			assert.Equal(t, tt.deny, deny)
+			assert.Equal(t, tt.warns, nilIfEmpty(v.WarningTexts()))
+			assert.Len(t, ev.Inputs(), tt.evaluations)
+		})
+	}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func withPull(d *v1alpha1.RBLNDriver) *v1alpha1.RBLNDriver {
+	d.Spec.ImagePullPolicy = "Always"
+	return d
 }
 
 func withVersion(d *v1alpha1.RBLNDriver, v string) *v1alpha1.RBLNDriver {
@@ -150,6 +225,25 @@ func TestClusterPolicyRules(t *testing.T) {
 	assert.Equal(t, []finding{{"FieldValueInvalid", "spec.driver.upgradePolicy.maxParallelUpgrades"}}, findings(v.Denials))
 	assert.Contains(t, v.Denials[0].Message, "use 0 for unlimited")
 	assert.Equal(t, []finding{{decision.RuleUpgradePolicy, ""}, {decision.RuleClusterPolicyName, "metadata.name"}}, findings(v.Warnings))
+
+	// On UPDATE the negative count the stored policy already had is a warning; a new one is not.
+	updated := cp.DeepCopy()
+	updated.Spec.Driver.UpgradePolicy.NPUPodDeletion.TimeoutSeconds = 600
+	v, err = (&decision.Decider{}).ClusterPolicy(t.Context(), decision.Request[*v1alpha1.RBLNClusterPolicy]{Operation: "UPDATE", Object: updated, OldObject: cp})
+	require.NoError(t, err)
+	assert.True(t, v.Allowed())
+	assert.Contains(t, v.WarningTexts()[0], "maxParallelUpgrades: Invalid value: -1")
+	updated.Spec.Driver.UpgradePolicy.MaxParallelUpgrades = -2
+	v, err = (&decision.Decider{}).ClusterPolicy(t.Context(), decision.Request[*v1alpha1.RBLNClusterPolicy]{Operation: "UPDATE", Object: updated, OldObject: cp})
+	require.NoError(t, err)
+	assert.False(t, v.Allowed(), "a different value is a new finding")
+	deleted := updated.DeepCopy()
+	now := metav1.Now()
+	deleted.DeletionTimestamp = &now
+	v, err = (&decision.Decider{}).ClusterPolicy(t.Context(), decision.Request[*v1alpha1.RBLNClusterPolicy]{Operation: "UPDATE", Object: deleted, OldObject: cp})
+	require.NoError(t, err)
+	assert.True(t, v.Allowed())
+	assert.Empty(t, v.Warnings)
 }
 
 // TestLongValuesAreCut: a 1 MB selector value is never echoed in full.

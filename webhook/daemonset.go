@@ -205,6 +205,11 @@ func (h *daemonSetHandler) Handle(ctx context.Context, req admission.Request) ad
 	if err != nil {
 		return respond(nil, err)
 	}
+	if req.Operation == admissionv1.Update && ds.DeletionTimestamp != nil {
+		// Finalizer removal or status while it is deleted: nothing may hold it in Terminating
+		// (its RBLNDriver may be gone already).
+		return admission.Allowed("being deleted: unchanged")
+	}
 	plan, err := h.m.Plan(ctx, &ds)
 	if err != nil {
 		return respond(nil, err)
