@@ -44,7 +44,9 @@ fmt-check:
 		exit 1; \
 	fi
 
-lint: vet fmt-check
+lint: vet fmt-check ## go vet, gofmt and golangci-lint (.golangci.yml)
+	bash hack/tools.sh lint
+	bin/golangci-lint run ./...
 
 test: tools
 	$(TEST_ENV) $(GO) vet ./...
@@ -55,7 +57,8 @@ test: tools
 	else \
 		echo "skipping helm lint: $(HELM_CHART)/Chart.yaml does not exist"; \
 	fi
-	$(TEST_ENV) $(GO) test ./... -count=1 -timeout 40m
+	$(TEST_ENV) golangci-lint run ./...
+	$(TEST_ENV) $(GO) test -race ./... -count=1 -timeout 60m
 
 bench:
 	@if [ -f hack/bench.sh ]; then bash hack/bench.sh; else echo "hack/bench.sh does not exist yet" >&2; fi

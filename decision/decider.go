@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -58,7 +60,7 @@ type Decider struct {
 func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.RBLNDriver]) (*Verdict, error) {
 	obj, old := req.Object, req.OldObject
 	v := &Verdict{Kind: "RBLNDriver", Name: obj.Name}
-	if beingDeleted(req.Operation, obj.DeletionTimestamp) {
+	if beingDeleted(req.Operation, obj.DeletionTimestamp) || (old != nil && unchanged(req.Operation, obj.Spec, old.Spec)) {
 		return v, nil
 	}
 	// The view validates the driver (api/validation.ValidateDriver) before it routes it: its
@@ -114,6 +116,14 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 // status while it terminates): always allowed, so that nothing holds an object in Terminating.
 func beingDeleted(op string, deletion *metav1.Time) bool {
 	return op == policy.OperationUpdate && deletion != nil
+}
+
+// unchanged reports an UPDATE that leaves the spec as it was (finalizers, labels, annotations,
+// Helm's ownership annotations on every upgrade): nothing the decision judges changes, so it is
+// allowed as it is. The chart's webhook configurations do not even send it (matchConditions
+// object.spec != oldObject.spec), so `check` and `review` reach the verdict the cluster does.
+func unchanged[S any](op string, spec, old S) bool {
+	return op == policy.OperationUpdate && equality.Semantic.DeepEqual(spec, old)
 }
 
 // introducedErrors splits the syntax errors of an updated object into those the update
@@ -174,7 +184,7 @@ func (d *Decider) readsRouting() bool {
 func (d *Decider) ClusterPolicy(ctx context.Context, req Request[*v1alpha1.RBLNClusterPolicy]) (*Verdict, error) {
 	obj := req.Object
 	v := &Verdict{Kind: "RBLNClusterPolicy", Name: obj.Name}
-	if beingDeleted(req.Operation, obj.DeletionTimestamp) {
+	if beingDeleted(req.Operation, obj.DeletionTimestamp) || (req.OldObject != nil && unchanged(req.Operation, obj.Spec, req.OldObject.Spec)) {
 		return v, nil
 	}
 	upgradePath := field.NewPath("spec", "driver", "upgradePolicy")

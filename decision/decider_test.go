@@ -129,6 +129,7 @@ func TestPolicyOnUpdate(t *testing.T) {
 			[]string{"policy driverguard.pinned: spec.version latest is a moving tag (the stored object already has this; the update does not introduce it, so it is allowed: fix it when you can)"}, 2},
 		{"the same problem, another message", withVersion(wt.Driver("rbln-driver-atom", atom), "main"), latest, []string{"policy driverguard.pinned: spec.version main is a moving tag"}, nil, 2},
 		{"being deleted", deleting(withVersion(wt.Driver("rbln-driver-atom", atom), "latest")), wt.Driver("rbln-driver-atom", atom), nil, nil, 0},
+		{"metadata only: nothing judged changes", withAnnotation(withVersion(wt.Driver("rbln-driver-atom", atom), "latest")), latest, nil, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,6 +147,11 @@ func TestPolicyOnUpdate(t *testing.T) {
 			assert.Len(t, ev.Inputs(), tt.evaluations)
 		})
 	}
+}
+
+func withAnnotation(d *v1alpha1.RBLNDriver) *v1alpha1.RBLNDriver {
+	d.Annotations = map[string]string{"meta.helm.sh/release-name": "dg"}
+	return d
 }
 
 func nilIfEmpty(s []string) []string {

@@ -3,7 +3,8 @@
 #
 #   hack/tools.sh helm            helm v3.22.0 (for `helm lint` / `helm template` / tests)
 #   hack/tools.sh control-plane   kube-apiserver v1.37.2 + etcd v3.7.3 (KUBEBUILDER_ASSETS=bin)
-#   hack/tools.sh all             both
+#   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint, make test)
+#   hack/tools.sh all             all of them
 #
 # Nothing can be downloaded as a release binary here, so everything is built from Go modules
 # (see hack/tools/go.mod and hack/etcd/go.mod, which are separate modules and therefore not part
@@ -177,8 +178,24 @@ do_control_plane() {
 	ensure etcd "$key" build_etcd check_etcd
 }
 
+# --- golangci-lint (hack/lint module) ---------------------------------------------------------
+build_golangci_lint() {
+	(cd "$ROOT/hack/lint" && "$GO" build -trimpath -ldflags "-s -w" -o "$1/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
+}
+
+check_golangci_lint() { expect_version "$1" "golangci-lint has version" version; }
+
+do_lint() {
+	local key
+	key="$(printf 'tool=golangci-lint
+ldflags=-s -w
+%s
+%s' "$(module_key "$ROOT/hack/lint")" "$(toolchain_key "$ROOT/hack/lint")")"
+	ensure golangci-lint "$key" build_golangci_lint check_golangci_lint
+}
+
 usage() {
-	echo "usage: $0 helm|control-plane|all" >&2
+	echo "usage: $0 helm|control-plane|lint|all" >&2
 	exit 2
 }
 
@@ -187,9 +204,11 @@ for cmd in "$@"; do
 	case "$cmd" in
 	helm) do_helm ;;
 	control-plane) do_control_plane ;;
+	lint) do_lint ;;
 	all)
 		do_helm
 		do_control_plane
+		do_lint
 		;;
 	*) usage ;;
 	esac

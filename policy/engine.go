@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,10 @@ type Options struct {
 	// Metrics registers the engine's collectors; nil means controller-runtime's registry
 	// (what `driverguard serve` exposes on /metrics).
 	Metrics prometheus.Registerer
+	// MaxConcurrent bounds the evaluations running at once (twice GOMAXPROCS when zero):
+	// more wait for a slot within their deadline. Each evaluation holds its input and
+	// intermediate values; past the CPUs, more at once only add memory and latency.
+	MaxConcurrent int
 }
 
 // Engine evaluates the bundled library and the user's policies. It compiles every module once
@@ -60,6 +65,7 @@ type Engine struct {
 	lib     map[string]*ast.Module
 
 	active atomic.Pointer[policySet]
+	slots  chan struct{} // one per evaluation running
 
 	// mu serializes loads and cluster writes, and guards what follows.
 	mu sync.Mutex
@@ -86,7 +92,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	e := &Engine{opts: opts, log: opts.Logger, metrics: newEngineMetrics(reg), lib: map[string]*ast.Module{}, cluster: newClusterData()}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 2 * runtime.GOMAXPROCS(0)
+	}
+	e := &Engine{opts: opts, log: opts.Logger, metrics: newEngineMetrics(reg), lib: map[string]*ast.Module{}, cluster: newClusterData(),
+		slots: make(chan struct{}, opts.MaxConcurrent)}
 	if e.log.GetSink() == nil {
 		e.log = logr.Discard()
 	}
@@ -221,6 +231,12 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
+	select {
+	case e.slots <- struct{}{}:
+		defer func() { <-e.slots }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("policy: no evaluation slot within %s (%d evaluations running): %w", e.opts.Timeout, cap(e.slots), ctx.Err())
+	}
 	rs, err := q.query.Eval(ctx, rego.EvalParsedInput(value))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

@@ -370,3 +370,31 @@ func messages(ms []policy.Message) []string {
 	}
 	return out
 }
+
+// TestMaxConcurrent: evaluations beyond MaxConcurrent wait for a slot within their deadline,
+// and fail with a clear error when none frees up.
+func TestMaxConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	// a rule that takes a while: a comprehension over a large range
+	writeFile(t, dir, "slow.rego", "package driverguard.slow\n\ndeny contains \"slow\" if count([x | some x in numbers.range(1, 300000); x % 7 == 0]) < 0\n")
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true, MaxConcurrent: 1, Timeout: 30 * time.Second})
+	in := &policy.Input{Object: map[string]any{"kind": "RBLNDriver"}, Operation: policy.OperationCreate}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		close(started)
+		_, err := e.Evaluate(t.Context(), in)
+		done <- err
+	}()
+	<-started
+	time.Sleep(20 * time.Millisecond) // the first evaluation holds the only slot
+	ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+	defer cancel()
+	_, err := e.Evaluate(ctx, in)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "no evaluation slot")
+	require.NoError(t, <-done)
+	_, err = e.Evaluate(t.Context(), in)
+	assert.NoError(t, err, "the slot is free again")
+}

@@ -1,8 +1,6 @@
 package routing
 
 import (
-	"maps"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -83,8 +81,4 @@ func byName(res *Result) map[string]NodeResult {
 		m[n.Name] = n
 	}
 	return m
-}
-
-func cloneLabels(n Node) Node {
-	return Node{Name: n.Name, Labels: maps.Clone(n.Labels)}
 }

@@ -154,7 +154,7 @@ type benchServer struct {
 
 // startServer serves hooks with controller-runtime's webhook server (TLS 1.3, HTTP/1.1, a
 // freshly generated certificate), as `serve` does.
-func startServer(b *testing.B, hooks *webhook.Webhooks) *benchServer {
+func startServer(b testing.TB, hooks *webhook.Webhooks) *benchServer {
 	b.Helper()
 	dir := b.TempDir()
 	caPEM := writeCert(b, dir)
@@ -189,7 +189,7 @@ func startServer(b *testing.B, hooks *webhook.Webhooks) *benchServer {
 
 // writeCert writes a self-signed serving certificate for 127.0.0.1 into dir (tls.crt,
 // tls.key) and returns it as the CA.
-func writeCert(b *testing.B, dir string) []byte {
+func writeCert(b testing.TB, dir string) []byte {
 	b.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

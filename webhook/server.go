@@ -3,13 +3,17 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"sync/atomic"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -48,10 +52,19 @@ type ServerOptions struct {
 	// EnableHTTP2 serves HTTP/2 as well as HTTP/1.1. Off by default: HTTP/2 stream handling
 	// has had denial-of-service advisories (CVE-2023-44487), and the API server speaks 1.1.
 	EnableHTTP2 bool
+	// ClientCAFile, when set, makes the webhook require a client certificate signed by one of
+	// its CAs: the API server's, configured with an AdmissionConfiguration kubeConfigFile.
+	// Other callers are refused during the TLS handshake. Read once at start.
+	ClientCAFile string
 
 	// MetricsAddr serves Prometheus metrics (controller-runtime's webhook metrics plus the
 	// cluster-view metrics); "0" disables it.
 	MetricsAddr string
+	// MetricsSecure serves MetricsAddr over HTTPS (the webhook's certificate) and lets only
+	// callers through whose bearer token the API server authenticates (TokenReview) and
+	// authorizes for get on the path (SubjectAccessReview, e.g. nonResourceURLs /metrics):
+	// controller-runtime's authentication and authorization filter.
+	MetricsSecure bool
 	// HealthAddr serves /healthz and /readyz; "0" disables it.
 	HealthAddr string
 
@@ -65,10 +78,6 @@ type ServerOptions struct {
 	// Secret, rotates them, and injects the CA into the webhook configurations (for clusters
 	// without cert-manager). CertDir must then be where that Secret is mounted.
 	CertRotation *CertRotation
-	// OwnerClusterRole, when set, makes that ClusterRole the owner of the webhook
-	// configurations named in WebhookConfigurations, so deleting the release (and with it the
-	// ClusterRole) garbage-collects them even though Helm created them as hooks.
-	OwnerClusterRole string
 	// WebhookConfigurations name the validating and mutating webhook configurations.
 	WebhookConfigurations WebhookConfigurationNames
 
@@ -128,6 +137,17 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	if minTLS < tls.VersionTLS12 {
 		return fmt.Errorf("TLS minimum version %#x is below TLS 1.2", minTLS)
 	}
+	var clientCAs *x509.CertPool
+	if o.ClientCAFile != "" {
+		pem, err := os.ReadFile(o.ClientCAFile)
+		if err != nil {
+			return fmt.Errorf("reading the client CA file: %w", err)
+		}
+		clientCAs = x509.NewCertPool()
+		if !clientCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("the client CA file %s holds no PEM certificate", o.ClientCAFile)
+		}
+	}
 	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{
 		Host: o.Host, Port: o.Port, CertDir: o.CertDir, CertName: o.CertName, KeyName: o.KeyName,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
@@ -135,8 +155,17 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 			if !o.EnableHTTP2 {
 				c.NextProtos = []string{"http/1.1"}
 			}
+			if clientCAs != nil {
+				c.ClientCAs, c.ClientAuth = clientCAs, tls.RequireAndVerifyClientCert
+			}
 		}},
 	})
+	metrics := metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, "0"), ExtraHandlers: statusHandlers(o)}
+	if o.MetricsSecure {
+		metrics.SecureServing, metrics.FilterProvider = true, filters.WithAuthenticationAndAuthorization
+		metrics.CertDir, metrics.CertName, metrics.KeyName = o.CertDir, o.CertName, o.KeyName
+		metrics.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.MinVersion = minTLS; c.NextProtos = []string{"http/1.1"} }}
+	}
 	shutdownTimeout := o.ShutdownTimeout
 	if shutdownTimeout <= 0 {
 		shutdownTimeout = 30 * time.Second
@@ -144,7 +173,7 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, "0"), ExtraHandlers: statusHandlers(o)},
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  orDefault(o.HealthAddr, "0"),
 		GracefulShutdownTimeout: &shutdownTimeout,
 		Cache: ctrlcache.Options{
@@ -200,12 +229,6 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	// The server reads its certificate when it starts: wait for the rotator to write it.
 	if err := mgr.Add(&waitingServer{Server: srv, ready: certsReady}); err != nil {
 		return err
-	}
-	if o.OwnerClusterRole != "" {
-		if err := mgr.Add(&ownerRefs{client: mgr.GetClient(), reader: mgr.GetAPIReader(), owner: o.OwnerClusterRole,
-			names: o.WebhookConfigurations, log: log.WithName("owner-refs")}); err != nil {
-			return err
-		}
 	}
 
 	var draining atomic.Bool

@@ -35,6 +35,8 @@ type Options struct {
 	// PolicyFailOpen admits a request whose policy evaluation fails, with a warning. The
 	// default (false) is fail-closed: such a request is refused with 503.
 	PolicyFailOpen bool
+	// Limits bound the requests a server serves at once (Register).
+	Limits Limits
 }
 
 func (o Options) decider() *decision.Decider {
@@ -47,7 +49,8 @@ type Webhooks struct {
 	ClusterPolicies *ClusterPolicyValidator
 	DaemonSets      *DaemonSetMutator
 
-	hooks map[string]*admission.Webhook
+	hooks  map[string]*admission.Webhook
+	limits Limits
 }
 
 // New returns the webhooks deciding over state.
@@ -61,6 +64,7 @@ func New(state State, opts Options) *Webhooks {
 		Drivers:         NewDriverValidator(state, opts),
 		ClusterPolicies: NewClusterPolicyValidator(state, opts),
 		DaemonSets:      NewDaemonSetMutator(state),
+		limits:          opts.Limits,
 	}
 	w.hooks = map[string]*admission.Webhook{
 		PathValidateDriver: {Handler: &validatingHandler[*v1alpha1.RBLNDriver]{
@@ -101,10 +105,11 @@ const MaxRequestDuration = 30 * time.Second
 // request metrics per path). The requests' contexts are detached from the server's: when the
 // server shuts down (its context ends) it stops accepting connections, and the requests in
 // flight still finish — their policy evaluations are not cancelled — within
-// MaxRequestDuration.
+// MaxRequestDuration. Options.Limits bound them, across the three paths.
 func (w *Webhooks) Register(srv interface{ Register(string, http.Handler) }) {
+	l := newLimiter(w.limits)
 	for _, p := range []string{PathValidateDriver, PathValidateClusterPolicy, PathMutateDaemonSet} {
-		srv.Register(p, drainable(w.hooks[p]))
+		srv.Register(p, l.wrap(drainable(w.hooks[p])))
 	}
 }
 

@@ -144,8 +144,7 @@ func Start(opts Options) (*Plane, error) {
 	select {
 	case <-ready:
 	case <-time.After(60 * time.Second):
-		p.Stop()
-		return nil, errors.New("the webhook server did not become ready within 60s")
+		return nil, errors.Join(errors.New("the webhook server did not become ready within 60s"), p.Stop())
 	}
 	return p, nil
 }

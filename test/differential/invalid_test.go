@@ -25,7 +25,7 @@ var mutations = []struct {
 	}},
 	{"typo in a nested field", func(g *generator, d map[string]any) {
 		inst := g.someInstance(d)
-		inst["image"] = map[string]any{g.pick("tga", "registy", "pullpolicy").(string): "x"}
+		inst["image"] = map[string]any{g.pick("tga", "registy", "pullpolicy").(string): "x"} //nolint:misspell // mistyped keys on purpose
 	}},
 	{"top-level-only field on an instance", func(g *generator, d map[string]any) {
 		g.someInstance(d)[g.pick("upgradePolicy", "enabled", "deployDefault", "instances").(string)] = map[string]any{}

@@ -288,7 +288,7 @@ func waitForDriver(t *testing.T, c client.Client, name string) {
 		if err != nil && strings.Contains(err.Error(), fmt.Sprintf("identical to the nodeSelector of RBLNDriver %q", name)) {
 			return nil
 		}
-		return fmt.Errorf("the webhook does not see %s yet (%v)", name, err)
+		return fmt.Errorf("the webhook does not see %s yet (%w)", name, err)
 	})
 }
 

@@ -15,11 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
 // helm runs the real bin/helm against the envtest API server as a system:masters user.
@@ -71,9 +73,10 @@ func (h *helm) run(t *testing.T, args ...string) (string, error) {
 
 // TestHelmInstall installs the chart with the real helm into the envtest API server, whose
 // admission webhooks are served by this process: the chart's RBLNDrivers go through them, and
-// every object of the webhook itself (Deployment, Service, RBAC, PDB, certificate Secret) is
-// accepted by a real API server. The webhook configurations are Helm hooks; they are applied
-// with a server-side dry run here, because the Service they name has no endpoints in envtest.
+// every object of the webhook itself (Deployment, Service, RBAC, PDB, certificate Secret, the
+// two webhook configurations) is accepted by a real API server. The release's own webhook
+// configurations name a Service without endpoints here (envtest runs no pods): they are
+// installed with failurePolicy Ignore, so that this process's webhook decides.
 func TestHelmInstall(t *testing.T) {
 	h := newHelm(t)
 	c, _ := newClient(t)
@@ -94,12 +97,13 @@ driver:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.run(t, "install", "e2e", chart, "--namespace", ns, "--create-namespace", "-f", values, "--no-hooks", "--wait=false")
+	ignore := []string{"--set", "webhook.failurePolicy=Ignore", "--set", "webhook.daemonSetFailurePolicy=Ignore"}
+	out, err := h.run(t, append([]string{"install", "e2e", chart, "--namespace", ns, "--create-namespace", "-f", values, "--wait=false"}, ignore...)...)
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := h.run(t, "uninstall", "e2e", "--namespace", ns, "--no-hooks"); err != nil {
+		if out, err := h.run(t, "uninstall", "e2e", "--namespace", ns); err != nil {
 			t.Errorf("helm uninstall: %v\n%s", err, out)
 		}
 	})
@@ -121,10 +125,13 @@ driver:
 		{&rbacv1.ClusterRoleBinding{}, "e2e-driverguard-webhook"},
 		{&rbacv1.Role{}, "e2e-driverguard-webhook"},
 		{&rbacv1.RoleBinding{}, "e2e-driverguard-webhook"},
+		{&admissionregistrationv1.ValidatingWebhookConfiguration{}, "e2e-driverguard-webhook"},
+		{&admissionregistrationv1.MutatingWebhookConfiguration{}, "e2e-driverguard-webhook"},
 	} {
 		k := client.ObjectKey{Name: key.name}
 		switch key.obj.(type) {
-		case *v1alpha1.RBLNDriver, *v1alpha1.RBLNClusterPolicy, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+		case *v1alpha1.RBLNDriver, *v1alpha1.RBLNClusterPolicy, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding,
+			*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration:
 		default:
 			k.Namespace = ns
 		}
@@ -142,36 +149,9 @@ driver:
 		}
 	}
 
-	// The hooks: the chart's webhook configurations, accepted by the API server (dry run).
-	manifest, err := h.run(t, "get", "hooks", "e2e", "--namespace", ns)
-	if err != nil {
-		t.Fatalf("helm get hooks: %v\n%s", err, manifest)
-	}
-	docs, err := splitYAML([]byte(manifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, doc := range docs {
-		var obj client.Object
-		switch {
-		case bytes.Contains(doc, []byte("kind: ValidatingWebhookConfiguration")):
-			obj = &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		case bytes.Contains(doc, []byte("kind: MutatingWebhookConfiguration")):
-			obj = &admissionregistrationv1.MutatingWebhookConfiguration{}
-		default:
-			continue
-		}
-		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Create(t.Context(), obj, client.DryRunAll); err != nil {
-			t.Errorf("the API server rejects the chart's %T: %v", obj, err)
-		}
-		kinds = append(kinds, obj.GetObjectKind().GroupVersionKind().Kind)
-	}
-	if len(kinds) != 2 {
-		t.Errorf("hooks: %v, want the two webhook configurations", kinds)
+	// No hooks: everything is an object of the release, which uninstall deletes.
+	if hooks, err := h.run(t, "get", "hooks", "e2e", "--namespace", ns); err != nil || strings.TrimSpace(hooks) != "" {
+		t.Errorf("helm get hooks: %v\n%s", err, hooks)
 	}
 
 	// An upgrade whose new instance ties with an existing one on a labelled node is refused by
@@ -193,10 +173,98 @@ driver:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err = h.run(t, "upgrade", "e2e", chart, "--namespace", ns, "-f", values, "--no-hooks")
+	out, err = h.run(t, append([]string{"upgrade", "e2e", chart, "--namespace", ns, "-f", values}, ignore...)...)
 	if err == nil || !strings.Contains(out, `ties with RBLNDriver "rbln-driver-atom" on existing node(s) helm-e2e-n1`) {
 		t.Errorf("helm upgrade with a tie: err=%v\n%s", err, out)
 	}
+}
+
+// TestHelmLifecycle: install (a release with RBLNDrivers) → upgrade → uninstall with the real
+// helm and the chart's defaults, while the webhook's pods never run (envtest has no kubelet:
+// the case of an image that cannot be pulled). The install succeeds because Helm creates the
+// RBLNDrivers before the validating webhook configuration; once it exists, RBLNDriver writes
+// are refused (fail-closed, nothing bypasses the checks); the upgrade succeeds; the uninstall
+// leaves no webhook configuration, Secret, ClusterRole or binding of the release behind, and
+// RBLNDriver writes work again. Updates that change no spec (finalizers, annotations, Helm's
+// own) are never sent to the webhook, so they go through while it is down.
+func TestHelmLifecycle(t *testing.T) {
+	h := newHelm(t)
+	c, _ := newClient(t)
+	resetCluster(t, c)
+	t.Cleanup(func() { resetCluster(t, c) })
+	chart := filepath.Join(suite.root, "charts", "driverguard")
+	const ns, release, name = "helm-lifecycle", "life", "life-driverguard-webhook"
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("driver:\n  instances:\n    atom:\n      nodeSelector: {rebellions.ai/npu.family: atom}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	uninstalled := false
+	t.Cleanup(func() {
+		if !uninstalled {
+			_, _ = h.run(t, "uninstall", release, "--namespace", ns)
+		}
+	})
+	if out, err := h.run(t, "install", release, chart, "--namespace", ns, "--create-namespace", "-f", values); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	for _, n := range []string{"rbln-driver", "rbln-driver-atom"} {
+		if err := c.Get(t.Context(), client.ObjectKey{Name: n}, &v1alpha1.RBLNDriver{}); err != nil {
+			t.Errorf("the release's RBLNDriver %s: %v", n, err)
+		}
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingWebhookConfiguration{}); err != nil {
+		t.Fatalf("the release's ValidatingWebhookConfiguration: %v", err)
+	}
+	extra := wt.Driver("rbln-driver-lifecycle", wt.Sel(v1alpha1.LabelFamily, "rebel"))
+	err := c.Create(t.Context(), extra.DeepCopy())
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Errorf("with the webhook down, an RBLNDriver write must be refused (failurePolicy Fail), got %v", err)
+	}
+
+	// What changes no spec never reaches it: a finalizer added and removed, an annotation.
+	var atom v1alpha1.RBLNDriver
+	if err := c.Get(t.Context(), client.ObjectKey{Name: "rbln-driver-atom"}, &atom); err != nil {
+		t.Fatal(err)
+	}
+	atom.Finalizers = []string{"e2e.invalid/hold"}
+	atom.Annotations = map[string]string{"team": "npu"}
+	if err := c.Update(t.Context(), &atom); err != nil {
+		t.Errorf("a metadata-only update with the webhook down: %v", err)
+	}
+	atom.Finalizers = nil
+	if err := c.Update(t.Context(), &atom); err != nil {
+		t.Errorf("removing a finalizer with the webhook down: %v", err)
+	}
+
+	// An upgrade that changes the webhook (not the drivers) goes through while it is down.
+	if out, err := h.run(t, "upgrade", release, chart, "--namespace", ns, "-f", values, "--set", "webhook.replicas=3"); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	var dep appsv1.Deployment
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &dep); err != nil || *dep.Spec.Replicas != 3 {
+		t.Errorf("the upgraded Deployment: %v %+v", err, dep.Spec.Replicas)
+	}
+
+	if out, err := h.run(t, "uninstall", release, "--namespace", ns); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	uninstalled = true
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-cert"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+	} {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s remains after helm uninstall (%v)", obj, obj.GetName(), err)
+		}
+	}
+	// Nothing of the release intercepts RBLNDriver writes any more.
+	create(t, c, extra)
 }
 
 // TestHelmInstallWithoutWebhook: webhook.enabled=false renders and installs no webhook object.

@@ -135,8 +135,6 @@ func setup() error {
 	return nil
 }
 
-func splitYAML(data []byte) ([][]byte, error) { return controlplane.SplitYAML(data) }
-
 // newClient returns a client of the API server and the collector of its warnings.
 func newClient(t *testing.T) (client.Client, *controlplane.Warnings) {
 	t.Helper()
@@ -171,7 +169,7 @@ func deleteAndWait(t *testing.T, c client.Client, obj client.Object) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("%s still exists (%v)", obj.GetName(), err)
+		return fmt.Errorf("%s still exists (%w)", obj.GetName(), err)
 	})
 }
 

@@ -63,7 +63,7 @@ func TestPolicyDirectoryReloadThroughAPI(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), denied) {
 			return nil
 		}
-		return fmt.Errorf("the webhook does not apply the new rule yet (%v)", err)
+		return fmt.Errorf("the webhook does not apply the new rule yet (%w)", err)
 	})
 	mustDeny(t, dryRun(c, d), denied)
 
@@ -80,7 +80,7 @@ func TestPolicyDirectoryReloadThroughAPI(t *testing.T) {
 				return nil
 			}
 		}
-		return fmt.Errorf("the failure does not name team.rego with a line: %v", st.Error)
+		return fmt.Errorf("the failure does not name team.rego with a line: %+v", st.Error.Problems)
 	})
 	if got := suite.engine.Status().Generation; got != gen {
 		t.Errorf("a broken reload replaced the active set: generation %d -> %d", gen, got)
@@ -92,7 +92,7 @@ func TestPolicyDirectoryReloadThroughAPI(t *testing.T) {
 	eventually(t, 15*time.Second, func() error {
 		w.Take()
 		if err := dryRun(c, d); err != nil {
-			return fmt.Errorf("still denied: %v", err)
+			return fmt.Errorf("still denied: %w", err)
 		}
 		for _, msg := range w.Take() {
 			if strings.Contains(msg, "e2e team rule (relaxed)") {

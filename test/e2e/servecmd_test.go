@@ -20,7 +20,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,8 +40,7 @@ var inertRules = []admissionregistrationv1.RuleWithOperations{{
 
 // TestServeCommandSelfSignedCertificates runs `driverguard serve --cert-rotation` (the CLI,
 // with the bundled policies) against the API server: it bootstraps a CA and a serving
-// certificate into the Secret, injects the CA into both webhook configurations, makes the
-// ClusterRole their owner, serves TLS with that certificate once the Secret is "mounted"
+// certificate into the Secret, injects the CA into both webhook configurations, serves TLS with that certificate once the Secret is "mounted"
 // (copied into --cert-dir here, as the kubelet would), and stops cleanly on cancellation.
 func TestServeCommandSelfSignedCertificates(t *testing.T) {
 	c, _ := newClient(t)
@@ -56,7 +54,6 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret}})
-	create(t, c, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	sideEffects := admissionregistrationv1.SideEffectClassNone
 	svc := &admissionregistrationv1.ServiceReference{Namespace: ns, Name: name}
 	create(t, c, &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -101,7 +98,7 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 			"--health-addr", "127.0.0.1:" + strconv.Itoa(health), "--metrics-addr", "0",
 			"--cert-rotation", "--namespace", ns, "--cert-secret", secret, "--service-name", name,
 			"--validating-webhook-configuration", name, "--mutating-webhook-configuration", name,
-			"--owner-cluster-role", name, "--shutdown-delay", "100ms", "--log-format", "text"})
+			"--shutdown-delay", "100ms", "--log-format", "text"})
 	}()
 	stopped := false
 	t.Cleanup(func() {
@@ -130,11 +127,7 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The CA is injected into both configurations, which get the ClusterRole as owner.
-	var role rbacv1.ClusterRole
-	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &role); err != nil {
-		t.Fatal(err)
-	}
+	// The CA is injected into both configurations.
 	eventually(t, 30*time.Second, func() error {
 		var v admissionregistrationv1.ValidatingWebhookConfiguration
 		var m admissionregistrationv1.MutatingWebhookConfiguration
@@ -146,11 +139,6 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 		}
 		if !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, s.Data["ca.crt"]) || !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, s.Data["ca.crt"]) {
 			return fmt.Errorf("the CA is not injected yet")
-		}
-		for _, o := range [][]metav1.OwnerReference{v.OwnerReferences, m.OwnerReferences} {
-			if len(o) != 1 || o[0].UID != role.UID || o[0].Kind != "ClusterRole" {
-				return fmt.Errorf("owner references %+v", o)
-			}
 		}
 		return nil
 	})

@@ -37,10 +37,11 @@ app.kubernetes.io/component: webhook
 {{- end -}}
 
 {{/*
-driverguard.webhook.caBundle: the caBundle a webhook of a configuration already has (the
-configurations are re-created by Helm hooks on every upgrade; keeping the injected CA avoids
-a window in which the API server cannot verify the webhook). Empty on install and in
-`helm template`. Input: dict "kind" "name" "index".
+driverguard.webhook.caBundle: the caBundle a webhook of a configuration already has (injected
+by serve --cert-rotation or cert-manager). Rendering it keeps it in the release's manifest, so
+that an upgrade with --force (which replaces objects) or a rollback never leaves the webhooks
+without a CA for a moment. Empty on install and in `helm template`. Input: dict "kind" "name"
+"index".
 */}}
 {{- define "driverguard.webhook.caBundle" -}}
 {{- $old := lookup "admissionregistration.k8s.io/v1" .kind "" .name -}}
@@ -52,13 +53,8 @@ a window in which the API server cannot verify the webhook). Empty on install an
 {{- end -}}
 {{- end -}}
 
-{{/* The annotations of a webhook configuration: Helm hook, and cert-manager CA injection. */}}
+{{/* The annotations of a webhook configuration: cert-manager's CA injection, in certManager mode. */}}
 {{- define "driverguard.webhook.configAnnotations" -}}
-# Created after the release's other objects, so `helm install` never sends its own RBLNDrivers
-# to a webhook that is not running yet; `driverguard serve --owner-cluster-role` makes the
-# release's ClusterRole their owner, so `helm uninstall` garbage-collects them.
-helm.sh/hook: post-install,post-upgrade
-helm.sh/hook-delete-policy: before-hook-creation
 {{- if eq .Values.webhook.certificates.mode "certManager" }}
 cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "driverguard.webhook.fullname" .) }}
 {{- end }}

@@ -1,0 +1,188 @@
+package charts_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/charts"
+)
+
+// manifest renders the chart (helm's install action, client-only) and returns its documents
+// by kind, and the number of hooks.
+func manifest(t *testing.T, vals map[string]any) (map[string][][]byte, int) {
+	t.Helper()
+	ch, err := charts.Driverguard()
+	require.NoError(t, err)
+	inst := action.NewInstall(&action.Configuration{})
+	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = "dg", "default"
+	inst.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.0", Major: "1", Minor: "37"}
+	rel, err := inst.Run(ch, vals)
+	require.NoError(t, err)
+	out := map[string][][]byte{}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(rel.Manifest)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		var meta struct{ Kind string }
+		require.NoError(t, yaml.Unmarshal(doc, &meta))
+		if meta.Kind != "" {
+			out[meta.Kind] = append(out[meta.Kind], bytes.Clone(doc))
+		}
+	}
+	return out, len(rel.Hooks)
+}
+
+func one[T any](t *testing.T, docs map[string][][]byte, kind string) *T {
+	t.Helper()
+	require.Len(t, docs[kind], 1, kind)
+	var obj T
+	require.NoError(t, yaml.UnmarshalStrict(docs[kind][0], &obj))
+	return &obj
+}
+
+func webhookArgs(t *testing.T, docs map[string][][]byte) []string {
+	t.Helper()
+	d := one[appsv1.Deployment](t, docs, "Deployment")
+	return d.Spec.Template.Spec.Containers[0].Args
+}
+
+// TestWebhookConfigurationsAreReleaseObjects: no Helm hooks (uninstall deletes everything);
+// updates that change no spec, and objects being deleted, never reach the webhook; the
+// DaemonSet mutation is re-invoked after later mutating webhooks.
+func TestWebhookConfigurationsAreReleaseObjects(t *testing.T) {
+	docs, hooks := manifest(t, nil)
+	assert.Zero(t, hooks)
+	v := one[admissionregistrationv1.ValidatingWebhookConfiguration](t, docs, "ValidatingWebhookConfiguration")
+	require.Len(t, v.Webhooks, 2)
+	for _, w := range v.Webhooks {
+		assert.Empty(t, v.Annotations["helm.sh/hook"])
+		require.Len(t, w.MatchConditions, 1, w.Name)
+		assert.Contains(t, w.MatchConditions[0].Expression, "object.spec != oldObject.spec")
+		assert.Contains(t, w.MatchConditions[0].Expression, "has(object.metadata.deletionTimestamp)")
+		assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy)
+	}
+	m := one[admissionregistrationv1.MutatingWebhookConfiguration](t, docs, "MutatingWebhookConfiguration")
+	require.Len(t, m.Webhooks, 1)
+	assert.Equal(t, admissionregistrationv1.IfNeededReinvocationPolicy, *m.Webhooks[0].ReinvocationPolicy)
+	require.Len(t, m.Webhooks[0].MatchConditions, 1)
+}
+
+// TestWebhookPDB: a PodDisruptionBudget only when there is more than one replica.
+func TestWebhookPDB(t *testing.T) {
+	docs, _ := manifest(t, nil)
+	assert.Len(t, docs["PodDisruptionBudget"], 1, "two replicas by default")
+	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{"replicas": 1}})
+	assert.Empty(t, docs["PodDisruptionBudget"], "minAvailable 1 of one pod would block node drains")
+}
+
+// TestWebhookRBACByCertificateMode: the webhook may update its own two webhook
+// configurations (by name) only in selfSigned mode, where it injects the CA; with
+// cert-manager it may not touch them. It never creates or deletes them.
+func TestWebhookRBACByCertificateMode(t *testing.T) {
+	rules := func(docs map[string][][]byte) []rbacv1.PolicyRule {
+		for _, doc := range docs["ClusterRole"] {
+			var r rbacv1.ClusterRole
+			require.NoError(t, yaml.UnmarshalStrict(doc, &r))
+			if r.Name == "dg-driverguard-webhook" {
+				return r.Rules
+			}
+		}
+		t.Fatal("no webhook ClusterRole")
+		return nil
+	}
+	touches := func(rs []rbacv1.PolicyRule) (verbs []string) {
+		for _, r := range rs {
+			if slices.Contains(r.APIGroups, "admissionregistration.k8s.io") {
+				verbs = append(verbs, r.Verbs...)
+				if slices.Contains(r.Verbs, "update") {
+					assert.Equal(t, []string{"dg-driverguard-webhook"}, r.ResourceNames, "updates by name only")
+				}
+			}
+		}
+		return verbs
+	}
+	docs, _ := manifest(t, nil)
+	verbs := touches(rules(docs))
+	assert.Contains(t, verbs, "patch")
+	assert.NotContains(t, verbs, "create")
+	assert.NotContains(t, verbs, "delete")
+	assert.Contains(t, webhookArgs(t, docs), "--cert-rotation")
+
+	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{"certificates": map[string]any{"mode": "certManager"}}})
+	assert.Empty(t, touches(rules(docs)), "cert-manager injects the CA")
+	assert.Empty(t, docs["Role"], "no certificate Secret to write")
+	for _, a := range webhookArgs(t, docs) {
+		assert.NotContains(t, a, "webhook-configuration")
+	}
+}
+
+// TestWebhookMetricsAndClientCA: metrics are served securely by default, with a reader role
+// to bind; a client CA ConfigMap is mounted and required.
+func TestWebhookMetricsAndClientCA(t *testing.T) {
+	docs, _ := manifest(t, nil)
+	args := webhookArgs(t, docs)
+	assert.Contains(t, args, "--metrics-secure")
+	assert.NotContains(t, strings.Join(args, " "), "--client-ca-file")
+	var names []string
+	for _, doc := range docs["ClusterRole"] {
+		var r rbacv1.ClusterRole
+		require.NoError(t, yaml.UnmarshalStrict(doc, &r))
+		names = append(names, r.Name)
+		if strings.HasSuffix(r.Name, "-metrics-reader") {
+			assert.Equal(t, []string{"/metrics", "/policyz"}, r.Rules[0].NonResourceURLs)
+		}
+	}
+	assert.Contains(t, names, "dg-driverguard-webhook-metrics-reader")
+
+	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{"metrics": map[string]any{"secure": false}, "clientCAConfigMap": "apiserver-client-ca"}})
+	args = webhookArgs(t, docs)
+	assert.NotContains(t, args, "--metrics-secure")
+	assert.Contains(t, args, "--client-ca-file=/client-ca/ca.crt")
+	d := one[appsv1.Deployment](t, docs, "Deployment")
+	var found bool
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == "apiserver-client-ca" {
+			found = true
+		}
+	}
+	assert.True(t, found, "the client CA ConfigMap is mounted")
+}
+
+// TestWebhookNetworkPolicy: when enabled, the webhook, health and (with peers) metrics ports
+// are open and nothing else.
+func TestWebhookNetworkPolicy(t *testing.T) {
+	docs, _ := manifest(t, nil)
+	assert.Empty(t, docs["NetworkPolicy"])
+	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{"networkPolicy": map[string]any{
+		"enabled": true, "webhookFrom": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/24"}}},
+		"metricsFrom": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"name": "monitoring"}}}},
+	}}})
+	np := one[networkingv1.NetworkPolicy](t, docs, "NetworkPolicy")
+	var ports []int32
+	for _, r := range np.Spec.Ingress {
+		ports = append(ports, r.Ports[0].Port.IntVal)
+	}
+	assert.Equal(t, []int32{9443, 8080, 8081}, ports)
+	assert.Equal(t, "10.0.0.0/24", np.Spec.Ingress[0].From[0].IPBlock.CIDR)
+	assert.Empty(t, np.Spec.Ingress[2].From, "the kubelet's probes come from the node")
+}
