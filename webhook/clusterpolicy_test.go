@@ -47,8 +47,11 @@ func TestClusterPolicyRules(t *testing.T) {
 			}
 			for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
 				req := wt.Request(op, cp, nil)
-				if op == admissionv1.Update {
-					req = wt.Request(op, cp, wt.ClusterPolicy(false))
+				if op == admissionv1.Update { // an update that changes the spec (one that does not is allowed as it is)
+					old := wt.ClusterPolicy(false)
+					old.Name = cp.Name
+					old.Spec.Driver.UpgradePolicy.NPUPodDeletion.TimeoutSeconds++
+					req = wt.Request(op, cp, old)
 				}
 				expect(t, handle(t, hooks, webhook.PathValidateClusterPolicy, req), len(tt.deny) == 0, tt.deny, tt.warn)
 			}

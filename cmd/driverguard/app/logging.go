@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,26 +19,24 @@ import (
 
 // Every library's logs — client-go and cert-controller through klog, controller-runtime, and
 // the standard log package Helm writes its warnings to — go through one handler, installed
-// once per process before any command runs: setting a process-wide logger inside a command
-// races with the loggers libraries already hold. A command then only chooses where that
-// handler writes: one-shot commands print warnings and errors as "Warning: ..." lines on
-// stderr and drop the rest (no raw library lines), `serve` writes structured logs.
-var (
-	installLogging sync.Once
-	processLog     = &switchHandler{}
-)
+// when the package is initialized, before anything runs: setting a process-wide logger later
+// (inside a command) races with the loggers libraries already hold. A command then only
+// chooses where that handler writes: one-shot commands print warnings and errors as
+// "Warning: ..." lines on stderr and drop the rest (no raw library lines), `serve` writes
+// structured logs.
+var processLog = &switchHandler{}
+
+func init() {
+	processLog.set(newWarningHandler(os.Stderr))
+	l := logr.FromSlogHandler(processLog)
+	klog.SetLogger(l)
+	ctrllog.SetLogger(l)
+	log.SetFlags(0)
+	log.SetOutput(stdlogWriter{})
+}
 
 // setLogDestination makes h the destination of every library's logs.
-func setLogDestination(h slog.Handler) {
-	installLogging.Do(func() {
-		l := logr.FromSlogHandler(processLog)
-		klog.SetLogger(l)
-		ctrllog.SetLogger(l)
-		log.SetFlags(0)
-		log.SetOutput(stdlogWriter{})
-	})
-	processLog.set(h)
-}
+func setLogDestination(h slog.Handler) { processLog.set(h) }
 
 // processLogger is the logger of the process-wide handler, for a command's own logs.
 func processLogger() logr.Logger { return logr.FromSlogHandler(processLog) }
