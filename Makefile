@@ -59,6 +59,8 @@ test: tools
 	fi
 	$(TEST_ENV) golangci-lint run ./...
 	$(TEST_ENV) $(GO) test -race ./... -count=1 -timeout 60m
+	@# the sustained-load test is built without -race (the race detector would set its pace)
+	$(TEST_ENV) $(GO) test ./test/load/ -count=1 -timeout 10m -v -run TestSustainedLoad
 
 bench:
 	@if [ -f hack/bench.sh ]; then bash hack/bench.sh; else echo "hack/bench.sh does not exist yet" >&2; fi

@@ -59,7 +59,8 @@ type Plane struct {
 	// State is the webhook's cluster view (wait on it after a write with WaitFor).
 	State *webhook.CacheState
 
-	stop func()
+	stop    func()
+	cleanup func()
 }
 
 // Options configure Start.
@@ -67,6 +68,10 @@ type Options struct {
 	// Server configures the webhook server; the host, port, certificates, health and metrics
 	// addresses and OnReady are set by Start.
 	Server webhook.ServerOptions
+	// Restartable keeps the API server's certificates in a directory of the Plane's own, so
+	// that RestartAPIServer brings it back on the same address with the same certificates
+	// (and every client keeps working).
+	Restartable bool
 }
 
 // Start starts the control plane and serves the webhook until Stop.
@@ -95,12 +100,24 @@ func Start(opts Options) (*Plane, error) {
 	if err := v1alpha1.AddToScheme(p.Scheme); err != nil {
 		return nil, err
 	}
+	var apiCertDir string
+	if opts.Restartable {
+		if apiCertDir, err = os.MkdirTemp("", "driverguard-apiserver-"); err != nil {
+			return nil, err
+		}
+		p.cleanup = func() { _ = os.RemoveAll(apiCertDir) }
+	}
 	p.Env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                p.Scheme,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: validating, MutatingWebhooks: mutating},
+	}
+	if apiCertDir != "" {
+		p.Env.ControlPlane.APIServer = &envtest.APIServer{CertDir: apiCertDir}
+		// With clients and watches open the API server can take longer than envtest's 20 s to stop.
+		p.Env.ControlPlaneStopTimeout = 90 * time.Second
 	}
 	if p.Config, err = p.Env.Start(); err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
@@ -161,7 +178,32 @@ func (p *Plane) Stop() error {
 	if p.stop != nil {
 		p.stop()
 	}
-	return p.Env.Stop()
+	err := p.Env.Stop()
+	if p.cleanup != nil {
+		p.cleanup()
+	}
+	return err
+}
+
+// RestartAPIServer stops the kube-apiserver and starts it again (etcd and the webhook keep
+// running); between the two calls of between, if set, the API server is down. The Plane must
+// be Restartable.
+func (p *Plane) RestartAPIServer(between func()) error {
+	if p.cleanup == nil {
+		return errors.New("the control plane was not started Restartable")
+	}
+	api := p.Env.ControlPlane.APIServer
+	start := time.Now()
+	if err := api.Stop(); err != nil {
+		return fmt.Errorf("stopping the API server (after %s): %w", time.Since(start).Round(time.Millisecond), err)
+	}
+	if between != nil {
+		between()
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting the API server again: %w", err)
+	}
+	return nil
 }
 
 // Client returns a client of the API server that hands every admission warning to w (nil
