@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -136,6 +139,49 @@ func ClusterPolicies(docs []Document) ([]v1alpha1.RBLNClusterPolicy, error) {
 	return typed[v1alpha1.RBLNClusterPolicy](onlyKind(docs, "RBLNClusterPolicy"), "RBLNClusterPolicy", v1alpha1.GroupVersion.String())
 }
 
+// Workloads are the objects `plan --pods` reads from one stream ('kubectl get
+// pods,pdb,replicasets,deployments,statefulsets -A -o yaml').
+type Workloads struct {
+	Pods         []corev1.Pod
+	PDBs         []policyv1.PodDisruptionBudget
+	ReplicaSets  []appsv1.ReplicaSet
+	Deployments  []appsv1.Deployment
+	StatefulSets []appsv1.StatefulSet
+}
+
+// WorkloadKinds are the kinds Workloads holds.
+var WorkloadKinds = []string{"Pod", "PodDisruptionBudget", "ReplicaSet", "Deployment", "StatefulSet"}
+
+// ReadWorkloads decodes a stream of Pods, PodDisruptionBudgets, ReplicaSets, Deployments and
+// StatefulSets; any other kind is an error (nothing is silently dropped).
+func ReadWorkloads(docs []Document) (*Workloads, error) {
+	for _, d := range docs {
+		if !slices.Contains(WorkloadKinds, d.Kind) {
+			return nil, fmt.Errorf("%s: a %s is not one of %s; leave it out of the stream", d.Source, d.Kind, strings.Join(WorkloadKinds, ", "))
+		}
+	}
+	var (
+		w   Workloads
+		err error
+	)
+	if w.Pods, err = typed[corev1.Pod](onlyKind(docs, "Pod"), "Pod", "v1"); err != nil {
+		return nil, err
+	}
+	if w.PDBs, err = typed[policyv1.PodDisruptionBudget](onlyKind(docs, "PodDisruptionBudget"), "PodDisruptionBudget", "policy/v1"); err != nil {
+		return nil, err
+	}
+	if w.ReplicaSets, err = typed[appsv1.ReplicaSet](onlyKind(docs, "ReplicaSet"), "ReplicaSet", "apps/v1"); err != nil {
+		return nil, err
+	}
+	if w.Deployments, err = typed[appsv1.Deployment](onlyKind(docs, "Deployment"), "Deployment", "apps/v1"); err != nil {
+		return nil, err
+	}
+	if w.StatefulSets, err = typed[appsv1.StatefulSet](onlyKind(docs, "StatefulSet"), "StatefulSet", "apps/v1"); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
 func onlyKind(docs []Document, kind string) []Document {
 	var out []Document
 	for _, d := range docs {
@@ -181,9 +227,16 @@ func typed[T any](docs []Document, kind, apiVersion string) ([]T, error) {
 	// Names identify objects: a nameless or repeated one cannot be what a cluster holds.
 	seen := make(map[string]string, len(out))
 	for i := range out {
-		name := any(&out[i]).(interface{ GetName() string }).GetName()
+		meta := any(&out[i]).(interface {
+			GetName() string
+			GetNamespace() string
+		})
+		name := meta.GetName()
+		if ns := meta.GetNamespace(); ns != "" {
+			name = ns + "/" + name
+		}
 		switch first, dup := seen[name]; {
-		case name == "":
+		case meta.GetName() == "":
 			return nil, fmt.Errorf("%s: the %s has no metadata.name; every object needs one", docs[i].Source, kind)
 		case dup:
 			return nil, fmt.Errorf("%s: a second %s named %q (the first is %s); a cluster holds one object per name: remove one", docs[i].Source, kind, name, first)

@@ -91,6 +91,7 @@ check); 2 the command could not judge (wrong usage, unreadable or unusable input
 		newReviewCommand(s),
 		newServeCommand(s),
 		newCheckCommand(s),
+		newPlanCommand(s),
 		newPolicyCommand(s),
 		newVersionCommand(s),
 	)

@@ -1,0 +1,489 @@
+package plan
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/release"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// LabelUpgradeSkip on a node holds its driver: the operator does not upgrade it while the
+// label is "true" (the node keeps its current driver).
+const LabelUpgradeSkip = "rebellions.ai/npu-driver-upgrade.skip"
+
+// Driver actions.
+const (
+	DriverCreate    = "create"
+	DriverUpdate    = "update"
+	DriverDelete    = "delete"
+	DriverUnchanged = "unchanged"
+)
+
+// Node actions (SPEC §8).
+const (
+	NodeNone        = "none"
+	NodeUpgrade     = "upgrade"      // the driver pod restarts with a new image
+	NodeChangeOwner = "change-owner" // another RBLNDriver's pod replaces the current one
+	NodeLoseDriver  = "lose-driver"
+	NodeGainDriver  = "gain-driver"
+	NodeHeld        = "held"    // carries the skip label: keeps its current driver
+	NodeBlocked     = "blocked" // its driver restart would stall on a drain blocker
+)
+
+// Drift kinds: what is wrong with the cluster now, whatever the values.
+const (
+	DriftUnowned            = "Unowned" // a candidate node no driver selects
+	DriftTie                = "ConflictingNodeSelector"
+	DriftFamilyLabelMissing = "DriverFamilyLabelMissing"
+	DriftInvalidImageTag    = "InvalidImageTag"
+	DriftStaleOwnerLabel    = "StaleOwnerLabel" // the owner label is not the driver routing gives
+)
+
+// Inputs are what a plan is made from.
+type Inputs struct {
+	// Objects are the rendered values; nil plans "no change" (the current drivers as they are)
+	// and reports the drift only.
+	Objects *release.Objects
+	// Cluster is the state now: the nodes, the RBLNDrivers, the RBLNClusterPolicy.
+	Cluster release.Cluster
+	// Workloads are the pods and what governs their eviction; nil when not known (no drain
+	// blockers, and the manual procedure names the driver DaemonSet instead of its pod).
+	Workloads *Workloads
+	// Apply configures the decisions, as for `check`.
+	Apply release.Options
+	// AllowDriverLoss acknowledges the nodes that would lose their driver.
+	AllowDriverLoss bool
+	// CheckImages, when set, is asked for every image the plan needs.
+	CheckImages func(ctx context.Context, images []string) map[string]registry.ImageResult
+}
+
+// Plan is what applying the values does. Its JSON form is the `plan -o json` contract of SPEC
+// §8: keys may be added, never renamed or removed; lists are sorted as documented and never
+// null.
+type Plan struct {
+	// Drivers are sorted by name.
+	Drivers []DriverPlan `json:"drivers"`
+	// Nodes are sorted by name.
+	Nodes []NodePlan `json:"nodes"`
+	// Batches are the rollout with autoUpgrade: true, in order (owner, pool, node name);
+	// empty with autoUpgrade: false, where Manual holds the procedure.
+	Batches [][]string `json:"batches"`
+	// Manual is the procedure per node with autoUpgrade: false, in the order of Batches.
+	Manual []ManualNode `json:"manual"`
+	// MissingImages are the (pool, image) pairs the registry lacks (--check-images), sorted.
+	MissingImages []MissingImage `json:"missingImages"`
+	// ImageWarnings are images the registry could not be asked about (not missing).
+	ImageWarnings []MissingImage `json:"imageWarnings"`
+	// Drift is what is wrong with the cluster now, sorted by node and kind.
+	Drift []Drift `json:"drift"`
+	// Denials are the objects the webhook would deny (not applied in the plan).
+	Denials []Denial `json:"denials"`
+	// Rollout is how the cluster policy rolls the plan out.
+	Rollout Rollout `json:"rollout"`
+	Summary Summary `json:"summary"`
+	// Proceed is whether the plan can be applied as is (exit 0).
+	Proceed bool `json:"proceed"`
+	// Reasons say why it cannot, one line each.
+	Reasons []string `json:"reasons"`
+}
+
+// DriverPlan is what happens to one RBLNDriver.
+type DriverPlan struct {
+	Name       string `json:"name"`
+	Action     string `json:"action"`
+	OldVersion string `json:"oldVersion"`
+	NewVersion string `json:"newVersion"`
+	// SelectorChange is whether spec.nodeSelector changes.
+	SelectorChange bool   `json:"selectorChange"`
+	OldSelector    string `json:"oldSelector,omitempty"`
+	NewSelector    string `json:"newSelector,omitempty"`
+}
+
+// NodePlan is what happens on one node.
+type NodePlan struct {
+	Name     string `json:"name"`
+	Action   string `json:"action"`
+	OldOwner string `json:"oldOwner"`
+	NewOwner string `json:"newOwner"`
+	OldImage string `json:"oldImage"`
+	NewImage string `json:"newImage"`
+	// Pool is the node's pool after the change ("" for none).
+	Pool string `json:"pool"`
+	// Reason is the routing reason of §7 when the node gets no driver or no image.
+	Reason   string    `json:"reason"`
+	Blockers []Blocker `json:"blockers"`
+	// Restart is whether the node's driver pod is replaced (upgrade, change-owner), the
+	// rollout's unit of work.
+	Restart bool `json:"-"`
+	oldPool string
+}
+
+// Rollout is the cluster policy's upgrade settings as the plan applies them.
+type Rollout struct {
+	AutoUpgrade         bool  `json:"autoUpgrade"`
+	MaxParallelUpgrades int32 `json:"maxParallelUpgrades"`
+	Drain               bool  `json:"drain"`
+}
+
+// ManualNode is the procedure of one node's upgrade with autoUpgrade: false (OnDelete).
+type ManualNode struct {
+	Node  string   `json:"node"`
+	Steps []string `json:"steps"`
+}
+
+// MissingImage is a pool's image the registry lacks.
+type MissingImage struct {
+	Pool   string `json:"pool"`
+	Image  string `json:"image"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Drift is one problem of the cluster now.
+type Drift struct {
+	Kind   string `json:"kind"`
+	Node   string `json:"node"`
+	Detail string `json:"detail"`
+}
+
+// Denial is an object the webhook would deny.
+type Denial struct {
+	Kind     string   `json:"kind"`
+	Name     string   `json:"name"`
+	Findings []string `json:"findings"`
+}
+
+// Summary counts the nodes by action, and the batches.
+type Summary struct {
+	Upgrade     int `json:"upgrade"`
+	ChangeOwner int `json:"changeOwner"`
+	LoseDriver  int `json:"loseDriver"`
+	GainDriver  int `json:"gainDriver"`
+	Held        int `json:"held"`
+	Blocked     int `json:"blocked"`
+	Batches     int `json:"batches"`
+}
+
+// Make computes the plan.
+func Make(ctx context.Context, in Inputs) (*Plan, error) {
+	current := in.Cluster
+	nodes := current.Nodes
+	before := routing.Route(current.Drivers, nodes)
+
+	objs := in.Objects
+	if objs == nil { // no change: the current drivers and cluster policy, as they are
+		objs = &release.Objects{ClusterPolicy: current.ClusterPolicy, Drivers: current.Drivers}
+	}
+	res, err := release.Apply(ctx, *objs, current, in.Apply)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{},
+		Drift: drift(before, nodes), Denials: []Denial{}, Reasons: []string{}}
+	p.Drivers = driverPlans(res, current)
+	for _, j := range res.Objects {
+		if !j.Verdict.Allowed() {
+			d := Denial{Kind: j.Kind, Name: j.Name}
+			for _, f := range j.Verdict.Denials {
+				d.Findings = append(d.Findings, f.String())
+			}
+			p.Denials = append(p.Denials, d)
+		}
+	}
+
+	policy := effectivePolicy(res, current.ClusterPolicy)
+	up := policy.Spec.Driver.UpgradePolicy
+	p.Rollout = Rollout{AutoUpgrade: up.AutoUpgrade, MaxParallelUpgrades: up.MaxParallelUpgrades, Drain: up.Drain.Enable}
+
+	labels := make(map[string]map[string]string, len(nodes))
+	for _, n := range nodes {
+		labels[n.Name] = n.Labels
+	}
+	p.Nodes = nodePlans(before, res.Routing, labels)
+
+	var wl *workloadIndex
+	if in.Workloads != nil {
+		wl = index(in.Workloads)
+	}
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		if !n.Restart || wl == nil {
+			continue
+		}
+		n.Blockers = wl.blockers(n.Name, &up)
+		if slices.ContainsFunc(n.Blockers, func(b Blocker) bool { return b.Blocks }) {
+			n.Action = NodeBlocked
+		}
+	}
+	p.rollout(&up, wl, before)
+
+	if in.CheckImages != nil {
+		p.checkImages(ctx, res.Routing, in.CheckImages)
+	}
+	p.summarize(res, in.AllowDriverLoss)
+	return p, nil
+}
+
+// effectivePolicy is the RBLNClusterPolicy after the release: the rendered one if it was
+// admitted, else the current one, else the defaults.
+func effectivePolicy(res *release.Result, current *v1alpha1.RBLNClusterPolicy) *v1alpha1.RBLNClusterPolicy {
+	for _, j := range res.Objects {
+		if j.Kind == "RBLNClusterPolicy" && j.ClusterPolicy != nil && j.Verdict.Allowed() {
+			return j.ClusterPolicy
+		}
+	}
+	if current != nil {
+		return current
+	}
+	return &v1alpha1.RBLNClusterPolicy{Spec: v1alpha1.RBLNClusterPolicySpec{Driver: v1alpha1.ClusterDriverSpec{
+		UpgradePolicy: v1alpha1.UpgradePolicy{MaxParallelUpgrades: 1, NPUPodDeletion: v1alpha1.NPUPodDeletionSpec{TimeoutSeconds: 300}}}}}
+}
+
+func driverPlans(res *release.Result, current release.Cluster) []DriverPlan {
+	cur := make(map[string]*v1alpha1.RBLNDriver, len(current.Drivers))
+	for i := range current.Drivers {
+		cur[current.Drivers[i].Name] = &current.Drivers[i]
+	}
+	var out []DriverPlan
+	for _, j := range res.Objects {
+		if j.Kind != "RBLNDriver" || j.Driver == nil {
+			continue
+		}
+		d := DriverPlan{Name: j.Name, Action: DriverCreate, NewVersion: j.Driver.Spec.Version, NewSelector: decision.FormatSelector(j.Driver.Spec.NodeSelector)}
+		if old := cur[j.Name]; old != nil {
+			d.OldVersion, d.OldSelector = old.Spec.Version, decision.FormatSelector(old.Spec.NodeSelector)
+			d.Action = DriverUpdate
+			if equality.Semantic.DeepEqual(old.Spec, j.Driver.Spec) {
+				d.Action = DriverUnchanged
+			}
+			d.SelectorChange = d.OldSelector != d.NewSelector
+		} else {
+			d.SelectorChange = true
+		}
+		if !j.Verdict.Allowed() { // denied: not applied, so nothing changes
+			d.Action, d.NewVersion, d.NewSelector, d.SelectorChange = DriverUnchanged, d.OldVersion, d.OldSelector, false
+			if _, ok := cur[j.Name]; !ok {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	for _, name := range res.Deleted {
+		old := cur[name]
+		out = append(out, DriverPlan{Name: name, Action: DriverDelete, OldVersion: old.Spec.Version, OldSelector: decision.FormatSelector(old.Spec.NodeSelector), SelectorChange: true})
+	}
+	seen := map[string]bool{}
+	for _, d := range out {
+		seen[d.Name] = true
+	}
+	for name, old := range cur { // current drivers the release neither renders nor deletes
+		if !seen[name] {
+			out = append(out, DriverPlan{Name: name, Action: DriverUnchanged, OldVersion: old.Spec.Version, NewVersion: old.Spec.Version,
+				OldSelector: decision.FormatSelector(old.Spec.NodeSelector), NewSelector: decision.FormatSelector(old.Spec.NodeSelector)})
+		}
+	}
+	slices.SortFunc(out, func(a, b DriverPlan) int { return strings.Compare(a.Name, b.Name) })
+	if out == nil {
+		out = []DriverPlan{}
+	}
+	return out
+}
+
+// nodePlans compares the routing before and after, node by node (both sorted by name).
+func nodePlans(before, after *routing.Result, labels map[string]map[string]string) []NodePlan {
+	old := make(map[string]routing.NodeResult, len(before.Nodes))
+	for _, n := range before.Nodes {
+		old[n.Name] = n
+	}
+	out := make([]NodePlan, 0, len(after.Nodes))
+	for _, a := range after.Nodes {
+		b := old[a.Name]
+		n := NodePlan{Name: a.Name, OldOwner: b.Owner, NewOwner: a.Owner, OldImage: b.Image, NewImage: a.Image, Pool: a.Pool, oldPool: b.Pool, Blockers: []Blocker{}}
+		switch {
+		case b.Owner == "" && a.Owner == "":
+			n.Action = NodeNone
+		case b.Owner == "":
+			n.Action = NodeGainDriver
+		case a.Owner == "":
+			n.Action = NodeLoseDriver
+		case a.Owner != b.Owner:
+			n.Action, n.Restart = NodeChangeOwner, true
+		case a.Image != b.Image:
+			n.Action, n.Restart = NodeUpgrade, true
+		default:
+			n.Action = NodeNone
+		}
+		if a.Reason != "" && a.Reason != routing.ReasonOutOfScope {
+			n.Reason = a.Reason
+		}
+		if n.Restart && labels[a.Name][LabelUpgradeSkip] == "true" {
+			n.Action, n.Restart = NodeHeld, false
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// rollout orders the nodes whose driver pod is replaced: in batches of maxParallelUpgrades
+// (0: all at once) with autoUpgrade, as a manual procedure without. Held and blocked nodes are
+// left out (they are reported as such).
+func (p *Plan) rollout(up *v1alpha1.UpgradePolicy, wl *workloadIndex, before *routing.Result) {
+	var todo []*NodePlan
+	for i := range p.Nodes {
+		if n := &p.Nodes[i]; n.Restart && n.Action != NodeBlocked {
+			todo = append(todo, n)
+		}
+	}
+	slices.SortFunc(todo, func(a, b *NodePlan) int {
+		return cmp.Or(strings.Compare(a.NewOwner, b.NewOwner), strings.Compare(a.Pool, b.Pool), strings.Compare(a.Name, b.Name))
+	})
+	if !up.AutoUpgrade {
+		daemonSets := map[string]string{}
+		for _, pool := range before.Pools {
+			daemonSets[pool.Name+"\x00"+pool.Owner] = pool.DaemonSet
+		}
+		for _, n := range todo {
+			p.Manual = append(p.Manual, ManualNode{Node: n.Name, Steps: manualSteps(n, up, wl, daemonSets[n.oldPool+"\x00"+n.OldOwner])})
+		}
+		return
+	}
+	size := int(up.MaxParallelUpgrades)
+	if size <= 0 {
+		size = len(todo)
+	}
+	for batch := range slices.Chunk(todo, max(size, 1)) {
+		names := make([]string, len(batch))
+		for i, n := range batch {
+			names[i] = n.Name
+		}
+		p.Batches = append(p.Batches, names)
+	}
+}
+
+// manualSteps is what an operator does on one node with OnDelete DaemonSets (SPEC §8).
+func manualSteps(n *NodePlan, up *v1alpha1.UpgradePolicy, wl *workloadIndex, daemonSet string) []string {
+	steps := []string{"kubectl cordon " + n.Name}
+	if up.Drain.Enable {
+		d := up.Drain
+		cmd := "kubectl drain " + n.Name + " --ignore-daemonsets"
+		if d.DeleteEmptyDirData {
+			cmd += " --delete-emptydir-data"
+		}
+		if d.Force {
+			cmd += " --force"
+		}
+		if d.PodSelector != "" {
+			cmd += fmt.Sprintf(" --pod-selector=%q", d.PodSelector)
+		}
+		if d.TimeoutSeconds > 0 {
+			cmd += fmt.Sprintf(" --timeout=%ds", d.TimeoutSeconds)
+		}
+		steps = append(steps, cmd)
+	}
+	if pod, ns := wl.driverPod(n.Name, daemonSet); pod != "" {
+		steps = append(steps, fmt.Sprintf("kubectl delete pod -n %s %s  # the %s driver pod; its DaemonSet starts %s", ns, pod, n.OldOwner, describeNew(n)))
+	} else {
+		steps = append(steps, fmt.Sprintf("kubectl delete pod on %s of DaemonSet %s  # the %s driver pod (pods not given: find it with kubectl get pods -A -o wide --field-selector spec.nodeName=%s); then %s starts",
+			n.Name, cmp.Or(daemonSet, "<unknown>"), n.OldOwner, n.Name, describeNew(n)))
+	}
+	return append(steps, "kubectl uncordon "+n.Name)
+}
+
+func describeNew(n *NodePlan) string {
+	if n.NewOwner != n.OldOwner {
+		return fmt.Sprintf("%s's pod with %s", n.NewOwner, n.NewImage)
+	}
+	return n.NewImage
+}
+
+// checkImages asks for every image of a pool after the change.
+func (p *Plan) checkImages(ctx context.Context, after *routing.Result, check func(context.Context, []string) map[string]registry.ImageResult) {
+	results := check(ctx, registry.Images(after))
+	for _, pool := range after.Pools {
+		r, ok := results[pool.Image]
+		if pool.Image == "" || !ok {
+			continue
+		}
+		switch r.Status {
+		case registry.NotFound:
+			p.MissingImages = append(p.MissingImages, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message})
+		case registry.Warning:
+			p.ImageWarnings = append(p.ImageWarnings, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message})
+		}
+	}
+	sortImages := func(s []MissingImage) {
+		slices.SortFunc(s, func(a, b MissingImage) int {
+			return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Image, b.Image))
+		})
+	}
+	sortImages(p.MissingImages)
+	sortImages(p.ImageWarnings)
+}
+
+func (p *Plan) summarize(res *release.Result, allowLoss bool) {
+	s := &p.Summary
+	for _, n := range p.Nodes {
+		switch n.Action {
+		case NodeUpgrade:
+			s.Upgrade++
+		case NodeChangeOwner:
+			s.ChangeOwner++
+		case NodeLoseDriver:
+			s.LoseDriver++
+		case NodeGainDriver:
+			s.GainDriver++
+		case NodeHeld:
+			s.Held++
+		case NodeBlocked:
+			s.Blocked++
+		}
+	}
+	s.Batches = len(p.Batches)
+	if len(p.Denials) > 0 {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("%d object(s) the webhook would deny", len(p.Denials)))
+	}
+	if len(res.DriverLoss) > 0 && !allowLoss {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("%d node(s) would lose their driver (acknowledge with --allow-driver-loss)", len(res.DriverLoss)))
+	}
+	if s.Blocked > 0 {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("%d node(s) blocked by a drain blocker", s.Blocked))
+	}
+	if len(p.MissingImages) > 0 {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("%d image(s) missing from their registry", len(p.MissingImages)))
+	}
+	p.Proceed = len(p.Reasons) == 0
+}
+
+// drift is what is wrong with the cluster now.
+func drift(now *routing.Result, nodes []routing.Node) []Drift {
+	labels := make(map[string]map[string]string, len(nodes))
+	for _, n := range nodes {
+		labels[n.Name] = n.Labels
+	}
+	out := []Drift{}
+	for _, n := range now.Nodes {
+		switch n.Reason {
+		case routing.ReasonNoMatchingDriver:
+			out = append(out, Drift{Kind: DriftUnowned, Node: n.Name, Detail: "a candidate node that no RBLNDriver selects: it gets no driver"})
+		case routing.ReasonConflictingNodeSelector:
+			out = append(out, Drift{Kind: DriftTie, Node: n.Name, Detail: cmp.Or(n.Detail, "tied between drivers: it gets no driver")})
+		case routing.ReasonDriverFamilyLabelMissing:
+			out = append(out, Drift{Kind: DriftFamilyLabelMissing, Node: n.Name, Detail: cmp.Or(n.Detail, "no "+v1alpha1.LabelFamily+" label: it joins no pool")})
+		case routing.ReasonInvalidImageTag:
+			out = append(out, Drift{Kind: DriftInvalidImageTag, Node: n.Name, Detail: n.Detail})
+		}
+		if cur := labels[n.Name][v1alpha1.LabelOwner]; cur != n.Owner {
+			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Detail: fmt.Sprintf("its %s label is %q, routing gives %q", v1alpha1.LabelOwner, cur, n.Owner)})
+		}
+	}
+	slices.SortFunc(out, func(a, b Drift) int { return cmp.Or(strings.Compare(a.Node, b.Node), strings.Compare(a.Kind, b.Kind)) })
+	return out
+}
