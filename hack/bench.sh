@@ -5,14 +5,16 @@
 #   1. render: `helm template` vs `driverguard render` (whole processes, same values file), and
 #      vs the Go renderer in-process (BenchmarkRender), for 10/100/500 instances.
 #   2. the Go benchmarks of the routing engine (BenchmarkRoute, BenchmarkConflicts).
-#   3. the policy engine: one evaluation of the bundled library vs a single trivial rule
+#   3. plan at scale (BenchmarkPlan): plan.Make at 10,000 nodes, 500 drivers, 50,000 pods and
+#      2,000 PDBs against the 2 s goal, and against a tenth of that (the scaling ratio).
+#   4. the policy engine: one evaluation of the bundled library vs a single trivial rule
 #      (BenchmarkEvaluate), and a whole AdmissionReview through the webhook's handler on a
 #      small and a large cluster (BenchmarkServeHTTP).
-#   4. check and policy input at scale: 1,000 and 2,000 instances against 10,000 nodes
+#   5. check and policy input at scale: 1,000 and 2,000 instances against 10,000 nodes
 #      (wall time, peak RSS, the doubling ratio).
-#   5. serve's resident memory at 10,000 nodes and 500 RBLNDrivers (hack/servemem: a real
+#   6. serve's resident memory at 10,000 nodes and 500 RBLNDrivers (hack/servemem: a real
 #      kube-apiserver and etcd, serve as its own process).
-#   6. the served webhook side by side with OPA's own server: ../shared/perf/run.sh (PERF_DIR),
+#   7. the served webhook side by side with OPA's own server: ../shared/perf/run.sh (PERF_DIR),
 #      when present; it is how admission speed is judged.
 #
 # Usage: hack/bench.sh [runs]   (runs per measurement, default 5; medians are reported)
@@ -83,6 +85,34 @@ echo "(ratio(proc): helm template / driverguard render, both whole processes; ra
 echo
 echo "== routing engine (go test -bench; goals: Route 10k nodes x 500 drivers <= 100 ms, Conflicts <= 1 ms)"
 $GO test -run '^$' -bench 'BenchmarkRoute|BenchmarkConflicts' -benchtime 5x ./routing/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
+
+echo
+echo "== plan at scale: plan.Make end to end, a tenth vs the full size (go test -bench BenchmarkPlan; median of $RUNS runs)"
+echo "   goals: 10,000 nodes x 500 drivers x 50,000 pods x 2,000 PDBs <= 2 s; 10x the inputs <= ~12x the time"
+plan_out=$($GO test -run '^$' -bench 'BenchmarkPlan$' -benchtime 3x -count "$RUNS" -benchmem ./plan/ 2>&1) || { echo "$plan_out" >&2; exit 1; }
+echo "$plan_out" | awk '
+	function median(name, unit,   n, i, j, v, a) {
+		n = cnt[name]
+		for (i = 1; i <= n; i++) a[i] = val[name, unit, i]
+		for (i = 2; i <= n; i++) { v = a[i]; for (j = i - 1; j >= 1 && a[j] > v; j--) a[j+1] = a[j]; a[j+1] = v }
+		return a[int((n + 1) / 2)]
+	}
+	/^BenchmarkPlan\// {
+		name = $1; sub(/^BenchmarkPlan\//, "", name); sub(/-[0-9]+$/, "", name)
+		if (!(name in cnt)) order[++count] = name
+		k = ++cnt[name]
+		for (i = 2; i < NF; i++) if ($(i+1) == "ns/op" || $(i+1) == "B/op" || $(i+1) == "allocs/op") val[name, $(i+1), k] = $i + 0
+	}
+	END {
+		printf "%-46s %14s %14s %12s\n", "size", "ns/op", "B/op", "allocs/op"
+		for (i = 1; i <= count; i++) {
+			k = order[i]; ns[k] = median(k, "ns/op"); b[k] = median(k, "B/op")
+			printf "%-46s %14.0f %14.0f %12.0f\n", k, ns[k], b[k], median(k, "allocs/op")
+		}
+		s = "nodes=1000/drivers=50/pods=5000/pdbs=200"; l = "nodes=10000/drivers=500/pods=50000/pdbs=2000"
+		if (l in ns) printf "(full size: %.2f s per plan, %.0f%% of the 2 s goal: %s)\n", ns[l] / 1e9, 100 * ns[l] / 2e9, (ns[l] <= 2e9 ? "met" : "MISSED")
+		if ((s in ns) && (l in ns) && ns[s] > 0) printf "(10x the inputs: %.1fx the time, %.1fx the memory)\n", ns[l] / ns[s], b[l] / b[s]
+	}'
 
 echo
 echo "== admission webhook: full HTTPS path vs in-process (go test -bench BenchmarkAdmission; per request, microseconds)"

@@ -106,6 +106,8 @@ type DriverPlan struct {
 	SelectorChange bool   `json:"selectorChange"`
 	OldSelector    string `json:"oldSelector,omitempty"`
 	NewSelector    string `json:"newSelector,omitempty"`
+	// OldNodeSelector is the current spec.nodeSelector (the rollback of a change).
+	OldNodeSelector map[string]string `json:"oldNodeSelector,omitempty"`
 }
 
 // NodePlan is what happens on one node.
@@ -259,7 +261,7 @@ func driverPlans(res *release.Result, current release.Cluster) []DriverPlan {
 		}
 		d := DriverPlan{Name: j.Name, Action: DriverCreate, NewVersion: j.Driver.Spec.Version, NewSelector: decision.FormatSelector(j.Driver.Spec.NodeSelector)}
 		if old := cur[j.Name]; old != nil {
-			d.OldVersion, d.OldSelector = old.Spec.Version, decision.FormatSelector(old.Spec.NodeSelector)
+			d.OldVersion, d.OldSelector, d.OldNodeSelector = old.Spec.Version, decision.FormatSelector(old.Spec.NodeSelector), old.Spec.NodeSelector
 			d.Action = DriverUpdate
 			if equality.Semantic.DeepEqual(old.Spec, j.Driver.Spec) {
 				d.Action = DriverUnchanged
@@ -278,7 +280,8 @@ func driverPlans(res *release.Result, current release.Cluster) []DriverPlan {
 	}
 	for _, name := range res.Deleted {
 		old := cur[name]
-		out = append(out, DriverPlan{Name: name, Action: DriverDelete, OldVersion: old.Spec.Version, OldSelector: decision.FormatSelector(old.Spec.NodeSelector), SelectorChange: true})
+		out = append(out, DriverPlan{Name: name, Action: DriverDelete, OldVersion: old.Spec.Version, OldSelector: decision.FormatSelector(old.Spec.NodeSelector),
+			OldNodeSelector: old.Spec.NodeSelector, SelectorChange: true})
 	}
 	seen := map[string]bool{}
 	for _, d := range out {
@@ -389,19 +392,26 @@ func manualSteps(n *NodePlan, up *v1alpha1.UpgradePolicy, wl *workloadIndex, dae
 		steps = append(steps, cmd)
 	}
 	if pod, ns := wl.driverPod(n.Name, daemonSet); pod != "" {
-		steps = append(steps, fmt.Sprintf("kubectl delete pod -n %s %s  # the %s driver pod; its DaemonSet starts %s", ns, pod, n.OldOwner, describeNew(n)))
+		steps = append(steps, fmt.Sprintf("kubectl delete pod -n %s %s  # the %s driver pod; %s", ns, pod, n.OldOwner, describeNew(n)))
 	} else {
-		steps = append(steps, fmt.Sprintf("kubectl delete pod on %s of DaemonSet %s  # the %s driver pod (pods not given: find it with kubectl get pods -A -o wide --field-selector spec.nodeName=%s); then %s starts",
-			n.Name, cmp.Or(daemonSet, "<unknown>"), n.OldOwner, n.Name, describeNew(n)))
+		steps = append(steps,
+			fmt.Sprintf("kubectl get pods -A --field-selector spec.nodeName=%s | grep %s  # the %s driver pod (the pods were not given)", n.Name, cmp.Or(daemonSet, n.OldOwner), n.OldOwner),
+			fmt.Sprintf("kubectl delete pod -n <its namespace> <that pod>  # %s", describeNew(n)))
 	}
 	return append(steps, "kubectl uncordon "+n.Name)
 }
 
+// describeNew is what replaces the deleted driver pod: the pool's new image (its tag, the
+// repository stays that of the pool), from the new owner's DaemonSet on a change of owner.
 func describeNew(n *NodePlan) string {
-	if n.NewOwner != n.OldOwner {
-		return fmt.Sprintf("%s's pod with %s", n.NewOwner, n.NewImage)
+	img := n.NewImage
+	if i := strings.LastIndexByte(img, ':'); i > strings.LastIndexByte(img, '/') {
+		img = "tag " + img[i+1:]
 	}
-	return n.NewImage
+	if n.NewOwner != n.OldOwner {
+		return fmt.Sprintf("%s's DaemonSet starts its pod (%s)", n.NewOwner, img)
+	}
+	return fmt.Sprintf("its DaemonSet starts the new pod (%s)", img)
 }
 
 // checkImages asks for every image of a pool after the change.
@@ -480,7 +490,13 @@ func drift(now *routing.Result, nodes []routing.Node) []Drift {
 		case routing.ReasonInvalidImageTag:
 			out = append(out, Drift{Kind: DriftInvalidImageTag, Node: n.Name, Detail: n.Detail})
 		}
-		if cur := labels[n.Name][v1alpha1.LabelOwner]; cur != n.Owner {
+		switch cur := labels[n.Name][v1alpha1.LabelOwner]; {
+		case cur == n.Owner:
+		case cur == "":
+			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Detail: fmt.Sprintf("no %s label yet; routing gives %q (the operator labels the node when it deploys the driver)", v1alpha1.LabelOwner, n.Owner)})
+		case n.Owner == "":
+			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Detail: fmt.Sprintf("its %s label is %q, but no RBLNDriver owns the node now", v1alpha1.LabelOwner, cur)})
+		default:
 			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Detail: fmt.Sprintf("its %s label is %q, routing gives %q", v1alpha1.LabelOwner, cur, n.Owner)})
 		}
 	}

@@ -111,7 +111,8 @@ func TestNodeAndDriverActions(t *testing.T) {
 	}
 	assert.Equal(t, plan.DriverUnchanged, drivers["rbln-driver"].Action)
 	assert.Equal(t, plan.DriverPlan{Name: "rbln-driver-rebel", Action: plan.DriverUpdate, OldVersion: "3.2.2", NewVersion: "3.3.0",
-		OldSelector: "{fleet=npu,rebellions.ai/npu.family=rebel}", NewSelector: "{fleet=npu,rebellions.ai/npu.family=rebel}"}, drivers["rbln-driver-rebel"])
+		OldSelector: "{fleet=npu,rebellions.ai/npu.family=rebel}", NewSelector: "{fleet=npu,rebellions.ai/npu.family=rebel}",
+		OldNodeSelector: map[string]string{"fleet": "npu", v1alpha1.LabelFamily: "rebel"}}, drivers["rbln-driver-rebel"])
 	assert.Equal(t, plan.DriverCreate, drivers["rbln-driver-canary"].Action)
 	assert.Equal(t, plan.DriverDelete, drivers["rbln-driver-ca"].Action)
 	assert.Equal(t, []string{"rbln-driver", "rbln-driver-ca", "rbln-driver-canary", "rbln-driver-cr", "rbln-driver-rebel"}, names(p.Drivers))
@@ -172,7 +173,8 @@ func TestManualProcedure(t *testing.T) {
 	assert.Equal(t, []string{
 		"kubectl cordon n-upgrade",
 		"kubectl drain n-upgrade --ignore-daemonsets --delete-emptydir-data --timeout=300s",
-		"kubectl delete pod on n-upgrade of DaemonSet " + daemonSetOf(t, in, "n-upgrade") + "  # the rbln-driver-rebel driver pod (pods not given: find it with kubectl get pods -A -o wide --field-selector spec.nodeName=n-upgrade); then " + p.Nodes[nodeIndex(p, "n-upgrade")].NewImage + " starts",
+		"kubectl get pods -A --field-selector spec.nodeName=n-upgrade | grep " + daemonSetOf(t, in, "n-upgrade") + "  # the rbln-driver-rebel driver pod (the pods were not given)",
+		"kubectl delete pod -n <its namespace> <that pod>  # its DaemonSet starts the new pod (tag 3.3.0-6.8.0-90-generic-ubuntu22.04)",
 		"kubectl uncordon n-upgrade",
 	}, p.Manual[1].Steps)
 

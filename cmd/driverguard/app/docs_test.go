@@ -110,28 +110,39 @@ func matchLines(want, got []string) bool {
 	return len(got) > 0 && got[0] == want[0] && matchLines(want[1:], got[1:])
 }
 
-// TestPolicyAuthoringGuide runs every command of docs/policy-authoring.md from the repository
-// root and compares its output and exit code with the guide, and checks that every file the
-// guide shows is the file in the repository.
-func TestPolicyAuthoringGuide(t *testing.T) {
+// TestGuides runs every command of the guides in docs/ from the repository root and compares
+// its output and exit code with the guide, and checks that every file a guide shows is the
+// file in the repository.
+func TestGuides(t *testing.T) {
 	root, err := filepath.Abs("../../..")
 	require.NoError(t, err)
-	doc := filepath.Join(root, "docs", "policy-authoring.md")
-	examples, files := parseDoc(t, doc)
-	require.GreaterOrEqual(t, len(examples), 4)
-	require.GreaterOrEqual(t, len(files), 3)
-	t.Chdir(root)
-	for _, f := range files {
-		got, err := os.ReadFile(f.path)
-		require.NoError(t, err, "docs/policy-authoring.md:%d", f.line)
-		assert.Equal(t, string(got), f.content, "docs/policy-authoring.md:%d shows %s differently", f.line, f.path)
-	}
-	for _, ex := range examples {
-		r := run(t, "", ex.args...)
-		assert.Equal(t, ex.code, r.code, "docs/policy-authoring.md:%d: exit code of driverguard %s\n%s", ex.line, strings.Join(ex.args, " "), r.stderr)
-		assert.Empty(t, r.stderr, "docs/policy-authoring.md:%d", ex.line)
-		got := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-		assert.True(t, matchLines(ex.want, got), "docs/policy-authoring.md:%d: driverguard %s printed\n%s\nthe guide shows\n%s",
-			ex.line, strings.Join(ex.args, " "), r.stdout, strings.Join(ex.want, "\n"))
+	for _, tc := range []struct {
+		doc                   string
+		minExamples, minFiles int
+	}{
+		{"policy-authoring.md", 4, 3},
+		{"plan.md", 4, 0},
+	} {
+		t.Run(tc.doc, func(t *testing.T) {
+			doc := filepath.Join(root, "docs", tc.doc)
+			examples, files := parseDoc(t, doc)
+			require.GreaterOrEqual(t, len(examples), tc.minExamples)
+			require.GreaterOrEqual(t, len(files), tc.minFiles)
+			t.Chdir(root)
+			name := "docs/" + tc.doc
+			for _, f := range files {
+				got, err := os.ReadFile(f.path)
+				require.NoError(t, err, "%s:%d", name, f.line)
+				assert.Equal(t, string(got), f.content, "%s:%d shows %s differently", name, f.line, f.path)
+			}
+			for _, ex := range examples {
+				r := run(t, "", ex.args...)
+				assert.Equal(t, ex.code, r.code, "%s:%d: exit code of driverguard %s\n%s", name, ex.line, strings.Join(ex.args, " "), r.stderr)
+				assert.Empty(t, r.stderr, "%s:%d", name, ex.line)
+				got := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+				assert.True(t, matchLines(ex.want, got), "%s:%d: driverguard %s printed\n%s\nthe guide shows\n%s",
+					name, ex.line, strings.Join(ex.args, " "), r.stdout, strings.Join(ex.want, "\n"))
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -234,16 +236,13 @@ func printPlan(w io.Writer, p *plan.Plan) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "RBLNDRIVER\tACTION\tVERSION\tSELECTOR")
 	for _, d := range p.Drivers {
-		sel := d.NewSelector
-		if d.SelectorChange {
-			sel = arrow(d.OldSelector, d.NewSelector)
-		}
+		sel := selectorChange(d)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Action, arrow(d.OldVersion, d.NewVersion), sel)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NODE\tACTION\tOWNER\tPOOL\tIMAGE\tREASON")
 	for _, n := range p.Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Action, arrow(n.OldOwner, n.NewOwner), dash(n.Pool), arrow(n.OldImage, n.NewImage), dash(n.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Action, arrow(n.OldOwner, n.NewOwner), dash(n.Pool), imageChange(n.OldImage, n.NewImage), dash(n.Reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -333,10 +332,7 @@ func printPlanMarkdown(w io.Writer, p *plan.Plan, releaseName string) error {
 	fmt.Fprintln(w, "| RBLNDriver | action | version | selector |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, d := range p.Drivers {
-		sel := d.NewSelector
-		if d.SelectorChange {
-			sel = arrow(d.OldSelector, d.NewSelector)
-		}
+		sel := selectorChange(d)
 		fmt.Fprintf(w, "| %s | %s | %s | `%s` |\n", d.Name, d.Action, arrow(d.OldVersion, d.NewVersion), sel)
 	}
 	fmt.Fprintln(w, "\n| node | action | owner | pool | image |")
@@ -353,10 +349,11 @@ func printPlanMarkdown(w io.Writer, p *plan.Plan, releaseName string) error {
 	}
 	printRollout(w, p, "", "")
 	fmt.Fprintln(w, "\n## Blockers")
-	any := false
+	fmt.Fprintln(w)
+	found := false
 	for _, n := range p.Nodes {
 		for _, b := range n.Blockers {
-			any = true
+			found = true
 			mark := "blocks"
 			if !b.Blocks {
 				mark = "warning"
@@ -364,8 +361,8 @@ func printPlanMarkdown(w io.Writer, p *plan.Plan, releaseName string) error {
 			fmt.Fprintf(w, "- [ ] %s `%s` %s (%s): %s\n", n.Name, b.Pod, b.Kind, mark, b.Detail)
 		}
 	}
-	if !any {
-		fmt.Fprintln(w, "\nNone found.")
+	if !found {
+		fmt.Fprintln(w, "None found.")
 	}
 	fmt.Fprintln(w, "\n## Images")
 	switch {
@@ -385,25 +382,101 @@ func printPlanMarkdown(w io.Writer, p *plan.Plan, releaseName string) error {
 		}
 	}
 	fmt.Fprintln(w, "\n## Rollback")
-	fmt.Fprintf(w, "\n`helm rollback %s` restores the previous revision. The previous values of what changes:\n\n", releaseName)
-	rolled := false
-	for _, d := range p.Drivers {
+	fmt.Fprintf(w, "\n`helm rollback %s` restores the previous revision (`helm get values %s --revision N` shows its values). What this change replaces, as values:\n\n", releaseName, releaseName)
+	fmt.Fprint(w, rollbackValues(p.Drivers))
+	return nil
+}
+
+// rollbackValues is the version and nodeSelector each changed RBLNDriver has now, as the
+// values that restore them (rbln-driver is driver.*, rbln-driver-KEY is driver.instances.KEY).
+func rollbackValues(drivers []plan.DriverPlan) string {
+	var b strings.Builder
+	var instances []string
+	def := ""
+	for _, d := range drivers {
+		var block string
 		switch d.Action {
-		case plan.DriverUpdate:
-			rolled = true
-			fmt.Fprintf(w, "- %s: version %s, nodeSelector `%s`\n", d.Name, d.OldVersion, d.OldSelector)
-		case plan.DriverDelete:
-			rolled = true
-			fmt.Fprintf(w, "- %s (deleted by this change): version %s, nodeSelector `%s`\n", d.Name, d.OldVersion, d.OldSelector)
+		case plan.DriverUpdate, plan.DriverDelete:
+			block = fmt.Sprintf("image:\n  tag: %q\n", d.OldVersion)
+			if len(d.OldNodeSelector) > 0 {
+				block += "nodeSelector:\n"
+				for _, k := range slices.Sorted(maps.Keys(d.OldNodeSelector)) {
+					block += fmt.Sprintf("  %s: %q\n", k, d.OldNodeSelector[k])
+				}
+			}
+			if d.Action == plan.DriverDelete {
+				block = "# deleted by this change; restore the entry:\n" + block
+			}
 		case plan.DriverCreate:
-			rolled = true
-			fmt.Fprintf(w, "- %s (created by this change): remove its driver.instances entry\n", d.Name)
+			block = "# created by this change: remove this entry\n"
+		default:
+			continue
+		}
+		if d.Name == v1alpha1.DefaultDriverName {
+			def = block
+			continue
+		}
+		key := strings.TrimPrefix(d.Name, v1alpha1.DefaultDriverName+"-")
+		instances = append(instances, key+":\n"+indent(block, "  "))
+	}
+	if def == "" && len(instances) == 0 {
+		return "Nothing changes.\n"
+	}
+	b.WriteString("```yaml\ndriver:\n")
+	b.WriteString(indent(def, "  "))
+	if len(instances) > 0 {
+		b.WriteString("  instances:\n")
+		for _, in := range instances {
+			b.WriteString(indent(in, "    "))
 		}
 	}
-	if !rolled {
-		fmt.Fprintln(w, "- nothing changes")
+	b.WriteString("```\n")
+	return b.String()
+}
+
+// indent prefixes every line of s.
+func indent(s, prefix string) string {
+	if s == "" {
+		return ""
 	}
-	return nil
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
+}
+
+// selectorChange is a driver's nodeSelector, old -> new when an update changes it.
+func selectorChange(d plan.DriverPlan) string {
+	switch {
+	case d.Action == plan.DriverDelete:
+		return d.OldSelector
+	case d.Action == plan.DriverUpdate && d.SelectorChange:
+		return arrow(d.OldSelector, d.NewSelector)
+	}
+	return d.NewSelector
+}
+
+// imageChange is a node's image old -> new for the table: the tags only when the repository
+// stays (a driver rollout changes the tag), the whole references when it changes.
+func imageChange(old, new string) string {
+	oldRepo, oldTag := splitTag(old)
+	newRepo, newTag := splitTag(new)
+	if old == "" || new == "" || oldRepo != newRepo {
+		return arrow(old, new)
+	}
+	return arrow(oldTag, newTag)
+}
+
+// splitTag splits an image reference into its repository and tag (no tag: "").
+func splitTag(ref string) (string, string) {
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		return ref[:i], ref[i+1:]
+	}
+	return ref, ""
 }
 
 func arrow(old, new string) string {
