@@ -10,10 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,11 +24,7 @@ func TestPreviewCheckImages(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 
 	present := host + "/rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04"
-	img, err := random.Image(128, 1)
-	require.NoError(t, err)
-	ref, err := name.NewTag(present, name.Insecure)
-	require.NoError(t, err)
-	require.NoError(t, remote.Write(ref, img, remote.WithContext(t.Context())))
+	push(t, present)
 
 	dir := t.TempDir()
 	values := filepath.Join(dir, "values.yaml")

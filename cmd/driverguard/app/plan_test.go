@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -204,7 +205,7 @@ func TestPlanCheckImages(t *testing.T) {
 	p := planJSON(t, run(t, "", args...))
 	var all []string
 	for _, n := range p.Nodes {
-		if n.NewImage != "" && !contains(all, n.NewImage) {
+		if n.NewImage != "" && !slices.Contains(all, n.NewImage) {
 			all = append(all, n.NewImage)
 		}
 	}
@@ -241,6 +242,7 @@ func TestPlanCheckImages(t *testing.T) {
 	assert.Empty(t, planJSON(t, r).MissingImages)
 }
 
+// push writes a small random image to ref (an in-process registry on loopback).
 func push(t *testing.T, ref string) {
 	t.Helper()
 	img, err := random.Image(64, 1)
@@ -248,15 +250,6 @@ func push(t *testing.T, ref string) {
 	tag, err := name.NewTag(ref, name.Insecure)
 	require.NoError(t, err)
 	require.NoError(t, remote.Write(tag, img, remote.WithContext(t.Context())))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestPlanUsage: what makes plan exit 2, naming the problem.
