@@ -2,13 +2,14 @@
 # Builds the project's tool binaries into bin/ (git-ignored) and reuses them when current.
 #
 #   hack/tools.sh helm            helm v3.22.0 (for `helm lint` / `helm template` / tests)
-#   hack/tools.sh control-plane   kube-apiserver v1.37.2 + etcd v3.7.3 (KUBEBUILDER_ASSETS=bin)
+#   hack/tools.sh control-plane   kube-apiserver + kube-controller-manager v1.37.2 and etcd v3.7.3
+#                                 (KUBEBUILDER_ASSETS=bin; test/plan runs the controller manager)
 #   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint, make test)
 #   hack/tools.sh all             all of them
 #
 # Nothing can be downloaded as a release binary here, so everything is built from Go modules
-# (see hack/tools/go.mod and hack/etcd/go.mod, which are separate modules and therefore not part
-# of the main module's ./...).
+# (see hack/tools/go.mod, whose tool directives name kube-apiserver and kube-controller-manager,
+# and hack/etcd/go.mod; separate modules, and therefore not part of the main module's ./...).
 #
 # Two levels of reuse:
 #   1. bin/.<tool>.stamp holds the build key (everything that determines the binary: version,
@@ -16,7 +17,9 @@
 #      If it matches and bin/<tool> exists, nothing is done.
 #   2. A machine-wide cache, ${XDG_CACHE_HOME:-$HOME/.cache}/driverguard/bin/<tool>-<hash of key>/,
 #      holds finished builds, so a fresh clone on the same machine only hardlinks (or copies) them.
-# A cold kube-apiserver build takes ~10 min and ~2.4 GiB of memory; everything warm takes seconds.
+# A cold kube-apiserver build takes ~10 min and ~2.4 GiB of memory; kube-controller-manager,
+# which shares most of its packages through Go's build cache, ~3 min more. Everything warm
+# takes seconds.
 # Note: Go's own build cache also lives under XDG_CACHE_HOME (unless GOCACHE is set), so pointing
 # XDG_CACHE_HOME somewhere new means cold Go builds too.
 set -euo pipefail
@@ -146,7 +149,7 @@ do_helm() {
 	ensure helm "$key" build_helm check_helm
 }
 
-# --- kube-apiserver (hack/tools module) -----------------------------------------------------
+# --- kube-apiserver, kube-controller-manager (hack/tools module) ----------------------------
 K8S_LDFLAGS="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	K8S_LDFLAGS="$K8S_LDFLAGS -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=37"
@@ -157,11 +160,16 @@ build_kube_apiserver() {
 	(cd "$ROOT/hack/tools" && "$GO" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
 }
 
+build_kube_controller_manager() {
+	(cd "$ROOT/hack/tools" && "$GO" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
+}
+
 build_etcd() {
 	(cd "$ROOT/hack/etcd" && "$GO" build -trimpath -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3)
 }
 
 check_kube_apiserver() { expect_version "$1" "Kubernetes $K8S_VERSION" --version; }
+check_kube_controller_manager() { expect_version "$1" "Kubernetes $K8S_VERSION" --version; }
 check_etcd() { expect_version "$1" "etcd Version: ${ETCD_VERSION#v}" --version; }
 
 module_key() { # DIR
@@ -173,6 +181,9 @@ do_control_plane() {
 	key="$(printf 'tool=kube-apiserver\nversion=%s\nldflags=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
 		"$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
 	ensure kube-apiserver "$key" build_kube_apiserver check_kube_apiserver
+	key="$(printf 'tool=kube-controller-manager\nversion=%s\nldflags=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
+		"$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
+	ensure kube-controller-manager "$key" build_kube_controller_manager check_kube_controller_manager
 	key="$(printf 'tool=etcd\nversion=%s\nldflags=-s -w\n%s\n%s' "$ETCD_VERSION" \
 		"$(module_key "$ROOT/hack/etcd")" "$(toolchain_key "$ROOT/hack/etcd")")"
 	ensure etcd "$key" build_etcd check_etcd

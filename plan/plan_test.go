@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -421,5 +422,60 @@ func TestCannotProceed(t *testing.T) {
 	assert.NotEmpty(t, p.MissingImages)
 	for _, d := range p.Drivers {
 		assert.NotEqual(t, "rbln-driver-tie", d.Name, "a denied new driver is not part of the plan")
+	}
+}
+
+// TestBudgetsAsTheEvictionAPI: the cases where the Eviction API and the disruption controller
+// (test/plan checks them on a real cluster) differ from "healthy pods minus desired".
+func TestBudgetsAsTheEvictionAPI(t *testing.T) {
+	unready := func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	}
+	a := func(name, node string, opts ...podOpt) corev1.Pod {
+		return pod("apps", name, node, append([]podOpt{labelled("app", "a"), owner("ReplicaSet", "a-rs"), ready}, opts...)...)
+	}
+	alwaysAllow := func(b policyv1.PodDisruptionBudget) policyv1.PodDisruptionBudget {
+		b.Spec.UnhealthyPodEvictionPolicy = ptr.To(policyv1.AlwaysAllow)
+		return b
+	}
+	one := ptr.To(intstr.FromInt32(1))
+	two := ptr.To(intstr.FromInt32(2))
+	for _, tt := range []struct {
+		name     string
+		pods     []corev1.Pod
+		pdbs     []policyv1.PodDisruptionBudget
+		replicas int32
+		blocked  bool
+	}{
+		{"neither minAvailable nor maxUnavailable: no pod expected, no disruption",
+			[]corev1.Pod{a("a-1", "n-upgrade"), a("a-2", "n-none")}, []policyv1.PodDisruptionBudget{pdb("apps", "a", nil, nil, "app", "a")}, 2, true},
+		{"the controller is scaled to 0: no disruption",
+			[]corev1.Pod{a("a-1", "n-upgrade"), a("a-2", "n-none")}, []policyv1.PodDisruptionBudget{pdb("apps", "a", nil, one, "app", "a")}, 0, true},
+		{"a pod without a controller adds nothing to the scale (2 expected, 3 healthy)",
+			[]corev1.Pod{a("a-1", "n-upgrade"), a("a-2", "n-none"), pod("apps", "bare", "n-none", labelled("app", "a"), ready)},
+			[]policyv1.PodDisruptionBudget{pdb("apps", "a", nil, one, "app", "a")}, 2, false},
+		{"two budgets select the pod: refused whatever they allow",
+			[]corev1.Pod{a("a-1", "n-upgrade"), a("a-2", "n-none"), a("a-3", "n-none")},
+			[]policyv1.PodDisruptionBudget{pdb("apps", "a", nil, two, "app", "a"), pdb("apps", "all", nil, two)}, 3, true},
+		{"not ready, the budget short of healthy pods: it needs a disruption",
+			[]corev1.Pod{a("a-1", "n-upgrade", unready), a("a-2", "n-none"), a("a-3", "n-none", unready)},
+			[]policyv1.PodDisruptionBudget{pdb("apps", "a", two, nil, "app", "a")}, 3, true},
+		{"not ready, unhealthyPodEvictionPolicy AlwaysAllow",
+			[]corev1.Pod{a("a-1", "n-upgrade", unready), a("a-2", "n-none"), a("a-3", "n-none", unready)},
+			[]policyv1.PodDisruptionBudget{alwaysAllow(pdb("apps", "a", two, nil, "app", "a"))}, 3, false},
+		{"not ready, the budget has its desired healthy pods",
+			[]corev1.Pod{a("a-1", "n-upgrade", unready), a("a-2", "n-none"), a("a-3", "n-none")},
+			[]policyv1.PodDisruptionBudget{pdb("apps", "a", two, nil, "app", "a")}, 3, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := scenario(func(u *v1alpha1.UpgradePolicy) { u.Drain.Enable, u.Drain.Force = true, true })
+			in.Workloads = &plan.Workloads{Pods: tt.pods, PDBs: tt.pdbs,
+				ReplicaSets: []appsv1.ReplicaSet{rs("apps", "a-rs", tt.replicas, "a")}, Deployments: []appsv1.Deployment{deployment("apps", "a", tt.replicas)}}
+			p, err := plan.Make(t.Context(), in)
+			require.NoError(t, err)
+			blockers := p.Nodes[nodeIndex(p, "n-upgrade")].Blockers
+			assert.Equal(t, tt.blocked, slices.ContainsFunc(blockers, func(b plan.Blocker) bool { return b.Pod == "apps/a-1" && b.Kind == plan.BlockerPDB && b.Blocks }), "%+v", blockers)
+		})
 	}
 }

@@ -160,7 +160,8 @@ func candidatesOf(sel *metav1.LabelSelector, byLabel map[string][]int32, n int) 
 // compute is the disruption controller's arithmetic (pkg/controller/disruption): the expected
 // count is the number of pods for an integer minAvailable, else the scale of the pods'
 // controllers; the desired healthy count follows from minAvailable or maxUnavailable; the
-// current healthy pods are the Ready ones not being deleted.
+// current healthy pods are the Ready ones not being deleted. A budget that expects no pod
+// allows no disruption.
 func (ix *workloadIndex) compute(b *budget, pods []*corev1.Pod) {
 	spec := b.pdb.Spec
 	for _, p := range pods {
@@ -195,21 +196,25 @@ func (ix *workloadIndex) compute(b *budget, pods []*corev1.Pod) {
 			return
 		}
 		b.expected, b.desired = expected, int32(minAvailable)
-	default: // neither: the API defaults minAvailable to 1
-		b.expected, b.desired = int32(len(pods)), 1
+	default: // neither (policy/v1 defaults neither): the controller expects no pod
+		b.expected, b.desired = 0, 0
 	}
 	b.allowed = max(0, b.healthy-b.desired)
+	if b.expected <= 0 {
+		b.allowed = 0
+	}
 }
 
 // scale is the sum of the replicas of the distinct controllers of pods (a Deployment through
-// its ReplicaSet), or why it cannot be known.
+// its ReplicaSet), or why it cannot be known. Pods without a controller add nothing (the
+// disruption controller only warns of them).
 func (ix *workloadIndex) scale(pods []*corev1.Pod) (int32, string) {
 	seen := map[string]bool{}
 	var total int32
 	for _, p := range pods {
 		c := metav1.GetControllerOf(p)
 		if c == nil {
-			return 0, fmt.Sprintf("pod %s has no controller, so a percentage or maxUnavailable budget cannot be computed (the disruption controller reports the same)", podKey(p))
+			continue
 		}
 		k := ix.controllerKey(p.Namespace, c)
 		if _, ok := ix.replicas[k]; !ok {
@@ -276,9 +281,12 @@ func (ix *workloadIndex) blockers(node string, up *v1alpha1.UpgradePolicy) []Blo
 	return out
 }
 
-// budgetBlockers: of the healthy pods a drain evicts that a budget selects, those beyond what
-// the budget allows are refused by the Eviction API (429). When it allows none, every one is;
+// budgetBlockers: of the pods a drain evicts that a budget selects, those beyond what the
+// budget allows are refused by the Eviction API (429). When it allows none, every one is;
 // otherwise the drain evicts as many as allowed (in name order here) and stalls on the rest.
+// As the Eviction API decides: pending and deleting pods are deleted whatever the budgets; a
+// pod two budgets select is refused (500); a pod that is not Ready uses a disruption too,
+// unless its budget has unhealthyPodEvictionPolicy AlwaysAllow or its desired healthy pods.
 func (ix *workloadIndex) budgetBlockers(evicted []*corev1.Pod) []Blocker {
 	type group struct {
 		b    *budget
@@ -286,7 +294,20 @@ func (ix *workloadIndex) budgetBlockers(evicted []*corev1.Pod) []Blocker {
 	}
 	groups := map[*budget]*group{}
 	var order []*budget
+	var out []Blocker
 	for _, p := range evicted {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodPending {
+			continue
+		}
+		if bs := ix.podBudgets[podKey(p)]; len(bs) > 1 {
+			names := make([]string, len(bs))
+			for i, b := range bs {
+				names[i] = b.pdb.Name
+			}
+			out = append(out, Blocker{Kind: BlockerPDB, Pod: podKey(p), Blocks: true, Detail: fmt.Sprintf(
+				"selected by %d PodDisruptionBudgets (%s): the Eviction API refuses to evict a pod with more than one", len(bs), strings.Join(names, ", "))})
+			continue
+		}
 		for _, b := range ix.podBudgets[podKey(p)] {
 			g := groups[b]
 			if g == nil {
@@ -297,7 +318,6 @@ func (ix *workloadIndex) budgetBlockers(evicted []*corev1.Pod) []Blocker {
 			g.pods = append(g.pods, p)
 		}
 	}
-	var out []Blocker
 	for _, b := range order {
 		g := groups[b]
 		name := b.pdb.Namespace + "/" + b.pdb.Name
@@ -307,9 +327,11 @@ func (ix *workloadIndex) budgetBlockers(evicted []*corev1.Pod) []Blocker {
 			}
 			continue
 		}
-		var healthy []*corev1.Pod
+		alwaysAllow := b.pdb.Spec.UnhealthyPodEvictionPolicy != nil && *b.pdb.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow
+		unreadyFree := alwaysAllow || (b.healthy >= b.desired && b.desired > 0)
+		var healthy []*corev1.Pod // the pods that use a disruption
 		for _, p := range g.pods {
-			if p.DeletionTimestamp == nil && podReady(p) {
+			if podReady(p) || !unreadyFree {
 				healthy = append(healthy, p)
 			}
 		}

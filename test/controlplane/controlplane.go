@@ -3,7 +3,8 @@
 // CRDs, the chart's own webhook configurations (rewritten by envtest to call this process),
 // and `driverguard serve`'s server (webhook.Run: informer caches, TLS, health, metrics)
 // in-process. Every request a suite makes goes through the API server, which calls the
-// webhook over TLS.
+// webhook over TLS. Suites that need controllers run bin/kube-controller-manager themselves
+// (ControllerManagerBinary; test/plan runs its disruption controller).
 package controlplane
 
 import (
@@ -43,8 +44,9 @@ const (
 	ChartNamespace = "driverguard-system"
 )
 
-// ErrNoAssets means kube-apiserver or etcd is not built; suites skip with -short.
-var ErrNoAssets = errors.New("kube-apiserver and etcd not found")
+// ErrNoAssets means kube-apiserver or etcd (or, for ControllerManagerBinary,
+// kube-controller-manager) is not built; suites skip with -short.
+var ErrNoAssets = errors.New("control-plane binaries not found")
 
 // Plane is a running control plane and webhook server.
 type Plane struct {
@@ -80,10 +82,7 @@ func Start(opts Options) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin")
-	}
+	assets := assetsDir(root)
 	for _, b := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
 			return nil, fmt.Errorf("%w in %s: run make tools (hack/tools.sh builds them from Go modules)", ErrNoAssets, assets)
@@ -309,6 +308,28 @@ func SplitYAML(data []byte) ([][]byte, error) {
 			docs = append(docs, doc)
 		}
 	}
+}
+
+// assetsDir is where the control-plane binaries are: KUBEBUILDER_ASSETS, else <root>/bin.
+func assetsDir(root string) string {
+	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
+		return assets
+	}
+	return filepath.Join(root, "bin")
+}
+
+// ControllerManagerBinary is the path of kube-controller-manager, next to kube-apiserver
+// (hack/tools.sh control-plane builds it; envtest itself does not run it).
+func ControllerManagerBinary() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(assetsDir(root), "kube-controller-manager")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%w: no %s: run make tools (hack/tools.sh builds it from Go modules)", ErrNoAssets, bin)
+	}
+	return bin, nil
 }
 
 // RepoRoot is the directory holding go.mod, above the working directory.
