@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -69,6 +70,44 @@ func stringArray(ss []string) *ast.Term {
 	return ast.ArrayTerm(terms...)
 }
 
+// nodeNames caches the AST terms of node names: a driver's routing lists the nodes of each of
+// its pools in every request's input, hundreds of the same names over and over on a large
+// cluster, and a term is immutable once built. The cache is dropped whole when it reaches
+// its max (131,072 names), so that node churn cannot grow it without bound.
+var nodeNames = nameTerms{max: 1 << 17}
+
+type nameTerms struct {
+	mu    sync.RWMutex
+	terms map[string]*ast.Term
+	max   int
+}
+
+func (c *nameTerms) term(name string) *ast.Term {
+	c.mu.RLock()
+	t, ok := c.terms[name]
+	c.mu.RUnlock()
+	if ok {
+		return t
+	}
+	t = ast.StringTerm(name)
+	c.mu.Lock()
+	if c.terms == nil || len(c.terms) >= c.max {
+		c.terms = make(map[string]*ast.Term)
+	}
+	c.terms[name] = t
+	c.mu.Unlock()
+	return t
+}
+
+// nodeArray is stringArray for node names, with the cached terms.
+func nodeArray(names []string) *ast.Term {
+	terms := make([]*ast.Term, len(names))
+	for i, n := range names {
+		terms[i] = nodeNames.term(n)
+	}
+	return ast.ArrayTerm(terms...)
+}
+
 func stringMap(m map[string]string) *ast.Term {
 	kv := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {
@@ -108,7 +147,7 @@ func routingValue(r *Routing) ast.Value {
 			str("name", p.Name), str("daemonSet", p.DaemonSet),
 			str("family", p.Family), str("os", p.OS), str("osVersion", p.OSVersion), str("kernel", p.Kernel),
 			str("tag", p.Tag), str("image", p.Image), str("reason", p.Reason),
-			[2]*ast.Term{ast.InternedTerm("nodes"), stringArray(p.Nodes)},
+			[2]*ast.Term{ast.InternedTerm("nodes"), nodeArray(p.Nodes)},
 		)
 	}
 	unpooled := make([]*ast.Term, len(r.Unpooled))
@@ -119,7 +158,7 @@ func routingValue(r *Routing) ast.Value {
 	for i, t := range r.Ties {
 		ties[i] = ast.ObjectTerm(
 			[2]*ast.Term{ast.InternedTerm("resources"), stringArray(t.Resources)},
-			[2]*ast.Term{ast.InternedTerm("nodes"), stringArray(t.Nodes)},
+			[2]*ast.Term{ast.InternedTerm("nodes"), nodeArray(t.Nodes)},
 			[2]*ast.Term{ast.InternedTerm("total"), ast.InternedTerm(t.Total)},
 		)
 	}

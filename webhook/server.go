@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
@@ -280,19 +281,38 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 }
 
 // nodeLabelsOnly keeps of a node what the webhook reads (its name and labels): at 10,000
-// nodes, their status and annotations would be most of the informer cache.
+// nodes, their managed fields, annotations and status would be most of the informer cache and
+// of the garbage collector's work. The cluster view watches nodes as metadata
+// (PartialObjectMetadata), and this transform, keyed by the Node kind, replaces the default
+// one (which strips managed fields) for both forms.
 func nodeLabelsOnly(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
+	keep := func(m *metav1.ObjectMeta) metav1.ObjectMeta {
+		return metav1.ObjectMeta{
+			Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
+			Labels: internLabels(m.Labels), DeletionTimestamp: m.DeletionTimestamp,
+		}
 	}
-	return &corev1.Node{
-		TypeMeta: n.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Generation: n.Generation,
-			Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp,
-		},
-	}, nil
+	switch n := obj.(type) {
+	case *corev1.Node:
+		return &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: keep(&n.ObjectMeta)}, nil
+	case *metav1.PartialObjectMetadata:
+		return &metav1.PartialObjectMetadata{TypeMeta: n.TypeMeta, ObjectMeta: keep(&n.ObjectMeta)}, nil
+	}
+	return obj, nil
+}
+
+// internLabels copies labels with canonical strings: the keys and most values (families, OS,
+// kernels, "true") repeat on every node, so 10,000 nodes share one copy of each instead of
+// holding their own, which the garbage collector would otherwise visit on every cycle.
+func internLabels(labels map[string]string) map[string]string {
+	if labels == nil {
+		return nil
+	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	return out
 }
 
 func orDefault(s, def string) string {
