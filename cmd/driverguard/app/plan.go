@@ -62,7 +62,7 @@ webhook's decision, in Helm's order) against the cluster now, and reports:
 
 The cluster is read from files (--nodes, --drivers, --cluster-policy, and --pods: a stream of
 Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets, e.g. 'kubectl get
-pods,pdb,rs,deploy,sts -A -o yaml') or, with --live or --kubeconfig, from the cluster (list only,
+pods,pdb,rs,deploy,sts -A -o json') or, with --live or --kubeconfig, from the cluster (list only,
 nothing is written). Without -f it plans "no change" and reports the drift: an audit.
 
 Exit codes: 0 the plan can proceed; 1 it cannot as is (a denial the webhook would make, a node
@@ -141,7 +141,7 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 	}
 	o.judgeFlags.addFlags(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&o.podsFile, "pods", "", "Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets in one stream ('kubectl get pods,pdb,rs,deploy,sts -A -o yaml'): drain blockers and the driver pods to delete")
+	f.StringVar(&o.podsFile, "pods", "", "Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets in one stream ('kubectl get pods,pdb,rs,deploy,sts -A -o json'; YAML too, slower on large clusters): drain blockers and the driver pods to delete")
 	f.BoolVar(&o.live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets (list only)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
 	f.BoolVar(&o.images.enabled, "check-images", false, "HEAD every image the plan needs in its registry (only a 404 counts as missing)")
