@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -72,30 +73,32 @@ func stringArray(ss []string) *ast.Term {
 
 // nodeNames caches the AST terms of node names: a driver's routing lists the nodes of each of
 // its pools in every request's input, hundreds of the same names over and over on a large
-// cluster, and a term is immutable once built. The cache is dropped whole when it reaches
-// its max (131,072 names), so that node churn cannot grow it without bound.
-var nodeNames = nameTerms{max: 1 << 17}
+// cluster, and a term is immutable once built. Reads take no lock (sync.Map); the cache is
+// dropped whole when it reaches its max (131,072 names), so that node churn cannot grow it
+// without bound.
+var nodeNames = &nameTerms{max: 1 << 17}
 
 type nameTerms struct {
-	mu    sync.RWMutex
-	terms map[string]*ast.Term
-	max   int
+	terms atomic.Pointer[sync.Map]
+	size  atomic.Int64
+	max   int64
 }
 
 func (c *nameTerms) term(name string) *ast.Term {
-	c.mu.RLock()
-	t, ok := c.terms[name]
-	c.mu.RUnlock()
-	if ok {
-		return t
+	m := c.terms.Load()
+	if m == nil {
+		c.terms.CompareAndSwap(nil, &sync.Map{})
+		m = c.terms.Load()
 	}
-	t = ast.StringTerm(name)
-	c.mu.Lock()
-	if c.terms == nil || len(c.terms) >= c.max {
-		c.terms = make(map[string]*ast.Term)
+	if t, ok := m.Load(name); ok {
+		return t.(*ast.Term)
 	}
-	c.terms[name] = t
-	c.mu.Unlock()
+	t := ast.StringTerm(name)
+	if c.size.Add(1) > c.max {
+		c.terms.Store(&sync.Map{})
+		c.size.Store(0)
+	}
+	m.Store(name, t)
 	return t
 }
 
