@@ -110,7 +110,7 @@ func BenchmarkAdmission(b *testing.B) {
 				})
 			}
 			b.Run(prefix+"/in-process", func(b *testing.B) {
-				h := hooks.Handlers()[paths[kind]].(*admission.Webhook)
+				h := hooks.Webhook(paths[kind])
 				var lat latencies
 				ctx := context.Background()
 				for b.Loop() {
@@ -253,7 +253,7 @@ func BenchmarkAdmissionWithPolicies(b *testing.B) {
 		srv := startServer(b, hooks)
 		prefix := fmt.Sprintf("nodes=%d/drivers=%d/driver+policies", size.nodes, size.drivers)
 		b.Run(prefix+"/in-process", func(b *testing.B) {
-			h := hooks.Handlers()[webhook.PathValidateDriver].(*admission.Webhook)
+			h := hooks.Webhook(webhook.PathValidateDriver)
 			var lat latencies
 			for b.Loop() {
 				start := time.Now()

@@ -19,8 +19,8 @@ import (
 // response mapping), as the API server would.
 func handle(t *testing.T, hooks *webhook.Webhooks, path string, req admission.Request) admission.Response {
 	t.Helper()
-	h, ok := hooks.Handlers()[path].(*admission.Webhook)
-	if !ok {
+	h := hooks.Webhook(path)
+	if h == nil {
 		t.Fatalf("no admission webhook on %s", path)
 	}
 	resp := h.Handle(context.Background(), req)

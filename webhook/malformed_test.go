@@ -143,7 +143,7 @@ func FuzzHandle(f *testing.F) {
 			UID: "u", Kind: kinds[which], Operation: admissionv1.Operation(op),
 			Object: runtime.RawExtension{Raw: []byte(obj)}, OldObject: runtime.RawExtension{Raw: []byte(obj)},
 		}}
-		h := hooks.Handlers()[allPaths[which]].(*admission.Webhook).WithRecoverPanic(false)
+		h := hooks.Webhook(allPaths[which]).WithRecoverPanic(false)
 		resp := h.Handle(context.Background(), req)
 		if resp.Result != nil && resp.Result.Code >= 500 {
 			t.Fatalf("5xx for %q: %+v", obj, resp.Result)

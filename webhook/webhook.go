@@ -49,7 +49,7 @@ type Webhooks struct {
 	ClusterPolicies *ClusterPolicyValidator
 	DaemonSets      *DaemonSetMutator
 
-	hooks  map[string]*admission.Webhook
+	hooks  map[string]http.Handler
 	limits Limits
 }
 
@@ -66,12 +66,15 @@ func New(state State, opts Options) *Webhooks {
 		DaemonSets:      NewDaemonSetMutator(state),
 		limits:          opts.Limits,
 	}
-	w.hooks = map[string]*admission.Webhook{
-		PathValidateDriver: {Handler: &validatingHandler[*v1alpha1.RBLNDriver]{
-			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), validator: w.Drivers}, LogConstructor: requestLogger},
-		PathValidateClusterPolicy: {Handler: &validatingHandler[*v1alpha1.RBLNClusterPolicy]{
-			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), validator: w.ClusterPolicies}, LogConstructor: requestLogger},
-		PathMutateDaemonSet: {Handler: &daemonSetHandler{m: w.DaemonSets}, LogConstructor: requestLogger},
+	hook := func(h admission.Handler) http.Handler {
+		return &reviewHandler{hook: &admission.Webhook{Handler: h, LogConstructor: requestLogger}}
+	}
+	w.hooks = map[string]http.Handler{
+		PathValidateDriver: hook(&validatingHandler[*v1alpha1.RBLNDriver]{
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), validator: w.Drivers}),
+		PathValidateClusterPolicy: hook(&validatingHandler[*v1alpha1.RBLNClusterPolicy]{
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), validator: w.ClusterPolicies}),
+		PathMutateDaemonSet: hook(&daemonSetHandler{m: w.DaemonSets}),
 	}
 	return w
 }
@@ -86,15 +89,24 @@ func requestLogger(base logr.Logger, req *admission.Request) logr.Logger {
 	return admission.DefaultLogConstructor(base, req)
 }
 
-// Handlers returns the HTTP handler of every path. Each is a controller-runtime
-// admission.Webhook: it reads and decodes the AdmissionReview, recovers panics, and writes the
-// response with the request's UID.
+// Handlers returns the HTTP handler of every path: a controller-runtime admission.Webhook
+// (panic recovery, the response's UID) behind reviewHandler, which reads and decodes the
+// AdmissionReview and writes the response.
 func (w *Webhooks) Handlers() map[string]http.Handler {
 	out := make(map[string]http.Handler, len(w.hooks))
 	for p, h := range w.hooks {
 		out[p] = h
 	}
 	return out
+}
+
+// Webhook returns the controller-runtime admission.Webhook behind path (nil if none), for
+// calling its Handle in-process.
+func (w *Webhooks) Webhook(path string) *admission.Webhook {
+	if h, ok := w.hooks[path].(*reviewHandler); ok {
+		return h.hook
+	}
+	return nil
 }
 
 // MaxRequestDuration bounds one admission request on a server: the API server never waits
