@@ -1,19 +1,12 @@
 package charts_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/validation"
@@ -74,37 +67,13 @@ func TestWebhookImageRegistryPattern(t *testing.T) {
 	assert.Equal(t, "^$|^("+inner+")$", schema.Properties.Webhook.Properties.Image.Properties.Registry.Pattern)
 }
 
-// webhookImage renders the chart with helm's install action (client-only, in-process) and
-// returns the webhook container's image.
+// webhookImage renders the chart (manifest) and returns the webhook container's image.
 func webhookImage(t *testing.T, vals map[string]any) string {
 	t.Helper()
-	ch, err := charts.Driverguard()
-	require.NoError(t, err)
-	inst := action.NewInstall(&action.Configuration{})
-	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = "dg", "default"
-	inst.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.0", Major: "1", Minor: "37"}
-	rel, err := inst.Run(ch, vals)
-	require.NoError(t, err)
-
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader([]byte(rel.Manifest))))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		var meta struct{ Kind string }
-		require.NoError(t, yaml.Unmarshal(doc, &meta))
-		if meta.Kind != "Deployment" {
-			continue
-		}
-		var d appsv1.Deployment
-		require.NoError(t, yaml.Unmarshal(doc, &d))
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Name == "webhook" {
-				return c.Image
-			}
+	docs, _ := manifest(t, vals)
+	for _, c := range one[appsv1.Deployment](t, docs, "Deployment").Spec.Template.Spec.Containers {
+		if c.Name == "webhook" {
+			return c.Image
 		}
 	}
 	t.Fatal("no webhook Deployment with a webhook container rendered")

@@ -3,17 +3,11 @@ package webhook_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -187,41 +181,13 @@ func startServer(b testing.TB, hooks *webhook.Webhooks) *benchServer {
 	}
 }
 
-// writeCert writes a self-signed serving certificate for 127.0.0.1 into dir (tls.crt,
-// tls.key) and returns it as the CA.
+// writeCert writes a serving certificate for 127.0.0.1 into dir (tls.crt, tls.key) and
+// returns its CA.
 func writeCert(b testing.TB, dir string) []byte {
 	b.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "driverguard-bench"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	return certPEM
+	ca := wt.NewCA(b, "driverguard-bench")
+	wt.WriteKeyPair(b, dir, ca.Issue(b, "driverguard-bench", x509.ExtKeyUsageServerAuth, "127.0.0.1"))
+	return ca.PEM
 }
 
 // BenchmarkNewSnapshot is the cost of one rebuild of the cluster view (what CacheState pays

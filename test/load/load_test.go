@@ -8,17 +8,11 @@ package load
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -293,15 +287,8 @@ func relabel(t *testing.T, c client.Client, name, key, value string) time.Time {
 func rotateCertificate(t *testing.T, c client.Client, plane *controlplane.Plane) {
 	t.Helper()
 	ctx := context.Background()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "rotated-ca"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	ca := wt.NewCA(t, "rotated-ca")
+	caPEM := ca.PEM
 
 	var vs admissionregistrationv1.ValidatingWebhookConfigurationList
 	var ms admissionregistrationv1.MutatingWebhookConfigurationList
@@ -332,30 +319,9 @@ func rotateCertificate(t *testing.T, c client.Client, plane *controlplane.Plane)
 	time.Sleep(time.Second) // the API server's webhook configuration informer
 
 	wio := plane.Env.WebhookInstallOptions
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano() + 1), Subject: pkix.Name{CommonName: "webhook"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP(wio.LocalServingHost), net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	dir := wio.LocalServingCertDir
-	for name, data := range map[string][]byte{
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-	} {
-		tmp := filepath.Join(dir, "."+name+".new")
-		if err := os.WriteFile(tmp, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	wt.WriteKeyPair(t, wio.LocalServingCertDir, ca.Issue(t, "webhook", x509.ExtKeyUsageServerAuth, "localhost", wio.LocalServingHost, "127.0.0.1"))
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	pool.AddCert(ca.Cert)
 	addr := net.JoinHostPort(wio.LocalServingHost, fmt.Sprint(wio.LocalServingPort))
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: wio.LocalServingHost, MinVersion: tls.VersionTLS12})
