@@ -186,38 +186,54 @@ func resolveDisabled(pkgs []policyPackage, names []string, origin string) (map[s
 // left out of the others' decisions.
 var decisionKinds = []string{"RBLNDriver", "RBLNClusterPolicy"}
 
-// decisionModule generates the query module: for every enabled policy that applies (in pkgs'
-// order), the pair [deny, warn] of its message sets (set() for a rule it does not declare),
-// once for all policies (decision) and once per kind of decisionKinds (decision_<kind>),
-// without the policies whose rules all require another kind. Refs are static, so evaluation
-// touches exactly those policies (no walk over data), and nothing is copied: no
-// comprehension, no union, the sets as the rules produced them.
-func decisionModule(pkgs []policyPackage) (*ast.Module, error) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "package %s\n\n", decisionPackage)
+// decisionModule generates the query module: one multi-value rule per object kind of
+// decisionKinds (decision_<kind>) and one for every kind (decision), each holding a copy of
+// the body of every deny and warn rule of the enabled policies that can apply, with the head
+// [<policy package>, "deny"|"warn", <message>]. compiled is a compiler that has
+// compiled the policies: the bodies are copied from its rules, whose refs are already
+// resolved (imports, package-local names), so each body reads exactly what the original does.
+//
+// One rule instead of a ref per policy's deny and warn: OPA evaluates every rule set a
+// query refers to as a virtual document of its own (rule lookup, a child evaluation, the
+// result cached), a fixed cost of several microseconds per set on every request whatever
+// the set's rules do. The bodies of one rule share one such evaluation, and OPA's rule index
+// still skips, without evaluating them, the bodies whose `input.object.kind == "<kind>"`
+// does not match. The policies' own deny and warn rules stay as they are (`policy test`, and
+// rules that read another rule's messages, use them).
+func decisionModule(pkgs []policyPackage, compiled *ast.Compiler) (*ast.Module, error) {
+	pkgRef := ast.Ref{ast.DefaultRootDocument, ast.StringTerm(decisionPackage)}
+	m := &ast.Module{Package: &ast.Package{Path: pkgRef, Location: ast.NewLocation(nil, decisionFile, 1, 1)}}
 	for _, kind := range append([]string{""}, decisionKinds...) {
 		name := "decision"
 		if kind != "" {
 			name += "_" + kind
 		}
-		fmt.Fprintf(&b, "%s := [\n", name)
+		bodies := 0
 		for _, p := range pkgs {
 			if !p.appliesTo(kind) {
 				continue
 			}
-			var pair []string
-			for _, rule := range []string{"deny", "warn"} {
-				if slices.Contains(p.rules, rule) {
-					pair = append(pair, p.ref.Append(ast.StringTerm(rule)).String())
-				} else {
-					pair = append(pair, "set()")
+			for _, rule := range p.rules {
+				for _, r := range compiled.GetRules(p.ref.Append(ast.StringTerm(rule))) {
+					if r.Head.Key == nil || len(r.Head.Args) != 0 || r.Else != nil {
+						return nil, fmt.Errorf("%s.%s at %s is not a message set rule", p.pkg, rule, r.Location)
+					}
+					head := ast.RefHead(ast.Ref{ast.VarTerm(name)})
+					head.Key = ast.ArrayTerm(ast.StringTerm(p.pkg), ast.StringTerm(rule), r.Head.Key.Copy())
+					head.Location = r.Head.Location
+					m.Rules = append(m.Rules, &ast.Rule{Head: head, Body: r.Body.Copy(), Module: m, Location: r.Location})
+					bodies++
 				}
 			}
-			fmt.Fprintf(&b, "\t[%s],\n", strings.Join(pair, ", "))
 		}
-		b.WriteString("]\n\n")
+		if bodies == 0 {
+			// a set with no member: the decision is empty, never undefined
+			head := ast.RefHead(ast.Ref{ast.VarTerm(name)})
+			head.Key = ast.ArrayTerm(ast.StringTerm(""), ast.StringTerm(""), ast.StringTerm(""))
+			m.Rules = append(m.Rules, &ast.Rule{Head: head, Body: ast.NewBody(ast.NewExpr(ast.BooleanTerm(false))), Module: m})
+		}
 	}
-	return ast.ParseModuleWithOpts(decisionFile, b.String(), parserOptions)
+	return m, nil
 }
 
 // appliesTo reports whether the package's rules can apply to objects of kind ("" for every
@@ -347,14 +363,18 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		enabled = append(enabled, p)
 		set.policies = append(set.policies, p.pkg)
 	}
-	dm, err := decisionModule(enabled)
+	policies := newCompiler()
+	if policies.Compile(modules); policies.Failed() {
+		return nil, &LoadError{Problems: problemsOf(policies.Errors, "")}
+	}
+	dm, err := decisionModule(enabled, policies)
 	if err != nil {
 		return nil, fmt.Errorf("policy: generating the decision module: %w", err)
 	}
 	modules[decisionFile] = dm
 	c := newCompiler()
 	if c.Compile(modules); c.Failed() {
-		return nil, &LoadError{Problems: problemsOf(c.Errors, "")}
+		return nil, fmt.Errorf("policy: compiling the decision: %w", c.Errors)
 	}
 	set.readsRouting = readsInput(c, ast.MustParseRef(decisionQuery+"_RBLNDriver"), "routing")
 	set.readsNodes = readsData(c, ast.MustParseRef(decisionQuery), ClusterKey, "nodes")

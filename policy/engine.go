@@ -281,24 +281,40 @@ var _ RoutingReader = (*Engine)(nil)
 // Timeout is the deadline of one evaluation.
 func (e *Engine) Timeout() time.Duration { return e.opts.Timeout }
 
-// decisionOf reads the decision: per policy of pkgs, its deny and warn message sets. The
+// decisionOf reads the decision, a set of [<package of pkgs>, "deny"|"warn", message]. The
 // messages are sorted by package, then message.
 func decisionOf(rs rego.ResultSet, pkgs []string) (*Decision, error) {
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return nil, fmt.Errorf("policy: the decision query returned %d results", len(rs))
 	}
-	pairs, ok := rs[0].Expressions[0].Value.([]any)
-	if !ok || len(pairs) != len(pkgs) {
-		return nil, fmt.Errorf("policy: the decision is a %T of %d policies, not a list of %d", rs[0].Expressions[0].Value, len(pairs), len(pkgs))
+	entries, ok := rs[0].Expressions[0].Value.([]any)
+	if !ok {
+		return nil, fmt.Errorf("policy: the decision is a %T, not a set", rs[0].Expressions[0].Value)
+	}
+	type bucket struct{ deny, warn []any }
+	buckets := make([]bucket, len(pkgs))
+	for _, e := range entries {
+		entry, _ := e.([]any)
+		if len(entry) != 3 {
+			return nil, fmt.Errorf("policy: decision entry %v is not [policy, rule, message]", e)
+		}
+		i := slices.Index(pkgs, fmt.Sprint(entry[0]))
+		if i < 0 {
+			return nil, fmt.Errorf("policy: decision entry %v names no policy of the decision", e)
+		}
+		switch entry[1] {
+		case "deny":
+			buckets[i].deny = append(buckets[i].deny, entry[2])
+		case "warn":
+			buckets[i].warn = append(buckets[i].warn, entry[2])
+		default:
+			return nil, fmt.Errorf("policy: decision entry %v is neither deny nor warn", e)
+		}
 	}
 	d := &Decision{Deny: []Message{}, Warn: []Message{}}
-	for i, p := range pairs {
-		pair, _ := p.([]any)
-		if len(pair) != 2 {
-			return nil, fmt.Errorf("policy: the decision of %s is %v, not [deny, warn]", pkgs[i], p)
-		}
-		d.Deny = appendMessages(d.Deny, pair[0], pkgs[i], "deny")
-		d.Warn = appendMessages(d.Warn, pair[1], pkgs[i], "warn")
+	for i, b := range buckets {
+		d.Deny = appendMessages(d.Deny, b.deny, pkgs[i], "deny")
+		d.Warn = appendMessages(d.Warn, b.warn, pkgs[i], "warn")
 	}
 	return d, nil
 }
@@ -306,8 +322,7 @@ func decisionOf(rs rego.ResultSet, pkgs []string) (*Decision, error) {
 // appendMessages adds one policy's message set, sorted (the sets come in package order). A
 // message is a string, or an object whose msg is one (conftest's form); anything else is
 // shown as JSON.
-func appendMessages(out []Message, v any, pkg, rule string) []Message {
-	items, _ := v.([]any)
+func appendMessages(out []Message, items []any, pkg, rule string) []Message {
 	start := len(out)
 	for _, it := range items {
 		out = append(out, Message{Package: pkg, Rule: rule, Msg: messageText(it)})
