@@ -12,41 +12,72 @@ package driverguard.lib.canary_selector
 import data.driverguard.lib.util
 
 # The instance under evaluation is compared with the default rbln-driver in the cluster, and
-# the default under evaluation with every instance in the cluster (data.driverguard_cluster.drivers).
+# the default under evaluation with every instance in the cluster
+# (data.driverguard_cluster.drivers). Each rule states its whole condition, the instance's and
+# the default's selector read directly: a shared helper rule (a set of comparisons) would be
+# evaluated, and iterated, on every RBLNDriver request, and nearly every instance is more
+# specific than the default (the rules end at their first object.subset).
 
+# The instance's selector is a subset of the default's: identical, or broader.
 deny contains msg if {
-	some c in comparisons
-	c.inst_sel == c.def_sel
-	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s is identical to the default %s's: the two tie on every node they match and neither driver is installed there; add a label only the instance's nodes carry, e.g. env=canary", [util.resource, c.inst, util.format_selector(c.inst_sel), c.def])
+	input.object.kind == "RBLNDriver"
+	def := data.driverguard_cluster.drivers["rbln-driver"]
+	inst := input.object.metadata.name
+	inst != "rbln-driver"
+	inst_sel := object.get(input.object, ["spec", "nodeSelector"], {})
+	def_sel := object.get(def, ["spec", "nodeSelector"], {})
+	object.subset(def_sel, inst_sel)
+	input.operation != "DELETE"
+	msg := denial(inst, inst_sel, def_sel)
 }
 
 deny contains msg if {
-	some c in comparisons
-	c.inst_sel != c.def_sel
-	object.subset(c.def_sel, c.inst_sel)
-	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s is broader than the default %s's %s: the default wins every node both match; give the instance all of the default's labels plus one of its own, e.g. %s", [util.resource, c.inst, util.format_selector(c.inst_sel), c.def, util.format_selector(c.def_sel), util.format_selector(object.union(c.def_sel, {"env": "canary"}))])
+	input.object.kind == "RBLNDriver"
+	input.object.metadata.name == "rbln-driver"
+	def_sel := object.get(input.object, ["spec", "nodeSelector"], {})
+	some inst, d in data.driverguard_cluster.drivers
+	inst != "rbln-driver"
+	inst_sel := object.get(d, ["spec", "nodeSelector"], {})
+	object.subset(def_sel, inst_sel)
+	input.operation != "DELETE"
+	msg := denial(inst, inst_sel, def_sel)
+}
+
+# Neither selector contains the other.
+warn contains msg if {
+	input.object.kind == "RBLNDriver"
+	def := data.driverguard_cluster.drivers["rbln-driver"]
+	inst := input.object.metadata.name
+	inst != "rbln-driver"
+	inst_sel := object.get(input.object, ["spec", "nodeSelector"], {})
+	def_sel := object.get(def, ["spec", "nodeSelector"], {})
+	not object.subset(inst_sel, def_sel)
+	not object.subset(def_sel, inst_sel)
+	input.operation != "DELETE"
+	msg := tie_warning(inst, inst_sel, def_sel)
 }
 
 warn contains msg if {
-	some c in comparisons
-	not object.subset(c.def_sel, c.inst_sel)
-	not object.subset(c.inst_sel, c.def_sel)
-	msg := sprintf("%s: RBLNDriver/%s's nodeSelector %s and the default %s's %s do not contain one another: they tie on nodes that carry both sets of labels; make the instance's selector include %s", [util.resource, c.inst, util.format_selector(c.inst_sel), c.def, util.format_selector(c.def_sel), util.format_selector(c.def_sel)])
-}
-
-# comparisons are the selectors to compare: the instance's and the default's, with their names.
-# They hold the two selectors only, never whole objects (a set hashes what it holds).
-comparisons contains {"inst": input.object.metadata.name, "inst_sel": object.get(input.object, ["spec", "nodeSelector"], {}), "def": "rbln-driver", "def_sel": object.get(d, ["spec", "nodeSelector"], {})} if {
 	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
-	object.get(input.object, ["metadata", "name"], "") != "rbln-driver"
-	d := data.driverguard_cluster.drivers["rbln-driver"]
-}
-
-comparisons contains {"inst": name, "inst_sel": object.get(d, ["spec", "nodeSelector"], {}), "def": "rbln-driver", "def_sel": object.get(input.object, ["spec", "nodeSelector"], {})} if {
-	input.object.kind == "RBLNDriver"
-	input.operation != "DELETE"
 	input.object.metadata.name == "rbln-driver"
-	some name, d in data.driverguard_cluster.drivers
-	name != "rbln-driver"
+	def_sel := object.get(input.object, ["spec", "nodeSelector"], {})
+	some inst, d in data.driverguard_cluster.drivers
+	inst != "rbln-driver"
+	inst_sel := object.get(d, ["spec", "nodeSelector"], {})
+	not object.subset(inst_sel, def_sel)
+	not object.subset(def_sel, inst_sel)
+	input.operation != "DELETE"
+	msg := tie_warning(inst, inst_sel, def_sel)
 }
+
+# denial is the message for an instance inst whose selector inst_sel is a subset of the
+# default's def_sel.
+denial(inst, inst_sel, def_sel) := sprintf("%s: RBLNDriver/%s's nodeSelector %s is identical to the default rbln-driver's: the two tie on every node they match and neither driver is installed there; add a label only the instance's nodes carry, e.g. env=canary", [util.resource, inst, util.format_selector(inst_sel)]) if {
+	inst_sel == def_sel
+}
+
+denial(inst, inst_sel, def_sel) := sprintf("%s: RBLNDriver/%s's nodeSelector %s is broader than the default rbln-driver's %s: the default wins every node both match; give the instance all of the default's labels plus one of its own, e.g. %s", [util.resource, inst, util.format_selector(inst_sel), util.format_selector(def_sel), util.format_selector(object.union(def_sel, {"env": "canary"}))]) if {
+	inst_sel != def_sel
+}
+
+tie_warning(inst, inst_sel, def_sel) := sprintf("%s: RBLNDriver/%s's nodeSelector %s and the default rbln-driver's %s do not contain one another: they tie on nodes that carry both sets of labels; make the instance's selector include %s", [util.resource, inst, util.format_selector(inst_sel), util.format_selector(def_sel), util.format_selector(def_sel)])

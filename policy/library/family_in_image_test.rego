@@ -2,6 +2,7 @@ package driverguard.lib.family_in_image_test
 
 import data.driverguard.lib.family_in_image
 import data.driverguard.lib.fixtures
+import data.driverguard.lib.util
 
 image(repo) := fixtures.review(fixtures.driver("rbln-driver-atom", {"image": repo}))
 
@@ -45,4 +46,12 @@ test_ok_family_inside_a_segment if {
 test_ok_configured_families_replace_defaults if {
 	count(family_in_image.deny) == 0 with input as image("rebellions/atom/rbln-driver")
 		with data.driverguard_config.known_families as ["quasar"]
+}
+
+# is_family writes util.known_families' default out (a rule costs an evaluation of its own).
+test_default_families_are_util_known_families if {
+	every f in util.known_families {
+		count(family_in_image.deny) == 1 with input as image(sprintf("rebellions/%s/rbln-driver", [f]))
+	}
+	count({f | some f in ["atom", "rebel", "ca", "cr", "npu", "quasar"]; family_in_image.is_family(f)}) == count(util.known_families)
 }

@@ -18,7 +18,7 @@ deny contains msg if {
 	version := input.object.spec.manager.version
 	bare := trim_prefix(version, "v")
 	semver.is_valid(bare)
-	semver.compare(bare, minimum) < 0
+	semver.compare(bare, "0.2.2") < 0 # minimum, written out: a rule costs an evaluation of its own
 	smd_configured(input.object.spec)
 	input.operation != "DELETE"
 	msg := sprintf("%s: spec.manager.version %q is older than v%s, the first driver manager that drives the RSMD DaemonSet configured in spec.smd; set spec.manager.version to v%s or later (%s)", [util.resource, version, minimum, minimum, util.values("manager.image.tag")])
@@ -27,8 +27,8 @@ deny contains msg if {
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
 	version := input.object.spec.manager.version
+	not semver.is_valid(trim_prefix(version, "v")) # a comparable version ends the rule here
 	version != ""
-	not semver.is_valid(trim_prefix(version, "v"))
 	not lower(version) in data.driverguard.lib.pinned_version.moving_tags # the pinned_version rule's concern
 	smd_configured(input.object.spec)
 	input.operation != "DELETE"

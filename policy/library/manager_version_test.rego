@@ -55,3 +55,11 @@ test_ok_empty_smd if {
 test_ok_moving_tag_left_to_pinned_version if {
 	count(manager_version.deny) == 0 with input as manager("latest")
 }
+
+# The rule writes the minimum out (a rule costs an evaluation of its own).
+test_minimum_is_the_boundary if {
+	count(manager_version.deny) == 0 with input as manager(sprintf("v%s", [manager_version.minimum]))
+	parts := [to_number(p) | some p in split(manager_version.minimum, ".")]
+	older := sprintf("v%d.%d.%d", [parts[0], parts[1], parts[2] - 1])
+	count(manager_version.deny) == 1 with input as manager(older)
+}

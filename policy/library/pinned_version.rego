@@ -14,10 +14,13 @@ moving_tags := {"latest", "stable", "main", "master", "edge", "nightly", "dev"}
 # X.Y.Z with an optional leading v and an optional pre-release or build suffix (3.3.0-rc1).
 semver_like := `^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z][0-9A-Za-z.-]*)?$`
 
+# The rules test the version with the semver_like pattern written out: a rule such as
+# semver_like or moving_tags is evaluated on every request that reads it, at a cost of its own,
+# and these rules run on every RBLNDriver request; the pattern ends them for a pinned version.
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
 	v := object.get(input.object, ["spec", "version"], "")
-	not regex.match(semver_like, v) # a pinned version ends the rule here
+	not regex.match(`^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z][0-9A-Za-z.-]*)?$`, v) # semver_like: a pinned version ends the rule here
 	problem := version_problem(v)
 	input.operation != "DELETE"
 	msg := sprintf("%s: spec.version %s; pin an exact driver version, e.g. \"3.2.2\" (%s)", [util.resource, problem, util.values("image.tag")])
@@ -26,6 +29,7 @@ deny contains msg if {
 deny contains msg if {
 	input.object.kind == "RBLNDriver"
 	v := input.object.spec.manager.version
+	not regex.match(`^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z][0-9A-Za-z.-]*)?$`, v) # semver_like: a pinned version ends the rule here
 	lower(v) in moving_tags
 	input.operation != "DELETE"
 	msg := sprintf("%s: spec.manager.version is %q, a moving tag; pin the driver manager, e.g. \"v0.2.2\" (%s)", [util.resource, v, util.values("manager.image.tag")])

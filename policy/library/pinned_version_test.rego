@@ -57,3 +57,19 @@ test_ok_cluster_policy_ignored if {
 test_ok_delete_ignored if {
 	count(pinned_version.deny) == 0 with input as object.union(version("latest"), {"operation": "DELETE"})
 }
+
+# The rules write the semver_like pattern out (a rule costs an evaluation of its own): they
+# must judge exactly as semver_like and moving_tags say.
+test_every_moving_tag_is_denied if {
+	every tag in pinned_version.moving_tags {
+		count(pinned_version.deny) == 1 with input as version(upper(tag))
+		count(pinned_version.deny) == 1 with input as fixtures.review(fixtures.driver("rbln-driver", {"manager": {"version": tag}}))
+	}
+}
+
+test_rules_follow_semver_like if {
+	every v in ["3.2.2", "v3.2.2", "3.3.0-rc1", "3.2.2.1", "3.2", "3.2.2-", "v", "3.2.2+build", "03.2.2"] {
+		denied := count(pinned_version.deny) == 1 with input as version(v)
+		denied != regex.match(pinned_version.semver_like, v)
+	}
+}
