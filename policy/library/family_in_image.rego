@@ -30,8 +30,8 @@ deny contains msg if {
 # data.driverguard_config.known_families in their place) or the lowercase family label of some
 # node.
 is_family(f) if {
+	{"atom", "rebel", "ca", "cr"}[f] # util.known_families' default, unless configured
 	not data.driverguard_config.known_families
-	{"atom", "rebel", "ca", "cr"}[f] # util.known_families' default
 }
 
 is_family(f) if {
