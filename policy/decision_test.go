@@ -246,7 +246,7 @@ func directEvaluator(t *testing.T, paths []string, policies []policy.PolicyInfo)
 				set, _ := rs[0].Bindings[binding(p.Package, rule)].([]any)
 				var out []policy.Message
 				for _, m := range set {
-					out = append(out, policy.Message{Package: p.Package, Rule: rule, Msg: messageText(m)})
+					out = append(out, policy.Message{Package: p.Package, Rule: rule, Msg: policy.MessageText(m)})
 				}
 				slices.SortFunc(out, func(a, b policy.Message) int { return strings.Compare(a.Msg, b.Msg) })
 				if rule == "deny" {
@@ -262,17 +262,4 @@ func directEvaluator(t *testing.T, paths []string, policies []policy.PolicyInfo)
 
 func binding(pkg, rule string) string {
 	return rule + "_" + strings.ReplaceAll(pkg, ".", "_")
-}
-
-func messageText(v any) string {
-	switch m := v.(type) {
-	case string:
-		return m
-	case map[string]any:
-		if s, ok := m["msg"].(string); ok {
-			return s
-		}
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
