@@ -218,22 +218,27 @@ func decisionModule(pkgs []policyPackage, compiled *ast.Compiler) (*ast.Module, 
 					if r.Head.Key == nil || len(r.Head.Args) != 0 || r.Else != nil {
 						return nil, fmt.Errorf("%s.%s at %s is not a message set rule", p.pkg, rule, r.Location)
 					}
-					head := ast.RefHead(ast.Ref{ast.VarTerm(name)})
-					head.Key = ast.ArrayTerm(ast.StringTerm(p.pkg), ast.StringTerm(rule), r.Head.Key.Copy())
-					head.Location = r.Head.Location
-					m.Rules = append(m.Rules, &ast.Rule{Head: head, Body: r.Body.Copy(), Module: m, Location: r.Location})
+					d := decisionRule(m, name, ast.ArrayTerm(ast.StringTerm(p.pkg), ast.StringTerm(rule), r.Head.Key.Copy()), r.Body.Copy())
+					d.Location, d.Head.Location = r.Location, r.Head.Location
+					m.Rules = append(m.Rules, d)
 					bodies++
 				}
 			}
 		}
 		if bodies == 0 {
 			// a set with no member: the decision is empty, never undefined
-			head := ast.RefHead(ast.Ref{ast.VarTerm(name)})
-			head.Key = ast.ArrayTerm(ast.StringTerm(""), ast.StringTerm(""), ast.StringTerm(""))
-			m.Rules = append(m.Rules, &ast.Rule{Head: head, Body: ast.NewBody(ast.NewExpr(ast.BooleanTerm(false))), Module: m})
+			none := ast.ArrayTerm(ast.StringTerm(""), ast.StringTerm(""), ast.StringTerm(""))
+			m.Rules = append(m.Rules, decisionRule(m, name, none, ast.NewBody(ast.NewExpr(ast.BooleanTerm(false)))))
 		}
 	}
 	return m, nil
+}
+
+// decisionRule is `<name> contains <key> if { <body> }` in module m.
+func decisionRule(m *ast.Module, name string, key *ast.Term, body ast.Body) *ast.Rule {
+	head := ast.RefHead(ast.Ref{ast.VarTerm(name)})
+	head.Key = key
+	return &ast.Rule{Head: head, Body: body, Module: m}
 }
 
 // appliesTo reports whether the package's rules can apply to objects of kind ("" for every

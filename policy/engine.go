@@ -298,7 +298,8 @@ func decisionOf(rs rego.ResultSet, pkgs []string) (*Decision, error) {
 		if len(entry) != 3 {
 			return nil, fmt.Errorf("policy: decision entry %v is not [policy, rule, message]", e)
 		}
-		i := slices.Index(pkgs, fmt.Sprint(entry[0]))
+		pkg, _ := entry[0].(string)
+		i := slices.Index(pkgs, pkg)
 		if i < 0 {
 			return nil, fmt.Errorf("policy: decision entry %v names no policy of the decision", e)
 		}
