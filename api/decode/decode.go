@@ -6,11 +6,12 @@ package decode
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"maps"
 	"slices"
 	"strings"
 
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // typeMeta is the part of every object that says what it is.
@@ -59,6 +61,9 @@ func Documents(r io.Reader, source string) ([]Document, error) {
 			return docs, nil
 		}
 		if err != nil {
+			if isReadStop(err) {
+				return nil, err // names the file already
+			}
 			return nil, fmt.Errorf("%s: reading document %d: %w", source, n, err)
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
@@ -110,17 +115,17 @@ func toJSON(raw []byte) ([]byte, error) {
 	return yaml.YAMLToJSON(raw)
 }
 
-// File opens path ("-" for standard input) and returns its documents.
+// File returns the documents of path ("-" for standard input), read through
+// DefaultMaxInventoryBytes. The CLI calls ReadDocuments, with its limits and its context.
 func File(path string, stdin io.Reader) ([]Document, error) {
-	if path == "-" {
-		return Documents(stdin, "<stdin>")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return Documents(f, path)
+	return ReadDocuments(context.Background(), path, stdin, DefaultMaxInventoryBytes)
+}
+
+// isReadStop reports an error of the bounded reader that already names the file: the limit,
+// or the context ending.
+func isReadStop(err error) bool {
+	var tl *TooLargeError
+	return errors.As(err, &tl) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Nodes decodes every Node document; any other kind is an error.
@@ -244,4 +249,66 @@ func typed[T any](docs []Document, kind, apiVersion string) ([]T, error) {
 		seen[name] = docs[i].Source
 	}
 	return out, nil
+}
+
+// KindsError reports a file that holds objects, but none of the kinds it must hold: a node
+// inventory given as --drivers, a ConfigMap as --cluster-policy.
+type KindsError struct {
+	// Source is the file as given.
+	Source string
+	// Want are the kinds it must hold (any of them).
+	Want []string
+	// Found counts the objects it holds by kind.
+	Found map[string]int
+}
+
+func (e *KindsError) Error() string {
+	kinds := slices.Sorted(maps.Keys(e.Found))
+	found := make([]string, 0, len(kinds))
+	for _, k := range kinds[:min(len(kinds), 10)] {
+		n := e.Found[k]
+		found = append(found, fmt.Sprintf("%d %s", n, plural(k, n)))
+	}
+	if len(kinds) > 10 {
+		found = append(found, fmt.Sprintf("%d more kinds", len(kinds)-10))
+	}
+	return fmt.Sprintf("%s holds %s and no %s", e.Source, strings.Join(found, ", "), orList(e.Want))
+}
+
+// RequireKinds fails with a *KindsError when docs hold objects but none of kinds. An empty
+// file (or an empty List, as kubectl prints when there is nothing) holds no object at all,
+// which is no error: it means none.
+func RequireKinds(docs []Document, source string, kinds ...string) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	found := map[string]int{}
+	for _, d := range docs {
+		if slices.Contains(kinds, d.Kind) {
+			return nil
+		}
+		found[validation.Truncate(d.Kind, validation.MaxQuotedValue)]++
+	}
+	return &KindsError{Source: source, Want: kinds, Found: found}
+}
+
+// plural is a kind's plural for a count, as kubectl names resources (Policy → Policies).
+func plural(kind string, n int) string {
+	switch {
+	case n == 1:
+		return kind
+	case strings.HasSuffix(kind, "y") && !strings.HasSuffix(kind, "ay") && !strings.HasSuffix(kind, "ey"):
+		return kind[:len(kind)-1] + "ies"
+	case strings.HasSuffix(kind, "s"):
+		return kind + "es"
+	}
+	return kind + "s"
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

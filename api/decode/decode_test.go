@@ -112,3 +112,34 @@ func TestNodesYAMLScalarsAsStrings(t *testing.T) {
 		})
 	}
 }
+
+func TestRequireKinds(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream string
+		kinds  []string
+		want   string
+	}{
+		{"an empty file holds none", "", []string{"RBLNDriver"}, ""},
+		{"an empty List holds none", "apiVersion: v1\nkind: List\nitems: []\n", []string{"RBLNDriver"}, ""},
+		{"a ConfigMap", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", []string{"RBLNDriver"}, "cm.yaml holds 1 ConfigMap and no RBLNDriver"},
+		{"nodes", nodeList, []string{"RBLNClusterPolicy"}, "cm.yaml holds 2 Nodes and no RBLNClusterPolicy"},
+		{"several kinds", "kind: Service\nmetadata: {name: a}\n---\nkind: NetworkPolicy\nmetadata: {name: a}\n---\nkind: NetworkPolicy\nmetadata: {name: b}\n",
+			[]string{"Pod", "Deployment"}, "cm.yaml holds 2 NetworkPolicies, 1 Service and no Pod or Deployment"},
+		{"one of the kinds among others", "kind: ConfigMap\nmetadata: {name: a}\n---\nkind: RBLNDriver\nmetadata: {name: a}\n", []string{"RBLNDriver"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := Documents(strings.NewReader(tt.stream), "cm.yaml")
+			require.NoError(t, err)
+			err = RequireKinds(docs, "cm.yaml", tt.kinds...)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ke *KindsError
+			require.ErrorAs(t, err, &ke)
+			assert.Equal(t, tt.want, err.Error())
+		})
+	}
+}
