@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,12 +43,38 @@ var (
 	repositoryRE = regexp.MustCompile(dgvalidation.RepositoryPattern)
 )
 
-// checker collects every structural problem of the values before anything is rendered.
+// MaxListedErrors bounds the problems an *InvalidValuesError holds; the others are counted
+// (SPEC §7: messages cap long lists with a total).
+const MaxListedErrors = 50
+
+// checker collects every structural problem of the values before anything is rendered: the
+// first MaxListedErrors, and how many more there are.
 type checker struct {
+	ctx  context.Context
 	errs field.ErrorList
+	more int
+	// src locates values in what the user wrote, for hints (nil: no hints from the source).
+	src *Sources
 }
 
-func (c *checker) add(errs ...*field.Error) { c.errs = append(c.errs, errs...) }
+func (c *checker) add(errs ...*field.Error) {
+	n := min(len(errs), MaxListedErrors-len(c.errs))
+	if n > 0 {
+		c.errs = append(c.errs, errs[:n]...)
+	}
+	c.more += len(errs) - max(n, 0)
+}
+
+// full reports whether further problems are only counted: their messages are not built.
+func (c *checker) full() bool { return len(c.errs) >= MaxListedErrors }
+
+// err is the problems found, or nil.
+func (c *checker) err() error {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	return &InvalidValuesError{Errs: c.errs, Omitted: c.more}
+}
 
 // object returns v as a map. nullable allows an explicit null (returned as a nil map, ok).
 func (c *checker) object(v any, p *field.Path, nullable bool, what string) (map[string]any, bool) {
@@ -98,7 +126,7 @@ func (c *checker) str(m map[string]any, k string, p *field.Path, nullable bool, 
 			c.add(field.TypeInvalid(fp, nil, "must be a string"))
 		}
 	default:
-		c.add(field.TypeInvalid(fp, describe(v), "must be a string; YAML and --set read unquoted numbers and booleans as such: "+stringHint(fp, v)))
+		c.add(field.TypeInvalid(fp, describe(v), "must be a string"+c.stringHint("; ", fp, v)))
 	}
 }
 
@@ -193,6 +221,9 @@ func (c *checker) driverBlock(d map[string]any, p *field.Path) {
 	}
 	instances, _ := c.object(d["instances"], p.Child("instances"), true, "instance key to partial driver block")
 	for _, key := range slices.Sorted(maps.Keys(instances)) {
+		if c.ctx.Err() != nil {
+			return
+		}
 		ip := p.Child("instances", key)
 		c.add(dgvalidation.ValidateInstanceKey(key, ip)...)
 		c.instance(instances[key], ip)
@@ -226,6 +257,7 @@ func (c *checker) instance(v any, p *field.Path) {
 	if v, ok := inst["image"]; ok {
 		if img, ok := c.object(v, p.Child("image"), true, "registry, repository, tag and pullPolicy"); ok {
 			c.image(img, p.Child("image"), true)
+			c.removedImage(v == nil, img, p.Child("image"))
 		}
 	}
 	c.inheritable(inst, p, true)
@@ -236,6 +268,18 @@ func (c *checker) instance(v any, p *field.Path) {
 	}
 	if m := c.selector(sel, p.Child("nodeSelector"), true); m != nil && len(m) == 0 {
 		c.add(field.Required(p.Child("nodeSelector"), "must not be empty: only the default resource may select every node; select this instance's nodes, e.g. {rebellions.ai/npu.family: atom}"))
+	}
+}
+
+// removedImage reports the required image fields an instance removes with null (image: null
+// removes them all): its RBLNDriver would have none, whatever driver.image holds (the chart's
+// defaults at least, or driver.image's own error).
+func (c *checker) removedImage(all bool, img map[string]any, p *field.Path) {
+	for _, f := range []struct{ key, field string }{{"registry", "registry"}, {"repository", "image"}, {"tag", "version"}} {
+		if v, set := img[f.key]; all || (set && v == nil) {
+			c.add(field.Required(p.Child(f.key), fmt.Sprintf(
+				"spec.%s would be empty: a null on this instance removed the inherited driver.image.%s; remove the null to inherit it or set a value", f.field, f.key)))
+		}
 	}
 }
 
@@ -320,7 +364,8 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 					strs[k] = s
 				case nil: // removes an inherited annotation
 				default:
-					c.add(field.TypeInvalid(p.Child("annotations").Key(k), describe(s), "annotation values are strings: "+stringHint(p.Child("annotations").Key(k), s)))
+					kp := p.Child("annotations").Key(k)
+					c.add(field.TypeInvalid(kp, describe(s), "annotation values are strings"+c.stringHint(": ", kp, s)))
 				}
 			}
 			c.add(dgvalidation.ValidateAnnotationKeys(strs, p.Child("annotations"))...)
@@ -368,9 +413,11 @@ func (c *checker) selector(v any, p *field.Path, instance bool) map[string]strin
 		s, isStr := m[k].(string)
 		if !isStr {
 			typesOK = false
-			detail := "label values are strings: " + stringHint(p.Key(k), m[k])
+			var detail string
 			if nested, ok := m[k].(map[string]any); ok {
 				detail = splitKeyHint(p, k, nested)
+			} else {
+				detail = "label values are strings" + c.stringHint(": ", p.Key(k), m[k])
 			}
 			c.add(field.TypeInvalid(p.Key(k), describe(m[k]), detail))
 			continue
@@ -615,11 +662,37 @@ func describe(v any) any {
 	return v
 }
 
-// stringHint is the fix for a number or boolean where a string belongs, for values files and
-// for --set alike (--set reads 3 and true as a number and a boolean; --set-string does not).
-func stringHint(p *field.Path, v any) string {
-	text := fmt.Sprint(v)
-	return fmt.Sprintf("quote it in a values file (%q), or pass it with --set-string '%s=%s'", text, SetPath(p), text)
+// stringHint is the fix for a number or boolean where a string belongs, after sep, quoting
+// what the user wrote: the text of a values file (YAML reads an unquoted 3.10 as the number
+// 3.1, an unquoted y as true), or of --set (which reads 3 and true as a number and a boolean;
+// --set-string does not). A list or a map gets no hint; nor does a problem that is only
+// counted.
+func (c *checker) stringHint(sep string, p *field.Path, v any) string {
+	var what string
+	switch v.(type) {
+	case bool:
+		what = fmt.Sprintf("the boolean %v", v)
+	case int, int64, float64:
+		what = fmt.Sprintf("the number %v", v)
+	default:
+		return ""
+	}
+	if c.full() {
+		return ""
+	}
+	setPath := cut(SetPath(p), maxQuotedPath)
+	if loc, ok := c.src.LocateField(p); ok && loc.Text != "" {
+		text := cut(loc.Text, maxQuoted)
+		switch {
+		case loc.Kind == FromFile && loc.Plain:
+			return fmt.Sprintf("%sYAML reads the unquoted %s at %s as %s: quote it: %s", sep, text, loc, what, strconv.Quote(text))
+		case loc.Kind == FromSet:
+			return fmt.Sprintf("%s--set reads %s as %s: pass it with --set-string '%s=%s'", sep, text, what, setPath, text)
+		}
+	}
+	text := cut(fmt.Sprint(v), maxQuoted)
+	return fmt.Sprintf("%sYAML and --set read unquoted numbers and booleans as such: quote it in a values file (%q), or pass it with --set-string '%s=%s'",
+		sep, text, setPath, text)
 }
 
 // splitKeyHint explains a selector value that is a map: --set splits keys at dots, so
@@ -639,35 +712,15 @@ func splitKeyHint(p *field.Path, k string, nested map[string]any) string {
 			key, cur = key+"."+sub, v
 		}
 	}
-	return fmt.Sprintf("label values are strings, not maps: --set splits keys at dots, so %q became nested keys; escape its dots: --set '%s=%v'",
-		key, SetPath(p.Key(key)), cur)
+	return fmt.Sprintf("label values are strings, not maps: --set splits keys at dots, so %q became nested keys; escape its dots: --set '%s=%s'",
+		cut(key, maxQuoted), cut(SetPath(p.Key(key)), maxQuotedPath),
+		cut(fmt.Sprint(describe(cur)), maxQuoted))
 }
 
 // SetPath writes a field path the way --set takes it: segments joined with '.', and dots and
 // commas inside a segment (label keys such as rebellions.ai/npu.family) escaped.
 func SetPath(p *field.Path) string {
-	var segs []string
-	s := p.String()
-	for len(s) > 0 {
-		switch {
-		case s[0] == '.':
-			s = s[1:]
-		case s[0] == '[':
-			end := strings.IndexByte(s, ']')
-			if end < 0 {
-				end = len(s) - 1
-			}
-			segs = append(segs, s[1:end])
-			s = s[end+1:]
-		default:
-			end := strings.IndexAny(s, ".[")
-			if end < 0 {
-				end = len(s)
-			}
-			segs = append(segs, s[:end])
-			s = s[end:]
-		}
-	}
+	segs := pathSegments(p)
 	for i, seg := range segs {
 		segs[i] = strings.NewReplacer(".", `\.`, ",", `\,`).Replace(seg)
 	}

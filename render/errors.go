@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -8,21 +9,33 @@ import (
 	"github.com/driverguard/driverguard/api/validation"
 )
 
-// InvalidValuesError lists every problem found in the values. Nothing is rendered when it is
-// returned.
+// InvalidValuesError lists every problem found in the values: the first MaxListedErrors, and
+// how many more there are. Nothing is rendered when it is returned.
 type InvalidValuesError struct {
 	Errs field.ErrorList
+	// Omitted counts the problems found beyond Errs.
+	Omitted int
 }
+
+// maxErrorLine bounds one problem's line in the message (its values are cut already; this
+// is the backstop for a message quoting something long).
+const maxErrorLine = 2000
 
 func (e *InvalidValuesError) Error() string {
 	var b strings.Builder
 	b.WriteString("invalid values, nothing rendered:")
 	for _, fe := range validation.Quotable(e.Errs) {
 		b.WriteString("\n  ")
-		b.WriteString(fe.Error())
+		b.WriteString(cut(fe.Error(), maxErrorLine))
+	}
+	if e.Omitted > 0 {
+		fmt.Fprintf(&b, "\n  ... and %d more (%d problems in all)", e.Omitted, e.Total())
 	}
 	return b.String()
 }
+
+// Total is the number of problems found.
+func (e *InvalidValuesError) Total() int { return len(e.Errs) + e.Omitted }
 
 // Unwrap exposes each field error to errors.Is and errors.As.
 func (e *InvalidValuesError) Unwrap() []error {
@@ -40,7 +53,7 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
-	return "values rejected by the chart's values.schema.json: " + e.Err.Error()
+	return "values rejected by the chart's values.schema.json: " + cut(e.Err.Error(), maxErrorLine)
 }
 
 func (e *SchemaError) Unwrap() error { return e.Err }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -26,6 +27,9 @@ const DefaultReleaseName = "driverguard"
 type Options struct {
 	// ReleaseName is the Helm release name (label app.kubernetes.io/instance).
 	ReleaseName string
+	// Sources locate the values in what the user wrote (Load returns them): messages then
+	// quote the user's text. Optional.
+	Sources *Sources
 }
 
 // Result is what the chart renders from a set of values.
@@ -60,6 +64,11 @@ var notInherited = []string{"nodeSelector", "instances", "upgradePolicy", "enabl
 // into RBLNDrivers and the RBLNClusterPolicy. On any invalid input it returns an
 // *InvalidValuesError listing every problem, and no result.
 func Render(ch *chart.Chart, user map[string]any, opts Options) (*Result, error) {
+	return RenderContext(context.Background(), ch, user, opts)
+}
+
+// RenderContext is Render, ending early with ctx's error when ctx is done.
+func RenderContext(ctx context.Context, ch *chart.Chart, user map[string]any, opts Options) (*Result, error) {
 	if opts.ReleaseName == "" {
 		opts.ReleaseName = DefaultReleaseName
 	}
@@ -67,14 +76,17 @@ func Render(ch *chart.Chart, user map[string]any, opts Options) (*Result, error)
 	if err != nil {
 		return nil, fmt.Errorf("combining values with the chart's defaults: %w", err)
 	}
-	c := &checker{}
+	c := &checker{ctx: ctx, src: opts.Sources}
 	c.keys(vals, nil, rootFields)
 	d, ok := c.object(vals["driver"], field.NewPath("driver"), false, "driver settings")
 	if ok {
 		c.driverBlock(d, field.NewPath("driver"))
 	}
-	if len(c.errs) > 0 {
-		return nil, &InvalidValuesError{Errs: c.errs}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.err(); err != nil {
+		return nil, err
 	}
 	if err := validateSchema(ch, vals); err != nil {
 		return nil, &SchemaError{Err: err}
@@ -130,6 +142,9 @@ func Render(ch *chart.Chart, user map[string]any, opts Options) (*Result, error)
 	}
 	instances, _ := d["instances"].(map[string]any)
 	for _, key := range slices.Sorted(maps.Keys(instances)) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		raw := instances[key].(map[string]any) // checked by driverBlock
 		inst := copyMap(raw)
 		sel := inst["nodeSelector"]

@@ -2,9 +2,15 @@ package render
 
 import "strings"
 
+// maxSuggested is the longest name a suggestion is looked for (known names are much shorter).
+const maxSuggested = 64
+
 // suggest returns the known name closest to s, or "" when none is close enough to be a
 // plausible typo.
 func suggest(s string, known []string) string {
+	if len(s) > maxSuggested {
+		return "" // far from every known name; and the distance costs len(s) per name
+	}
 	best, bestDist := "", -1
 	for _, k := range known {
 		if strings.EqualFold(k, s) {

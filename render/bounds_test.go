@@ -1,0 +1,89 @@
+package render_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/render"
+)
+
+// TestErrorsAreCapped: an *InvalidValuesError lists the first MaxListedErrors problems and
+// counts the rest, whatever the values hold.
+func TestErrorsAreCapped(t *testing.T) {
+	var many strings.Builder
+	many.WriteString("driver:\n  annotations:\n")
+	for i := range 1000 {
+		fmt.Fprintf(&many, "    k%04d: %d\n", i, i)
+	}
+	hugeKey := strings.Repeat("k", 1<<20)
+	tests := []struct {
+		name    string
+		opts    render.ValuesOptions
+		values  string
+		total   int
+		maxSize int
+	}{
+		{name: "65,537 list items from one --set", opts: render.ValuesOptions{Values: []string{"driver.tolerations[65536]=x"}}, total: 65537, maxSize: 5000},
+		{name: "1,000 annotations that are numbers", values: many.String(), total: 1000, maxSize: 20000},
+		{name: "a 1 MB unknown key", opts: render.ValuesOptions{Values: []string{"driver." + hugeKey + "=1"}}, total: 1, maxSize: 3000},
+		{name: "a 1 MB label key", values: "driver:\n  nodeSelector:\n    ? " + hugeKey + "\n    : x\n", total: 1, maxSize: 5000},
+		{name: "a 1 MB label key given to --set", opts: render.ValuesOptions{Values: []string{"driver.nodeSelector." + hugeKey + "=1"}}, total: 1, maxSize: 5000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.values != "" {
+				tt.opts.ValueFiles = []string{writeFiles(t, map[string]string{"values.yaml": tt.values})["values.yaml"]}
+			}
+			err := renderWithSources(t, tt.opts)
+			var invalid *render.InvalidValuesError
+			require.ErrorAs(t, err, &invalid)
+			assert.Equal(t, tt.total, invalid.Total())
+			assert.LessOrEqual(t, len(invalid.Errs), render.MaxListedErrors)
+			lines := strings.Split(err.Error(), "\n")
+			assert.LessOrEqual(t, len(lines), render.MaxListedErrors+2)
+			if tt.total > render.MaxListedErrors {
+				assert.Equal(t, fmt.Sprintf("  ... and %d more (%d problems in all)", tt.total-render.MaxListedErrors, tt.total), lines[len(lines)-1])
+			}
+			assert.LessOrEqual(t, len(err.Error()), tt.maxSize)
+		})
+	}
+}
+
+// TestValueAndInstanceErrorsAtOnce: the instance errors of converting values to specs (a null
+// that removes a required image field) come with every other problem, not after they are
+// fixed.
+func TestValueAndInstanceErrorsAtOnce(t *testing.T) {
+	_, err := renderYAML(t, `driver:
+  image:
+    tag: 3.10
+  instances:
+    a:
+      image: {tag: null}
+      nodeSelector: {x: y}
+    b:
+      imgae: {}
+      nodeSelector: {x: z}
+    c:
+      image: null
+      nodeSelector: {x: c}`)
+	var invalid *render.InvalidValuesError
+	require.ErrorAs(t, err, &invalid)
+	var fields []string
+	for _, e := range invalid.Errs {
+		fields = append(fields, e.Field)
+	}
+	assert.Equal(t, []string{
+		"driver.image.tag",
+		"driver.instances.a.image.tag",
+		"driver.instances.a.nodeSelector[x]",
+		"driver.instances.b.imgae",
+		"driver.instances.c.image.registry",
+		"driver.instances.c.image.repository",
+		"driver.instances.c.image.tag",
+	}, fields, "%v", err)
+	assert.Contains(t, err.Error(), "driver.instances.a.image.tag: Required value: spec.version would be empty: a null on this instance removed the inherited driver.image.tag")
+}
