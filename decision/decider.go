@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -75,11 +76,9 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 	if old != nil && len(denials) > 0 {
 		denials, kept = introducedErrors(denials, validation.ValidateDriver(old))
 	}
-	for _, e := range denials {
-		v.Denials = append(v.Denials, fieldFinding(e))
-	}
+	v.deny(FieldFindings(denials...)...)
 	for _, e := range kept {
-		v.Warnings = append(v.Warnings, preexisting(fieldFinding(e)))
+		v.warn(preexisting(fieldFinding(e)))
 	}
 	if len(assessment.Invalid) == 0 {
 		var oldRep *routing.ConflictReport
@@ -88,10 +87,12 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 			oldRep = &r
 		}
 		denials, warnings := conflictFindings(assessment.ConflictReport, oldRep, obj.Spec.NodeSelector, obj.Name)
-		v.Denials = append(v.Denials, denials...)
-		v.Warnings = append(v.Warnings, warnings...)
+		v.deny(denials...)
+		v.warn(warnings...)
 	}
-	if d.Policy == nil {
+	if d.Policy == nil || oversized(assessment.Invalid) {
+		// An object over a size limit is denied for its size; its contents are not handed to
+		// the policies (whose cost and messages grow with what they are given).
 		return v, nil
 	}
 	in := d.input(req.Operation, req.Source, req.UserInfo, driverObject(obj, req.RawObject), driverObject(old, req.RawOldObject))
@@ -110,6 +111,11 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 		}
 	}
 	return v, d.evaluate(ctx, in, before, v)
+}
+
+// oversized reports whether errs hold a size limit (validation.ValidateCount).
+func oversized(errs field.ErrorList) bool {
+	return slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Type == field.ErrorTypeTooMany })
 }
 
 // beingDeleted reports an UPDATE of an object whose deletion has begun (finalizer removal,
@@ -201,16 +207,16 @@ func (d *Decider) ClusterPolicy(ctx context.Context, req Request[*v1alpha1.RBLNC
 		return e
 	}
 	for _, e := range errs {
-		v.Denials = append(v.Denials, fieldFinding(explain(e)))
+		v.deny(fieldFinding(explain(e)))
 	}
 	for _, e := range kept {
-		v.Warnings = append(v.Warnings, preexisting(fieldFinding(explain(e))))
+		v.warn(preexisting(fieldFinding(explain(e))))
 	}
 	for _, w := range warnings {
-		v.Warnings = append(v.Warnings, Finding{Rule: RuleUpgradePolicy, Message: w})
+		v.warn(Finding{Rule: RuleUpgradePolicy, Message: capMessage(w)})
 	}
 	if obj.Name != v1alpha1.ClusterPolicyName {
-		v.Warnings = append(v.Warnings, warning(RuleClusterPolicyName, "metadata.name",
+		v.warn(warning(RuleClusterPolicyName, "metadata.name",
 			"driverguard reads the RBLNClusterPolicy named %q; a policy named %q applies only while no %q exists",
 			v1alpha1.ClusterPolicyName, obj.Name, v1alpha1.ClusterPolicyName))
 	}
@@ -246,7 +252,7 @@ func (d *Decider) evaluate(ctx context.Context, in *policy.Input, before func() 
 	}
 	if err != nil {
 		if d.PolicyFailOpen {
-			v.Warnings = append(v.Warnings, Finding{Rule: RulePolicyUnavailable, Message: "policy evaluation failed, admitted without policies (fail-open): " + err.Error()})
+			v.warn(Finding{Rule: RulePolicyUnavailable, Message: capMessage("policy evaluation failed, admitted without policies (fail-open): " + err.Error())})
 			return nil
 		}
 		return &UnavailableError{Err: err}
@@ -254,10 +260,10 @@ func (d *Decider) evaluate(ctx context.Context, in *policy.Input, before func() 
 	if dec == nil {
 		return nil
 	}
-	v.Denials = append(v.Denials, policyFindings(RulePolicyDenied, dec.Deny)...)
-	v.Warnings = append(v.Warnings, policyFindings(RulePolicyWarning, dec.Warn)...)
+	v.deny(policyFindings(RulePolicyDenied, dec.Deny)...)
+	v.warn(policyFindings(RulePolicyWarning, dec.Warn)...)
 	for _, f := range policyFindings(RulePolicyDenied, kept) {
-		v.Warnings = append(v.Warnings, preexisting(f))
+		v.warn(preexisting(f))
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -265,4 +267,51 @@ func TestLongValuesAreCut(t *testing.T) {
 	require.Len(t, v.Denials, 1)
 	assert.Less(t, len(v.Denials[0].Message), 500)
 	assert.Contains(t, v.Denials[0].Message, "(1048576 bytes)")
+}
+
+// TestVerdictBounds: a verdict holds at most MaxFindings denials and warnings and counts the
+// rest; a policy message is cut to MaxMessageBytes; an object over a size limit is denied for
+// its size without being handed to the policies.
+func TestVerdictBounds(t *testing.T) {
+	t.Parallel()
+	bad := map[string]string{}
+	for i := range 64 {
+		bad[fmt.Sprintf("bad key %02d!", i)] = "bad value!"
+	}
+	long := strings.Repeat("m", 10_000)
+	many := make([]policy.Message, 120)
+	for i := range many {
+		many[i] = policy.Message{Package: "driverguard.team", Msg: fmt.Sprintf("warning %d %s", i, long)}
+	}
+	eval := &wt.Evaluator{Fn: func(context.Context, *policy.Input) (*policy.Decision, error) {
+		return &policy.Decision{Deny: []policy.Message{{Package: "driverguard.team", Msg: long}}, Warn: many}, nil
+	}}
+	d := &decision.Decider{Policy: eval}
+	ctx := context.Background()
+
+	v, err := d.Driver(ctx, routing.NewIndex(nil, nodes), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver-x", bad)})
+	require.NoError(t, err)
+	assert.False(t, v.Allowed())
+	assert.Len(t, v.Denials, decision.MaxFindings)
+	assert.Equal(t, 128+1-decision.MaxFindings, v.OmittedDenials, "128 syntax findings and one policy deny")
+	assert.Len(t, v.Warnings, decision.MaxFindings)
+	assert.Equal(t, 120-decision.MaxFindings, v.OmittedWarnings)
+	for _, w := range v.Warnings {
+		assert.LessOrEqual(t, len(w.Message), decision.MaxMessageBytes+32)
+	}
+	assert.Equal(t, fmt.Sprintf("and %d more warnings", 120-decision.MaxFindings), v.WarningTexts()[decision.MaxFindings])
+	texts := v.BoundedWarningTexts(4096)
+	assert.Less(t, len(texts), 10)
+	assert.Equal(t, fmt.Sprintf("and %d more warnings", 120-len(texts)+1), texts[len(texts)-1])
+
+	calls := len(eval.Inputs())
+	sel := map[string]string{}
+	for i := range 100_000 {
+		sel[fmt.Sprintf("k%d", i)] = "v"
+	}
+	v, err = d.Driver(ctx, routing.NewIndex(nil, nodes), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver-y", sel)})
+	require.NoError(t, err)
+	assert.Equal(t, []finding{{"FieldValueTooMany", "spec.nodeSelector"}}, findings(v.Denials))
+	assert.Empty(t, v.Warnings)
+	assert.Equal(t, calls, len(eval.Inputs()), "the policies are not evaluated")
 }

@@ -2,6 +2,7 @@ package decision
 
 import (
 	"fmt"
+	"math"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -60,7 +61,25 @@ func (f Finding) String() string {
 
 func fieldFinding(e *field.Error) Finding {
 	e = validation.Quotable(field.ErrorList{e})[0]
-	return Finding{Rule: string(e.Type), Field: e.Field, Message: e.ErrorBody()}
+	return Finding{Rule: string(e.Type), Field: e.Field, Message: capMessage(e.ErrorBody())}
+}
+
+// Bounds of a verdict: whatever an object holds, what is said about it stays readable and
+// small (an admission response, a line of `check`).
+const (
+	// MaxFindings is the most denials, and the most warnings, a verdict holds; the rest are
+	// counted (Verdict.OmittedDenials, Verdict.OmittedWarnings).
+	MaxFindings = 50
+	// MaxMessageBytes bounds one finding's message (a policy's message may quote anything).
+	MaxMessageBytes = 1024
+)
+
+// capMessage cuts a message longer than MaxMessageBytes, saying how long it was.
+func capMessage(m string) string {
+	if len(m) <= MaxMessageBytes {
+		return m
+	}
+	return validation.Truncate(m, MaxMessageBytes)
 }
 
 // FieldFindings are field errors as findings (rule: the error type).
@@ -73,17 +92,18 @@ func FieldFindings(errs ...*field.Error) []Finding {
 }
 
 func conflictFinding(rule string, e *field.Error) Finding {
-	return Finding{Rule: rule, Field: e.Field, Message: e.ErrorBody()}
+	e = validation.Quotable(field.ErrorList{e})[0]
+	return Finding{Rule: rule, Field: e.Field, Message: capMessage(e.ErrorBody())}
 }
 
 func warning(rule, field, format string, args ...any) Finding {
-	return Finding{Rule: rule, Field: field, Message: fmt.Sprintf(format, args...)}
+	return Finding{Rule: rule, Field: field, Message: capMessage(fmt.Sprintf(format, args...))}
 }
 
 func policyFindings(rule string, ms []policy.Message) []Finding {
 	out := make([]Finding, len(ms))
 	for i, m := range ms {
-		out[i] = Finding{Rule: rule, Package: m.Package, Message: m.Msg}
+		out[i] = Finding{Rule: rule, Package: m.Package, Message: capMessage(m.Msg)}
 	}
 	return out
 }
@@ -98,16 +118,47 @@ type Verdict struct {
 	Denials []Finding `json:"deny"`
 	// Warnings are admitted with the object (admission warnings).
 	Warnings []Finding `json:"warn"`
+	// OmittedDenials and OmittedWarnings count the findings beyond the first MaxFindings of
+	// each list, which the verdict does not hold.
+	OmittedDenials  int `json:"omittedDeny,omitempty"`
+	OmittedWarnings int `json:"omittedWarn,omitempty"`
+}
+
+// deny adds denials, keeping at most MaxFindings and counting the rest.
+func (v *Verdict) deny(fs ...Finding) {
+	v.Denials, v.OmittedDenials = appendBounded(v.Denials, v.OmittedDenials, fs)
+}
+
+// warn adds warnings, keeping at most MaxFindings and counting the rest.
+func (v *Verdict) warn(fs ...Finding) {
+	v.Warnings, v.OmittedWarnings = appendBounded(v.Warnings, v.OmittedWarnings, fs)
+}
+
+func appendBounded(list []Finding, omitted int, fs []Finding) ([]Finding, int) {
+	n := min(len(fs), max(MaxFindings-len(list), 0))
+	return append(list, fs[:n]...), omitted + len(fs) - n
 }
 
 // Allowed reports whether the object is admitted.
-func (v *Verdict) Allowed() bool { return len(v.Denials) == 0 }
+func (v *Verdict) Allowed() bool { return len(v.Denials) == 0 && v.OmittedDenials == 0 }
 
-// WarningTexts are the warnings as the webhook reports them, one line each.
-func (v *Verdict) WarningTexts() []string {
-	out := make([]string, len(v.Warnings))
+// WarningTexts are the warnings as the webhook reports them, one line each, then how many
+// more there are when the verdict holds only the first MaxFindings.
+func (v *Verdict) WarningTexts() []string { return v.BoundedWarningTexts(math.MaxInt) }
+
+// BoundedWarningTexts are the WarningTexts that fit in maxBytes, then how many more.
+func (v *Verdict) BoundedWarningTexts(maxBytes int) []string {
+	out := make([]string, 0, len(v.Warnings))
+	size := 0
 	for i, w := range v.Warnings {
-		out[i] = w.String()
+		text := w.String()
+		if size += len(text); size > maxBytes {
+			return append(out, fmt.Sprintf("and %d more warnings", len(v.Warnings)-i+v.OmittedWarnings))
+		}
+		out = append(out, text)
+	}
+	if v.OmittedWarnings > 0 {
+		out = append(out, fmt.Sprintf("and %d more warnings", v.OmittedWarnings))
 	}
 	return out
 }

@@ -14,9 +14,11 @@ type Report struct {
 	Deleted []string `json:"deleted"`
 	// RenderWarnings are legal but suspicious values.
 	RenderWarnings []render.Warning `json:"renderWarnings"`
-	// DriverLoss are the nodes that would lose their driver; they fail the check unless
-	// DriverLossAllowed (--allow-driver-loss), and are then counted as warnings.
+	// DriverLoss are the nodes that would lose their driver (the first MaxDriverLoss by name;
+	// DriverLossOmitted counts the others); they fail the check unless DriverLossAllowed
+	// (--allow-driver-loss), and are then counted as warnings.
 	DriverLoss        []NodeLoss `json:"driverLoss"`
+	DriverLossOmitted int        `json:"driverLossOmitted,omitempty"`
 	DriverLossAllowed bool       `json:"driverLossAllowed"`
 	// Policies are the evaluated policy packages; Disabled those turned off.
 	Policies []string `json:"policies"`
@@ -38,7 +40,14 @@ type ObjectReport struct {
 	Allowed   bool               `json:"allowed"`
 	Deny      []decision.Finding `json:"deny"`
 	Warn      []decision.Finding `json:"warn"`
+	// OmittedDeny and OmittedWarn count the findings beyond decision.MaxFindings.
+	OmittedDeny int `json:"omittedDeny,omitempty"`
+	OmittedWarn int `json:"omittedWarn,omitempty"`
 }
+
+// MaxDriverLoss is the most nodes a Report lists as losing their driver (`plan` lists every
+// node).
+const MaxDriverLoss = decision.MaxFindings
 
 // ReportOptions complete a Report.
 type ReportOptions struct {
@@ -57,7 +66,8 @@ func (r *Result) Report(o ReportOptions) *Report {
 		Resources:         make([]ObjectReport, 0, len(r.Objects)),
 		Deleted:           r.Deleted,
 		RenderWarnings:    o.RenderWarnings,
-		DriverLoss:        r.DriverLoss,
+		DriverLoss:        r.DriverLoss[:min(len(r.DriverLoss), MaxDriverLoss)],
+		DriverLossOmitted: max(len(r.DriverLoss)-MaxDriverLoss, 0),
 		DriverLossAllowed: o.AllowDriverLoss,
 		Policies:          o.Policies,
 		Disabled:          o.Disabled,
@@ -71,9 +81,10 @@ func (r *Result) Report(o ReportOptions) *Report {
 	}
 	for _, j := range r.Objects {
 		or := ObjectReport{Kind: j.Kind, Name: j.Name, Operation: j.Operation, Allowed: j.Verdict.Allowed(),
-			Deny: nonNil(j.Verdict.Denials), Warn: nonNil(j.Verdict.Warnings)}
-		rep.Failures += len(or.Deny)
-		rep.Warnings += len(or.Warn)
+			Deny: nonNil(j.Verdict.Denials), Warn: nonNil(j.Verdict.Warnings),
+			OmittedDeny: j.Verdict.OmittedDenials, OmittedWarn: j.Verdict.OmittedWarnings}
+		rep.Failures += len(or.Deny) + or.OmittedDeny
+		rep.Warnings += len(or.Warn) + or.OmittedWarn
 		rep.Resources = append(rep.Resources, or)
 	}
 	rep.Warnings += len(rep.RenderWarnings)

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"github.com/go-logr/logr"
 	"io"
 	"net"
 	"net/http"
@@ -146,9 +147,15 @@ type benchServer struct {
 	client *http.Client
 }
 
-// startServer serves hooks with controller-runtime's webhook server (TLS 1.3, HTTP/1.1, a
-// freshly generated certificate), as `serve` does.
+// startServer serves hooks with the webhook server `serve` runs (TLS 1.3, HTTP/1.1, a freshly
+// generated certificate, the default connection limits).
 func startServer(b testing.TB, hooks *webhook.Webhooks) *benchServer {
+	b.Helper()
+	return startServerWith(b, hooks, webhook.Limits{})
+}
+
+// startServerWith is startServer with the server's connection limits and timeouts.
+func startServerWith(b testing.TB, hooks *webhook.Webhooks, limits webhook.Limits) *benchServer {
 	b.Helper()
 	dir := b.TempDir()
 	caPEM := writeCert(b, dir)
@@ -158,16 +165,22 @@ func startServer(b testing.TB, hooks *webhook.Webhooks) *benchServer {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{
+	srv := webhook.NewServer(ctrlwebhook.Options{
 		Host: "127.0.0.1", Port: port, CertDir: dir,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS13; c.NextProtos = []string{"http/1.1"} }},
-	})
+	}, limits, logr.Discard())
 	hooks.Register(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	go func() { _ = srv.Start(ctx) }()
+	started := make(chan error, 1)
+	go func() { started <- srv.Start(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for srv.StartedChecker()(nil) != nil {
+		select {
+		case err := <-started:
+			b.Fatalf("the webhook server stopped: %v", err)
+		default:
+		}
 		if time.Now().After(deadline) {
 			b.Fatal("the webhook server did not start")
 		}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -143,4 +144,140 @@ func TestStalledBodiesKeepMemoryBounded(t *testing.T) {
 	growth := int64(peak) - int64(before.HeapAlloc)
 	t.Logf("heap grew by %d MiB at most", growth>>20)
 	assert.Less(t, growth, int64(128<<20), "40 stalled 7 MB bodies must not all be buffered (the budget is %d MiB)", webhook.DefaultMaxInFlightBytes>>20)
+}
+
+// TestAtTheCapTheBodyIsNotRead: at the in-flight cap, a request that announces a body and
+// sends none is answered 429 at once; net/http would otherwise wait for up to 256 KiB of it.
+func TestAtTheCapTheBodyIsNotRead(t *testing.T) {
+	hooks := webhook.New(benchState(10, 2), webhook.Options{Limits: webhook.Limits{BodyTimeout: 20 * time.Second, MaxInFlight: 1}})
+	srv := startServer(t, hooks)
+	stall(t, srv, 4096, []byte("{")) // holds the one slot, trickling nothing more
+	time.Sleep(200 * time.Millisecond)
+	for _, length := range []int{1000, 200 << 10, 300000} {
+		conn, r := stall(t, srv, length, nil)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		start := time.Now()
+		resp, err := http.ReadResponse(r, nil)
+		require.NoError(t, err, "Content-Length %d: no answer", length)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		assert.Less(t, time.Since(start), time.Second, "Content-Length %d: answered at once", length)
+		assert.True(t, resp.Close, "the connection is closed, so the unread body does not matter")
+	}
+}
+
+// dialFrom opens a TLS connection to srv from the local address ip (any 127.0.0.0/8 address
+// reaches the loopback interface on Linux).
+func dialFrom(t *testing.T, srv *benchServer, ip string) (*tls.Conn, error) {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", strings.TrimPrefix(srv.url, "https://"), &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}) //nolint:gosec // the test's own certificate
+	if err == nil {
+		t.Cleanup(func() { conn.Close() })
+	}
+	return conn, err
+}
+
+// TestPerClientRequests: one client at its share of the requests in flight is refused; another
+// client is still served.
+func TestPerClientRequests(t *testing.T) {
+	hooks := webhook.New(benchState(10, 2), webhook.Options{Limits: webhook.Limits{BodyTimeout: 20 * time.Second, MaxInFlight: 4, MaxInFlightPerClient: 2}})
+	srv := startServer(t, hooks)
+	addr := strings.TrimPrefix(srv.url, "https://")
+	header := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{", webhook.PathValidateDriver, addr)
+	for range 2 {
+		conn, err := dialFrom(t, srv, "127.0.0.2")
+		require.NoError(t, err)
+		_, err = conn.Write([]byte(header))
+		require.NoError(t, err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	conn, err := dialFrom(t, srv, "127.0.0.2")
+	require.NoError(t, err)
+	_, err = conn.Write([]byte(header))
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the third request of 127.0.0.2")
+
+	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
+	assert.Equal(t, http.StatusOK, code, "another client: %s", body)
+}
+
+// TestConnectionLimits: beyond its share of connections a client's new connections are closed
+// at once; another client still connects and is served; a connection that sends nothing is
+// closed after the header timeout.
+func TestConnectionLimits(t *testing.T) {
+	hooks := webhook.New(benchState(10, 2), webhook.Options{})
+	srv := startServerWith(t, hooks, webhook.Limits{MaxConnections: 20, MaxConnectionsPerClient: 5, HeaderTimeout: 500 * time.Millisecond})
+	addr := strings.TrimPrefix(srv.url, "https://")
+	var held []net.Conn
+	for range 5 {
+		c, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, tcpAddr(t, addr))
+		require.NoError(t, err)
+		held = append(held, c)
+		t.Cleanup(func() { c.Close() })
+	}
+	time.Sleep(100 * time.Millisecond)
+	_, err := dialFrom(t, srv, "127.0.0.2")
+	assert.Error(t, err, "the sixth connection of 127.0.0.2 is closed")
+
+	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
+	assert.Equal(t, http.StatusOK, code, "another client: %s", body)
+
+	// The silent connections are closed by the header (handshake) timeout; then 127.0.0.2
+	// connects again.
+	for _, c := range held {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+		start := time.Now()
+		_, err := c.Read(make([]byte, 1))
+		assert.Error(t, err)
+		assert.Less(t, time.Since(start), 3*time.Second, "closed within the header timeout")
+	}
+	require.Eventually(t, func() bool {
+		_, err := dialFrom(t, srv, "127.0.0.2")
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond)
+}
+
+func tcpAddr(t *testing.T, addr string) *net.TCPAddr {
+	t.Helper()
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	require.NoError(t, err)
+	return a
+}
+
+// TestValueBudget: the JSON values of the bodies in flight are bounded: with room for one
+// large request, a second one waiting on the same budget is refused while the first holds it.
+func TestValueBudget(t *testing.T) {
+	hooks := webhook.New(benchState(10, 2), webhook.Options{Limits: webhook.Limits{MaxInFlightValues: 1}}) // raised to one request at the limit
+	srv := startServer(t, hooks)
+	d := wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom"))
+	d.Labels = map[string]string{}
+	for i := range 60_000 {
+		d.Labels["l"+strconv.Itoa(i)] = "v"
+	}
+	big := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, d, nil)))
+	code, body := post(t, srv, big)
+	assert.Equal(t, http.StatusOK, code, "one request at the value budget fits: %.300s", body)
+
+	var wg sync.WaitGroup
+	codes := make(chan int, 8)
+	for range 8 {
+		wg.Go(func() {
+			code, _ := post(t, srv, big)
+			codes <- code
+		})
+	}
+	wg.Wait()
+	close(codes)
+	var busy int
+	for c := range codes {
+		if c == http.StatusTooManyRequests {
+			busy++
+		}
+	}
+	assert.Positive(t, busy, "eight requests of 60,000 values at once over a budget of 100,000: some are refused")
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/decision"
 )
 
@@ -28,17 +29,39 @@ type Rejection struct {
 	Group string
 	Kind  string
 	Name  string
-	// Denials are the failed rules, built-in ones first.
+	// Denials are the failed rules, built-in ones first; Omitted counts those beyond them.
 	Denials []decision.Finding
+	Omitted int
 }
 
-// Error lists every problem on one line.
+// Bounds of an admission response, far below the API server's limits, whatever the object
+// held: the message lists the findings up to maxMessageBytes, the causes take up to
+// maxCausesBytes, the warnings up to maxWarningsBytes; what does not fit is counted.
+const (
+	maxMessageBytes  = 4 << 10
+	maxCausesBytes   = 24 << 10
+	maxWarningsBytes = 16 << 10
+)
+
+// Error lists the problems on one line (within maxMessageBytes, then how many more).
 func (r *Rejection) Error() string {
-	parts := make([]string, len(r.Denials))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %q is denied: ", r.Kind, validation.Truncate(r.Name, validation.MaxQuotedValue))
 	for i, f := range r.Denials {
-		parts[i] = f.String()
+		part := f.String()
+		if i > 0 && b.Len()+len(part)+2 > maxMessageBytes-64 { // room for the count
+			fmt.Fprintf(&b, "; and %d more", len(r.Denials)-i+r.Omitted)
+			return b.String()
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(part)
 	}
-	return fmt.Sprintf("%s %q is denied: %s", r.Kind, r.Name, strings.Join(parts, "; "))
+	if r.Omitted > 0 {
+		fmt.Fprintf(&b, "; and %d more", r.Omitted)
+	}
+	return b.String()
 }
 
 // Status implements apierrors.APIStatus.
@@ -50,6 +73,7 @@ func (r *Rejection) Status() metav1.Status {
 		Message: r.Error(),
 		Details: &metav1.StatusDetails{Name: r.Name, Group: r.Group, Kind: r.Kind},
 	}
+	size := 0
 	for _, f := range r.Denials {
 		cause := metav1.StatusCause{Type: metav1.CauseType(f.Rule), Message: f.Message, Field: f.Field}
 		if f.Rule == decision.RulePolicyDenied {
@@ -57,10 +81,14 @@ func (r *Rejection) Status() metav1.Status {
 		} else {
 			st.Code, st.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
 		}
+		if size += len(cause.Type) + len(cause.Message) + len(cause.Field); size > maxCausesBytes {
+			continue // the status code still counts it; the message says how many more
+		}
 		st.Details.Causes = append(st.Details.Causes, cause)
 	}
 	return st
 }
+
 
 // outcome turns a verdict into what an admission.Validator returns: the warnings, and a
 // *Rejection when the object is denied; a decision that could not be made (policies failed,
@@ -69,14 +97,14 @@ func outcome(group string, v *decision.Verdict, err error) (admission.Warnings, 
 	if err != nil {
 		var u *decision.UnavailableError
 		if errors.As(err, &u) {
-			return v.WarningTexts(), unavailable("%v", u)
+			return v.BoundedWarningTexts(maxWarningsBytes), unavailable("%v", u)
 		}
 		return nil, err
 	}
 	if !v.Allowed() {
-		return v.WarningTexts(), &Rejection{Group: group, Kind: v.Kind, Name: v.Name, Denials: v.Denials}
+		return v.BoundedWarningTexts(maxWarningsBytes), &Rejection{Group: group, Kind: v.Kind, Name: v.Name, Denials: v.Denials, Omitted: v.OmittedDenials}
 	}
-	return v.WarningTexts(), nil
+	return v.BoundedWarningTexts(maxWarningsBytes), nil
 }
 
 // withRequest fills in what the admission request in ctx adds to a decision: the objects as
@@ -130,18 +158,25 @@ func unavailable(format string, args ...any) error {
 //   - anything else: denied (403) with the error's message.
 //
 // Warnings are attached in every case, so a denial still shows what else was found.
+//
+// The message is cut to maxMessageBytes whatever produced it (a decode error may quote input).
 func respond(warnings []string, err error) admission.Response {
-	if err == nil {
-		return admission.Allowed("").WithWarnings(warnings...)
-	}
+	var resp admission.Response
 	var bad *BadRequestError
-	if errors.As(err, &bad) {
-		return admission.Errored(http.StatusBadRequest, err).WithWarnings(warnings...)
-	}
 	var status apierrors.APIStatus
-	if errors.As(err, &status) {
+	switch {
+	case err == nil:
+		resp = admission.Allowed("")
+	case errors.As(err, &bad):
+		resp = admission.Errored(http.StatusBadRequest, err)
+	case errors.As(err, &status):
 		st := status.Status()
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}.WithWarnings(warnings...)
+		resp = admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
+	default:
+		resp = admission.Denied(err.Error())
 	}
-	return admission.Denied(err.Error()).WithWarnings(warnings...)
+	if r := resp.Result; r != nil {
+		r.Message = validation.Truncate(r.Message, maxMessageBytes)
+	}
+	return resp.WithWarnings(warnings...)
 }

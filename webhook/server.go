@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 			return fmt.Errorf("the client CA file %s holds no PEM certificate", o.ClientCAFile)
 		}
 	}
-	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{
+	srv := NewServer(ctrlwebhook.Options{
 		Host: o.Host, Port: o.Port, CertDir: o.CertDir, CertName: o.CertName, KeyName: o.KeyName,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
 			c.MinVersion = minTLS
@@ -160,7 +160,7 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 				c.ClientCAs, c.ClientAuth = clientCAs, tls.RequireAndVerifyClientCert
 			}
 		}},
-	})
+	}, o.Limits, log.WithName("server"))
 	metrics := metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, "0"), ExtraHandlers: statusHandlers(o)}
 	if o.MetricsSecure {
 		metrics.SecureServing, metrics.FilterProvider = true, filters.WithAuthenticationAndAuthorization

@@ -60,8 +60,35 @@ func ValidateDriverName(name string, fldPath *field.Path) field.ErrorList {
 	return errs
 }
 
-// ValidateNodeSelector checks label syntax and reserved keys of a nodeSelector.
+// Size limits of an RBLNDriver spec. A driver selects its nodes by a few labels and carries
+// a pod's worth of settings; the limits are far above any real driver and keep the cost of
+// judging one object (and the size of what is reported about it) bounded whatever is sent.
+const (
+	MaxSelectorKeys  = 64  // spec.nodeSelector
+	MaxTolerations   = 256 // spec.tolerations
+	MaxEnv           = 256 // spec.env
+	MaxPullSecrets   = 64  // spec.imagePullSecrets
+	MaxAnnotations   = 256 // spec.annotations
+	MaxResourceNames = 64  // spec.resources.limits and spec.resources.requests, each
+)
+
+// ValidateCount checks that a list or map of n entries holds at most max. what names the
+// entries for the message ("selector keys").
+func ValidateCount(n, max int, what string, fldPath *field.Path) *field.Error {
+	if n <= max {
+		return nil
+	}
+	e := field.TooMany(fldPath, n, max)
+	e.Detail = fmt.Sprintf("must have at most %d %s; nothing else about this field is judged until it does", max, what)
+	return e
+}
+
+// ValidateNodeSelector checks label syntax and reserved keys of a nodeSelector. A selector of
+// more than MaxSelectorKeys keys is reported once, without judging each key.
 func ValidateNodeSelector(sel map[string]string, fldPath *field.Path) field.ErrorList {
+	if err := ValidateCount(len(sel), MaxSelectorKeys, "selector keys", fldPath); err != nil {
+		return field.ErrorList{err}
+	}
 	var errs field.ErrorList
 	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		v := sel[k]
@@ -134,6 +161,31 @@ func ValidateDriverSpec(name string, spec *v1alpha1.RBLNDriverSpec, fldPath *fie
 		errs = append(errs, ValidatePullPolicy(string(spec.Manager.ImagePullPolicy), fldPath.Child("manager", "imagePullPolicy"))...)
 	}
 	errs = append(errs, ValidateNodeSelector(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
+	for _, c := range []struct {
+		n, max int
+		what   string
+		path   *field.Path
+	}{
+		{len(spec.Tolerations), MaxTolerations, "tolerations", fldPath.Child("tolerations")},
+		{len(spec.Env), MaxEnv, "environment variables", fldPath.Child("env")},
+		{len(spec.ImagePullSecrets), MaxPullSecrets, "pull secrets", fldPath.Child("imagePullSecrets")},
+		{len(spec.Annotations), MaxAnnotations, "annotations", fldPath.Child("annotations")},
+	} {
+		if e := ValidateCount(c.n, c.max, c.what, c.path); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if r := spec.Resources; r != nil {
+		if e := ValidateCount(len(r.Limits), MaxResourceNames, "resources", fldPath.Child("resources", "limits")); e != nil {
+			errs = append(errs, e)
+		}
+		if e := ValidateCount(len(r.Requests), MaxResourceNames, "resources", fldPath.Child("resources", "requests")); e != nil {
+			errs = append(errs, e)
+		}
+		if e := ValidateCount(len(r.Claims), MaxResourceNames, "resource claims", fldPath.Child("resources", "claims")); e != nil {
+			errs = append(errs, e)
+		}
+	}
 	if len(spec.NodeSelector) == 0 && name != v1alpha1.DefaultDriverName {
 		errs = append(errs, field.Required(fldPath.Child("nodeSelector"), "only the default resource "+v1alpha1.DefaultDriverName+" may have an empty selector; select the nodes this driver owns, e.g. {"+v1alpha1.LabelFamily+": atom}"))
 	}
@@ -165,17 +217,38 @@ func ValidateUpgradePolicy(up *v1alpha1.UpgradePolicy, fldPath *field.Path) (fie
 // MaxQuotedValue bounds a user value quoted in an error message.
 const MaxQuotedValue = 80
 
-// Quotable returns errs with every long string value cut to MaxQuotedValue bytes and its full
-// length, so that a message never echoes a 50 MB value back. errs is not modified.
+// MaxFieldPath bounds a field path quoted in an error message (a path holds map keys, which
+// may be as long as a user makes them).
+const MaxFieldPath = 2 * MaxQuotedValue
+
+// Quotable returns errs with every long string value cut to MaxQuotedValue bytes and every
+// long field path to MaxFieldPath bytes, each with its full length, so that a message never
+// echoes a 50 MB value or key back. errs is not modified.
 func Quotable(errs field.ErrorList) field.ErrorList {
 	out := make(field.ErrorList, len(errs))
 	for i, e := range errs {
-		if s, ok := e.BadValue.(string); ok && len(s) > MaxQuotedValue {
+		s, long := e.BadValue.(string)
+		long = long && len(s) > MaxQuotedValue
+		if long || len(e.Field) > MaxFieldPath {
 			c := *e
-			c.BadValue = fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:MaxQuotedValue], ""), len(s))
+			if long {
+				c.BadValue = Truncate(s, MaxQuotedValue)
+			}
+			if len(c.Field) > MaxFieldPath {
+				c.Field = Truncate(c.Field, MaxFieldPath)
+			}
 			e = &c
 		}
 		out[i] = e
 	}
 	return out
+}
+
+// Truncate returns s when it has at most n bytes; otherwise its first n bytes (cut at a
+// character boundary) followed by "... (<length> bytes)".
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:n], ""), len(s))
 }

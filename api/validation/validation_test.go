@@ -1,10 +1,14 @@
 package validation
 
 import (
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -135,4 +139,75 @@ func TestIsValidTag(t *testing.T) {
 	} {
 		assert.Equal(t, ok, IsValidTag(tag), tag)
 	}
+}
+
+// TestSizeLimits: a spec over a size limit is reported once per field, whatever its size, and
+// an over-long selector is not judged key by key.
+func TestSizeLimits(t *testing.T) {
+	spec := func(edit func(s *v1alpha1.RBLNDriverSpec)) *v1alpha1.RBLNDriverSpec {
+		s := &v1alpha1.RBLNDriverSpec{Registry: "r.example", Image: "org/drv", Version: "1.0", NodeSelector: map[string]string{"a": "b"}}
+		edit(s)
+		return s
+	}
+	many := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("not a key %d!", i)] = "not a value!"
+		}
+		return m
+	}
+	tests := []struct {
+		name  string
+		spec  *v1alpha1.RBLNDriverSpec
+		field string // "" = no error
+	}{
+		{"64 selector keys", spec(func(s *v1alpha1.RBLNDriverSpec) { s.NodeSelector = map[string]string{}; maps.Copy(s.NodeSelector, valid(64)) }), ""},
+		{"100,000 invalid selector keys", spec(func(s *v1alpha1.RBLNDriverSpec) { s.NodeSelector = many(100_000) }), "spec.nodeSelector"},
+		{"256 tolerations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Tolerations = make([]corev1.Toleration, MaxTolerations) }), ""},
+		{"257 tolerations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Tolerations = make([]corev1.Toleration, MaxTolerations+1) }), "spec.tolerations"},
+		{"257 env", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Env = make([]corev1.EnvVar, MaxEnv+1) }), "spec.env"},
+		{"65 pull secrets", spec(func(s *v1alpha1.RBLNDriverSpec) { s.ImagePullSecrets = make([]string, MaxPullSecrets+1) }), "spec.imagePullSecrets"},
+		{"257 annotations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Annotations = valid(MaxAnnotations + 1) }), "spec.annotations"},
+		{"65 resource limits", spec(func(s *v1alpha1.RBLNDriverSpec) {
+			s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{}}
+			for k := range valid(MaxResourceNames + 1) {
+				s.Resources.Limits[corev1.ResourceName(k)] = resource.MustParse("1")
+			}
+		}), "spec.resources.limits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := ValidateDriverSpec("rbln-driver-x", tt.spec, field.NewPath("spec"))
+			if tt.field == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			if assert.Len(t, errs, 1) {
+				assert.Equal(t, field.ErrorTypeTooMany, errs[0].Type)
+				assert.Equal(t, tt.field, errs[0].Field)
+				assert.Contains(t, errs[0].Detail, "must have at most")
+			}
+		})
+	}
+}
+
+func valid(n int) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		m[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return m
+}
+
+// TestQuotable: long values and long field paths (a path holds map keys) are cut, with their
+// length.
+func TestQuotable(t *testing.T) {
+	long := strings.Repeat("k", 1<<20)
+	errs := Quotable(field.ErrorList{field.Invalid(field.NewPath("spec", "nodeSelector").Key(long), long, "bad")})
+	assert.LessOrEqual(t, len(errs[0].Field), MaxFieldPath+32)
+	assert.Contains(t, errs[0].Field, "(1048595 bytes)")
+	assert.Contains(t, errs[0].Error(), "(1048576 bytes)")
+	assert.Less(t, len(errs[0].Error()), 1024)
+	assert.Equal(t, "short", Truncate("short", 10))
+	assert.Equal(t, "é... (3 bytes)", Truncate("éa", 2), "cut at a character boundary")
 }

@@ -15,9 +15,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -58,8 +62,11 @@ type Plane struct {
 	// HealthAddr and MetricsAddr are the webhook server's health and metrics endpoints.
 	HealthAddr  string
 	MetricsAddr string
-	// State is the webhook's cluster view (wait on it after a write with WaitFor).
+	// State is the webhook's cluster view (wait on it after a write with WaitFor); nil when
+	// the webhook runs as a process (Options.ServeBinary).
 	State *webhook.CacheState
+	// Serve is the `driverguard serve` process (Options.ServeBinary), nil when in-process.
+	Serve *os.Process
 
 	stop    func()
 	cleanup func()
@@ -74,6 +81,12 @@ type Options struct {
 	// that RestartAPIServer brings it back on the same address with the same certificates
 	// (and every client keeps working).
 	Restartable bool
+	// ServeBinary, when set, runs the webhook as `ServeBinary serve ServeArgs...` (a
+	// driverguard binary) in a process of its own instead of in-process (Server is then
+	// unused): for suites that measure its memory or signal it. Its output goes to ServeLog.
+	ServeBinary string
+	ServeArgs   []string
+	ServeLog    io.Writer
 }
 
 // Start starts the control plane and serves the webhook until Stop.
@@ -129,6 +142,12 @@ func Start(opts Options) (*Plane, error) {
 	}
 
 	wio := &p.Env.WebhookInstallOptions
+	if opts.ServeBinary != "" {
+		if err := p.startProcess(opts); err != nil {
+			return nil, p.stopEnv(err)
+		}
+		return p, nil
+	}
 	so := opts.Server
 	so.Host, so.Port, so.CertDir = wio.LocalServingHost, wio.LocalServingPort, wio.LocalServingCertDir
 	so.HealthAddr, so.MetricsAddr = p.HealthAddr, p.MetricsAddr
@@ -163,6 +182,69 @@ func Start(opts Options) (*Plane, error) {
 		return nil, errors.Join(errors.New("the webhook server did not become ready within 60s"), p.Stop())
 	}
 	return p, nil
+}
+
+// startProcess runs `driverguard serve` against the control plane and waits until it is ready.
+func (p *Plane) startProcess(opts Options) error {
+	user, err := p.Env.AddUser(envtest.User{Name: "driverguard-serve", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "driverguard-serve-")
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	wio := &p.Env.WebhookInstallOptions
+	args := append([]string{"serve", "--kubeconfig", kubeconfig,
+		"--host", wio.LocalServingHost, "--port", strconv.Itoa(wio.LocalServingPort), "--cert-dir", wio.LocalServingCertDir,
+		"--health-addr", p.HealthAddr, "--metrics-addr", p.MetricsAddr, "--shutdown-delay", "0s", "--log-format", "text"},
+		opts.ServeArgs...)
+	cmd := exec.Command(opts.ServeBinary, args...)
+	cmd.Stdout, cmd.Stderr = opts.ServeLog, opts.ServeLog
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", opts.ServeBinary, err)
+	}
+	p.Serve = cmd.Process
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	p.stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = os.RemoveAll(dir)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			p.stop = func() { _ = os.RemoveAll(dir) }
+			return fmt.Errorf("%s serve exited before it was ready: %v", opts.ServeBinary, err)
+		default:
+		}
+		resp, err := http.Get("http://" + p.HealthAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s serve was not ready within 60s", opts.ServeBinary)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (p *Plane) stopEnv(err error) error {
