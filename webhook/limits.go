@@ -108,7 +108,9 @@ type limiter struct {
 	byClient map[string]*usage
 }
 
-func newLimiter(l Limits) *limiter { return &limiter{Limits: l.withDefaults(), byClient: map[string]*usage{}} }
+func newLimiter(l Limits) *limiter {
+	return &limiter{Limits: l.withDefaults(), byClient: map[string]*usage{}}
+}
 
 // perClient are the most one client may hold: all requests up to MaxInFlightPerClient, and
 // all bytes and values but what a few hundred ordinary requests need (an ordinary

@@ -89,7 +89,6 @@ func (r *Rejection) Status() metav1.Status {
 	return st
 }
 
-
 // outcome turns a verdict into what an admission.Validator returns: the warnings, and a
 // *Rejection when the object is denied; a decision that could not be made (policies failed,
 // fail-closed) is a 503.

@@ -161,7 +161,10 @@ func TestSizeLimits(t *testing.T) {
 		spec  *v1alpha1.RBLNDriverSpec
 		field string // "" = no error
 	}{
-		{"64 selector keys", spec(func(s *v1alpha1.RBLNDriverSpec) { s.NodeSelector = map[string]string{}; maps.Copy(s.NodeSelector, valid(64)) }), ""},
+		{"64 selector keys", spec(func(s *v1alpha1.RBLNDriverSpec) {
+			s.NodeSelector = map[string]string{}
+			maps.Copy(s.NodeSelector, valid(64))
+		}), ""},
 		{"100,000 invalid selector keys", spec(func(s *v1alpha1.RBLNDriverSpec) { s.NodeSelector = many(100_000) }), "spec.nodeSelector"},
 		{"256 tolerations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Tolerations = make([]corev1.Toleration, MaxTolerations) }), ""},
 		{"257 tolerations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Tolerations = make([]corev1.Toleration, MaxTolerations+1) }), "spec.tolerations"},
