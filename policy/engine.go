@@ -43,6 +43,9 @@ type Options struct {
 	// PollInterval is how often Start re-reads Dirs besides reacting to file system events
 	// (DefaultPollInterval when zero).
 	PollInterval time.Duration
+	// MaxFileBytes bounds one policy or data file of Dirs (DefaultMaxFileBytes when zero): a
+	// larger file is a load problem naming it, not a read of whatever it holds.
+	MaxFileBytes int64
 	// Logger receives load and reload reports (none when unset).
 	Logger logr.Logger
 	// Metrics registers the engine's collectors; nil means controller-runtime's registry
@@ -128,7 +131,7 @@ func (e *Engine) reloadIfChanged(ctx context.Context) error {
 func (e *Engine) load(ctx context.Context, force bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	files, err := readDirs(e.opts.Dirs, false)
+	files, err := readDirs(e.opts.Dirs, false, e.opts.MaxFileBytes)
 	// The fingerprint of what was read, or of why nothing could be: an unchanged state is
 	// neither recompiled nor reported again.
 	fp := fingerprint(files)

@@ -3,6 +3,8 @@ package policy_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -397,4 +399,17 @@ func TestMaxConcurrent(t *testing.T) {
 	require.NoError(t, <-done)
 	_, err = e.Evaluate(t.Context(), in)
 	assert.NoError(t, err, "the slot is free again")
+}
+
+// TestPolicyFileLimit: a policy file over MaxFileBytes is a load problem naming it; nothing of
+// it is compiled.
+func TestPolicyFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	big := "package driverguard.big\n\n# " + strings.Repeat("x", 2048) + "\ndeny contains \"no\" if false\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.rego"), []byte(big), 0o600))
+	_, err := policy.New(t.Context(), policy.Options{Dirs: []string{dir}, ExcludeLibrary: true, MaxFileBytes: 1024, Metrics: prometheus.NewRegistry()})
+	var le *policy.LoadError
+	require.ErrorAs(t, err, &le)
+	assert.Contains(t, err.Error(), "big.rego")
+	assert.Contains(t, err.Error(), "larger than the limit of 1024 bytes")
 }

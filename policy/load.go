@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,7 +44,12 @@ func isPolicyFile(name string) bool {
 // starts with "." are skipped: they are hidden files and, in a mounted ConfigMap, the
 // ..data and ..<timestamp> directories behind the visible symlinks (which are followed).
 // With tests false, *_test.rego files are skipped.
-func readDirs(dirs []string, tests bool) ([]sourceFile, error) {
+//
+// A file of more than maxBytes (DefaultMaxFileBytes when zero) is a problem naming it.
+func readDirs(dirs []string, tests bool, maxBytes int64) ([]sourceFile, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxFileBytes
+	}
 	var files []sourceFile
 	for _, dir := range dirs {
 		info, err := os.Stat(dir)
@@ -53,14 +59,18 @@ func readDirs(dirs []string, tests bool) ([]sourceFile, error) {
 		if !info.IsDir() {
 			return nil, &LoadError{Problems: []Problem{{File: dir, Message: "is not a directory; --policy takes a directory of .rego files"}}}
 		}
-		if err := readDir(dir, nil, 0, tests, &files); err != nil {
+		if err := readDir(dir, nil, 0, tests, maxBytes, &files); err != nil {
 			return nil, err
 		}
 	}
 	return files, nil
 }
 
-func readDir(dir string, dataPath []string, depth int, tests bool, out *[]sourceFile) error {
+// DefaultMaxFileBytes bounds one policy or data file: a ConfigMap holds at most 1 MiB, and a
+// policy written by people is a few KiB.
+const DefaultMaxFileBytes = 16 << 20
+
+func readDir(dir string, dataPath []string, depth int, tests bool, maxBytes int64, out *[]sourceFile) error {
 	if depth > maxDirDepth {
 		return &LoadError{Problems: []Problem{{File: dir, Message: fmt.Sprintf("nested more than %d directories deep (a symlink loop?)", maxDirDepth)}}}
 	}
@@ -82,7 +92,7 @@ func readDir(dir string, dataPath []string, depth int, tests bool, out *[]source
 			return &LoadError{Problems: []Problem{{File: path, Message: pathErrorText(err)}}}
 		}
 		if info.IsDir() {
-			if err := readDir(path, append(slices.Clone(dataPath), name), depth+1, tests, out); err != nil {
+			if err := readDir(path, append(slices.Clone(dataPath), name), depth+1, tests, maxBytes, out); err != nil {
 				return err
 			}
 			continue
@@ -90,13 +100,30 @@ func readDir(dir string, dataPath []string, depth int, tests bool, out *[]source
 		if !info.Mode().IsRegular() || !isPolicyFile(name) || (!tests && strings.HasSuffix(name, "_test.rego")) {
 			continue
 		}
-		content, err := os.ReadFile(path)
+		content, err := readLimited(path, maxBytes)
 		if err != nil {
 			return &LoadError{Problems: []Problem{{File: path, Message: pathErrorText(err)}}}
 		}
 		*out = append(*out, sourceFile{path: path, dataPath: dataPath, content: content})
 	}
 	return nil
+}
+
+// readLimited reads a regular file of at most maxBytes (it may grow while it is read).
+func readLimited(path string, maxBytes int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	content, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(content)) > maxBytes {
+		return nil, fmt.Errorf("is larger than the limit of %d bytes for one policy or data file (--max-values-size raises it)", maxBytes)
+	}
+	return content, nil
 }
 
 // pathErrorText drops the path an *fs.PathError repeats.

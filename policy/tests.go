@@ -23,6 +23,8 @@ type TestOptions struct {
 	Run string
 	// Timeout bounds each test (5s when zero).
 	Timeout time.Duration
+	// MaxFileBytes bounds one file of Dirs (DefaultMaxFileBytes when zero).
+	MaxFileBytes int64
 }
 
 // TestOutcome is the result of one Rego test.
@@ -70,7 +72,7 @@ func RunTests(ctx context.Context, opts TestOptions) ([]TestResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: the bundled library does not parse: %w", err)
 	}
-	files, err := readDirs(opts.Dirs, true)
+	files, err := readDirs(opts.Dirs, true, opts.MaxFileBytes)
 	if err != nil {
 		return nil, err
 	}
