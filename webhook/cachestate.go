@@ -271,10 +271,22 @@ var (
 		Name: "driverguard_webhook_state_objects",
 		Help: "Objects in the webhook's cluster view, by kind.",
 	}, []string{"kind"})
+	openConnections = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "driverguard_webhook_connections",
+		Help: "Connections open to the webhook server.",
+	})
+	refusedConnections = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "driverguard_webhook_connections_refused_total",
+		Help: "Connections closed as soon as they were accepted: over --max-connections or --max-connections-per-client.",
+	})
+	refusedRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "driverguard_webhook_requests_refused_total",
+		Help: "Admission requests refused before they were judged: in_flight (429: requests, bytes or JSON values in flight) or too_large (413: over 100,000 JSON values).",
+	}, []string{"reason"})
 )
 
 func registerMetrics() {
 	metricsOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(stateRebuilds, stateRebuildSeconds, stateObjects)
+		ctrlmetrics.Registry.MustRegister(stateRebuilds, stateRebuildSeconds, stateObjects, openConnections, refusedConnections, refusedRequests)
 	})
 }

@@ -183,6 +183,7 @@ func ticketFrom(ctx context.Context) *ticket {
 // first read up to 256 KiB of an unread body to keep the connection, for as long as the
 // client takes to send it.
 func tooBusy(rw http.ResponseWriter, l Limits) {
+	refusedRequests.WithLabelValues("in_flight").Inc()
 	rw.Header().Set("Connection", "close")
 	rw.Header().Set("Retry-After", "1")
 	http.Error(rw, fmt.Sprintf("driverguard webhook: too many admission requests in flight (at most %d, %d from one client, %d MiB of request bodies, %d JSON values); retry",

@@ -100,6 +100,7 @@ func (h *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		values = countValues(body) // commas in strings are not values
 	}
 	if values > maxReviewValues {
+		refusedRequests.WithLabelValues("too_large").Inc()
 		h.write(w, reviewIdentity(body), admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf(
 			"the AdmissionReview holds %d JSON values; driverguard reads at most %d (a driver object holds a few hundred): the object is far too large to be a driver configuration", values, maxReviewValues)))
 		return

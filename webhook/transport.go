@@ -40,7 +40,6 @@ type tlsServer struct {
 	log                logr.Logger
 
 	started atomic.Bool
-	conns   *connLimiter // set by Start, for tests and metrics
 }
 
 var _ ctrlwebhook.Server = (*tlsServer)(nil)
@@ -49,6 +48,7 @@ var _ ctrlwebhook.Server = (*tlsServer)(nil)
 // certificates, TLS), the connection limits and timeouts of limits. Webhooks.Register serves
 // the webhooks on it, within the request limits of its own Options.
 func NewServer(opts ctrlwebhook.Options, limits Limits, log logr.Logger) ctrlwebhook.Server {
+	registerMetrics()
 	opts.CertName, opts.KeyName = orDefault(opts.CertName, "tls.crt"), orDefault(opts.KeyName, "tls.key")
 	if opts.Port == 0 {
 		opts.Port = ctrlwebhook.DefaultPort
@@ -82,7 +82,7 @@ func (s *tlsServer) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.conns = newConnLimiter(ln, s.limits.MaxConnections, s.limits.MaxConnectionsPerClient)
+	conns := newConnLimiter(ln, s.limits.MaxConnections, s.limits.MaxConnectionsPerClient)
 	srv := &http.Server{
 		Handler:           s.WebhookMux(),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
@@ -108,7 +108,7 @@ func (s *tlsServer) Start(ctx context.Context) error {
 	s.log.Info("serving webhooks", "host", s.opts.Host, "port", s.opts.Port,
 		"maxConnections", s.limits.MaxConnections, "maxConnectionsPerClient", s.limits.MaxConnectionsPerClient,
 		"headerTimeout", s.limits.HeaderTimeout, "idleTimeout", s.limits.IdleTimeout)
-	if err := srv.Serve(tls.NewListener(s.conns, cfg)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(tls.NewListener(conns, cfg)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	<-closed
@@ -149,7 +149,6 @@ type connLimiter struct {
 	mu       sync.Mutex
 	open     int
 	byClient map[string]int
-	refused  atomic.Int64
 }
 
 func newConnLimiter(ln net.Listener, max, perClient int) *connLimiter {
@@ -165,7 +164,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		client := clientOf(c.RemoteAddr())
 		if !l.acquire(client) {
-			l.refused.Add(1)
+			refusedConnections.Inc()
 			_ = c.Close()
 			continue
 		}
@@ -181,6 +180,7 @@ func (l *connLimiter) acquire(client string) bool {
 	}
 	l.open++
 	l.byClient[client]++
+	openConnections.Inc()
 	return true
 }
 
@@ -191,13 +191,7 @@ func (l *connLimiter) release(client string) {
 	if l.byClient[client]--; l.byClient[client] <= 0 {
 		delete(l.byClient, client)
 	}
-}
-
-// stats returns the connections open now and those refused so far.
-func (l *connLimiter) stats() (open int, refused int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.open, l.refused.Load()
+	openConnections.Dec()
 }
 
 // limitedConn releases its place in the limiter when closed.

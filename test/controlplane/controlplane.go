@@ -213,8 +213,12 @@ func (p *Plane) startProcess(opts Options) error {
 		return fmt.Errorf("starting %s: %w", opts.ServeBinary, err)
 	}
 	p.Serve = cmd.Process
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	p.stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -228,9 +232,9 @@ func (p *Plane) startProcess(opts Options) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
+		case <-exited:
 			p.stop = func() { _ = os.RemoveAll(dir) }
-			return fmt.Errorf("%s serve exited before it was ready: %v", opts.ServeBinary, err)
+			return fmt.Errorf("%s serve exited before it was ready: %w", opts.ServeBinary, waitErr)
 		default:
 		}
 		resp, err := http.Get("http://" + p.HealthAddr + "/readyz")

@@ -64,7 +64,7 @@ func setup() error {
 		build := exec.Command("go", "build", "-o", suite.bin, "./cmd/driverguard")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("building driverguard: %v\n%s", err, out)
+			return fmt.Errorf("building driverguard: %w\n%s", err, out)
 		}
 	}
 	suite.log = &syncBuffer{}
