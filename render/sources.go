@@ -73,7 +73,8 @@ func (l Location) String() string {
 // Sources index the user's values by where they were written: values path → file, line,
 // column and the text as written. Messages quote what the user wrote (`3.10`, not the 3.1 YAML
 // read), and a report can point at the line of a values key. Each source is parsed for this
-// only when first asked, once. The zero value (and nil) has no sources.
+// only when first asked, once; a values file larger than 4 MiB is not indexed (a value it may
+// have set has no location). The zero value (and nil) has no sources.
 type Sources struct {
 	list []*source // in precedence order, lowest first
 }
@@ -82,6 +83,9 @@ type source struct {
 	kind SourceKind
 	name string // the file as given, or the flag's argument
 	data []byte // a values file's content
+	// unindexed marks a values file too large to index (maxIndexedBytes): what it holds is
+	// unknown here.
+	unindexed bool
 
 	once sync.Once
 	root *yamlv3.Node // a values file's first document (nil when empty or unparsable)
@@ -95,6 +99,7 @@ type found int
 
 const (
 	absent   found = iota // nothing there: an earlier source may hold it
+	unknown               // the source is not indexed: where the value comes from is unknown
 	here                  // the value is this source's
 	merged                // a map the command line merged keys into: an earlier source may have written it
 	replaced              // this source replaced an ancestor: no earlier source holds it
@@ -118,7 +123,7 @@ func (s *Sources) Locate(path ...string) (Location, bool) {
 			if mergedAt == nil {
 				mergedAt = &loc
 			}
-		case replaced:
+		case replaced, unknown:
 			return Location{}, false
 		}
 	}
@@ -135,6 +140,9 @@ func (s *Sources) LocateField(p *field.Path) (Location, bool) {
 }
 
 func (src *source) locate(path []string) (Location, found) {
+	if src.unindexed {
+		return Location{}, unknown
+	}
 	src.once.Do(src.parse)
 	if src.kind == FromFile {
 		return src.locateYAML(path)

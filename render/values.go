@@ -2,13 +2,14 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/strvals"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/decode"
 )
@@ -48,30 +49,45 @@ func Load(ctx context.Context, o ValuesOptions) (map[string]any, *Sources, error
 	if limit <= 0 {
 		limit = decode.DefaultMaxValuesBytes
 	}
-	read := func(path string) ([]byte, error) {
+	open := func(path string) (io.ReadCloser, error) {
 		if strings.TrimSpace(path) == "-" {
-			return decode.ReadFile(ctx, "-", o.Stdin, limit)
+			return decode.Open(ctx, "-", o.Stdin, limit)
 		}
 		// Helm parses the path as a URL first, and with no getter for its scheme reads it as a
 		// local file; a path that is not a URL fails.
 		if _, err := url.Parse(path); err != nil {
 			return nil, err
 		}
-		return decode.ReadFile(ctx, path, nil, limit)
+		return decode.Open(ctx, path, nil, limit)
+	}
+	read := func(path string) ([]byte, error) {
+		r, err := open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		return io.ReadAll(r)
 	}
 	src := &Sources{}
 	base := map[string]any{}
 	for _, path := range o.ValueFiles {
-		data, err := read(path)
+		name := decode.Name(strings.TrimSpace(path))
+		r, err := open(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading values: %w", err)
 		}
-		current := map[string]any{}
-		if err := yaml.Unmarshal(data, &current); err != nil {
-			return nil, nil, fmt.Errorf("failed to parse %s: %w", decode.Name(strings.TrimSpace(path)), capError(err))
+		// The file is parsed as it is read; its first bytes are kept for the source index.
+		kept := &prefix{max: maxIndexedBytes}
+		current, err := unmarshalValues(io.TeeReader(r, kept))
+		r.Close()
+		if err != nil {
+			if isReadError(err) {
+				return nil, nil, fmt.Errorf("reading values: %w", err)
+			}
+			return nil, nil, fmt.Errorf("failed to parse %s: %w", name, capError(err))
 		}
 		base = mergeMaps(base, current)
-		src.add(&source{kind: FromFile, name: decode.Name(strings.TrimSpace(path)), data: data})
+		src.add(&source{kind: FromFile, name: name, data: kept.data, unindexed: kept.over})
 	}
 	for _, v := range o.JSONValues {
 		if err := strvals.ParseJSON(v, base); err != nil {
@@ -105,6 +121,39 @@ func Load(ctx context.Context, o ValuesOptions) (map[string]any, *Sources, error
 		src.add(&source{kind: FromSetFile, name: v})
 	}
 	return base, src, nil
+}
+
+// maxIndexedBytes bounds the values files the source index parses for their text and
+// positions (YAML nodes cost many times the file's size); larger files get no hints from their
+// source.
+const maxIndexedBytes = 4 << 20
+
+// prefix keeps what is written to it while it is at most max bytes, and nothing beyond.
+type prefix struct {
+	data []byte
+	max  int
+	over bool
+}
+
+func (p *prefix) Write(b []byte) (int, error) {
+	if !p.over {
+		if len(p.data)+len(b) > p.max {
+			p.over, p.data = true, nil
+		} else {
+			p.data = append(p.data, b...)
+		}
+	}
+	return len(b), nil
+}
+
+// isReadError reports an error of reading (the limit, the context, the operating system), as
+// opposed to one of parsing what was read.
+func isReadError(err error) bool {
+	var (
+		tl *decode.TooLargeError
+		pe *fs.PathError
+	)
+	return errors.As(err, &tl) || errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // mergeMaps is Helm's values merge of two files (pkg/cli/values): maps merge key by key, b

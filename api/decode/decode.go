@@ -4,7 +4,6 @@
 package decode
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,7 +17,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -51,21 +49,24 @@ type Document struct {
 }
 
 // Documents splits a YAML/JSON stream into objects, expanding v1 Lists. Empty documents are
-// skipped.
+// skipped. It reads all of r: ReadDocuments reads a file within a limit.
 func Documents(r io.Reader, source string) ([]Document, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return parseDocuments(data, source)
+}
+
+// parseDocuments is Documents on bytes read: each document is a slice of data where it can be.
+func parseDocuments(data []byte, source string) ([]Document, error) {
+	raws, err := splitDocuments(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
 	var docs []Document
-	for n := 1; ; n++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			if isReadStop(err) {
-				return nil, err // names the file already
-			}
-			return nil, fmt.Errorf("%s: reading document %d: %w", source, n, err)
-		}
+	for i, raw := range raws {
+		n := i + 1
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
@@ -104,6 +105,7 @@ func Documents(r io.Reader, source string) ([]Document, error) {
 		}
 		docs = append(docs, d)
 	}
+	return docs, nil
 }
 
 // toJSON converts a YAML document to JSON, once: a JSON document (`kubectl get -o json`) is

@@ -91,30 +91,56 @@ func Open(ctx context.Context, path string, stdin io.Reader, limit int64) (io.Re
 // ReadFile reads all of path ("-" reads stdin) as Open does. A regular file larger than limit
 // fails before anything is read.
 func ReadFile(ctx context.Context, path string, stdin io.Reader, limit int64) ([]byte, error) {
+	return readAll(ctx, path, stdin, limit, nil)
+}
+
+// ReadDocuments reads the objects of path ("-" reads stdin) as Documents does, through
+// Open's limit and cancellation. A NUL byte, which neither YAML nor JSON allows, ends the
+// reading at once (-f /dev/zero is not read up to the limit).
+func ReadDocuments(ctx context.Context, path string, stdin io.Reader, limit int64) ([]Document, error) {
+	name := Name(path)
+	data, err := readAll(ctx, path, stdin, limit, func(r io.Reader) io.Reader { return &noNUL{r: r, name: name} })
+	if err != nil {
+		return nil, err
+	}
+	return parseDocuments(data, name)
+}
+
+// readAll reads all of path through open, and wrap when given.
+func readAll(ctx context.Context, path string, stdin io.Reader, limit int64, wrap func(io.Reader) io.Reader) ([]byte, error) {
 	r, size, err := open(ctx, path, stdin, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	var src io.Reader = r
+	if wrap != nil {
+		src = wrap(r)
+	}
 	var buf bytes.Buffer
 	if size > 0 {
 		buf.Grow(int(size) + 1) // one Read past the end finds EOF without growing
 	}
-	if _, err := buf.ReadFrom(r); err != nil {
+	if _, err := buf.ReadFrom(src); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// ReadDocuments reads the objects of path ("-" reads stdin) as Documents does, through
-// Open's limit and cancellation.
-func ReadDocuments(ctx context.Context, path string, stdin io.Reader, limit int64) ([]Document, error) {
-	r, _, err := open(ctx, path, stdin, limit)
-	if err != nil {
-		return nil, err
+// noNUL fails a read that meets a NUL byte.
+type noNUL struct {
+	r    io.Reader
+	name string
+	off  int64
+}
+
+func (n *noNUL) Read(p []byte) (int, error) {
+	k, err := n.r.Read(p)
+	if i := bytes.IndexByte(p[:k], 0); i >= 0 {
+		return i, fmt.Errorf("%s: a NUL byte at offset %d: not a YAML or JSON file", n.name, n.off+int64(i))
 	}
-	defer r.Close()
-	return Documents(r, Name(path))
+	n.off += int64(k)
+	return k, err
 }
 
 // Name is how messages name path: "<stdin>" for "-".
