@@ -3,16 +3,34 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig, _ := (<-signals).(syscall.Signal)
+		intr := app.Interrupted{Signal: sig}
+		// Reading and judging watch ctx: the command returns and Run exits with the signal's
+		// code. What cannot be stopped (a goroutine blocked in open(2) on a FIFO, a long
+		// computation) ends with the process after the grace period, or at a second signal.
+		cancel(intr)
+		select {
+		case <-signals:
+		case <-time.After(app.StopGrace()):
+		}
+		fmt.Fprintln(os.Stderr, "Error:", intr)
+		os.Exit(intr.ExitCode())
+	}()
 	code := app.Run(ctx, app.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:])
-	stop()
+	cancel(nil)
 	os.Exit(code)
 }

@@ -8,9 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // Exit codes.
@@ -25,6 +30,9 @@ type Streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+
+	// limits bound what the commands read (the root's --max-*-size flags); set by Run.
+	limits *inputLimits
 }
 
 // exitError carries an exit code through cobra.
@@ -42,12 +50,58 @@ func usageError(err error) error { return &exitError{code: ExitUsage, err: err} 
 // invalidError marks invalid input or a failed check (exit 1).
 func invalidError(err error) error { return &exitError{code: ExitInvalid, err: err} }
 
+// Interrupted is the cause main gives the context of Run when a signal arrives: Run then
+// stops reading and judging and returns ExitCode, 128 + the signal's number (130 for SIGINT,
+// 143 for SIGTERM), as a shell reports a process a signal ended.
+type Interrupted struct {
+	Signal syscall.Signal
+}
+
+func (i Interrupted) Error() string {
+	switch i.Signal {
+	case syscall.SIGINT:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
+	}
+	return "interrupted by signal " + i.Signal.String()
+}
+
+// ExitCode is the exit code of a command the signal stopped.
+func (i Interrupted) ExitCode() int { return 128 + int(i.Signal) }
+
+// defaultStopGrace is how long main waits for a command to return after a signal before it
+// exits anyway: a goroutine blocked in the operating system (open(2) on a FIFO) or in a long
+// computation cannot be stopped otherwise.
+const defaultStopGrace = time.Second
+
+// stopGrace is defaultStopGrace, or what serve needs to shut down gracefully.
+var stopGrace atomic.Int64
+
+// StopGrace is how long main waits after a signal for Run to return.
+func StopGrace() time.Duration {
+	if g := stopGrace.Load(); g > 0 {
+		return time.Duration(g)
+	}
+	return defaultStopGrace
+}
+
+// stopsOnSignal annotates a command whose normal end is a signal (serve): Run returns its own
+// exit code then, not the signal's.
+const stopsOnSignal = "driverguard.stops-on-signal"
+
 // Run executes the driverguard command line with args and returns the exit code.
 func Run(ctx context.Context, s Streams, args []string) int {
 	setLogDestination(newWarningHandler(s.Err))
+	s.limits = newInputLimits()
 	root := newRootCommand(s)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	var intr Interrupted
+	if errors.As(context.Cause(ctx), &intr) && (cmd == nil || cmd.Annotations[stopsOnSignal] == "") {
+		fmt.Fprintln(s.Err, "Error:", intr)
+		return intr.ExitCode()
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -74,7 +128,12 @@ Helm does, explains where every field came from, routes drivers to nodes, checks
 serves the admission webhook that keeps several driver versions in one cluster safe.
 
 Exit codes: 0 success; 1 the input was judged and rejected (invalid values, a denial, a failed
-check); 2 the command could not judge (wrong usage, unreadable or unusable input).`,
+check); 2 the command could not judge (wrong usage, unreadable or unusable input, an input
+larger than its limit); 130 and 143 stopped by SIGINT and SIGTERM.
+
+Every input is read through a size limit: values files, --set-file files and policy files
+(--max-values-size), node, driver, cluster-policy and workload files (--max-inventory-size);
+an AdmissionReview within the webhook's 7 MiB.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       readBuildInfo().String(),
@@ -84,12 +143,25 @@ check); 2 the command could not judge (wrong usage, unreadable or unusable input
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(flagError(err)) })
+	s.limits.addFlags(root.PersistentFlags())
+	serve := newServeCommand(s)
+	// SIGTERM is how a pod is stopped: serve shuts down gracefully (its own flags say how
+	// long) and exits with its own code; main waits for it (a second signal ends it at once).
+	serve.Annotations = map[string]string{stopsOnSignal: "true"}
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if cmd.Annotations[stopsOnSignal] == "" {
+			return
+		}
+		delay, _ := cmd.Flags().GetDuration("shutdown-delay")
+		timeout, _ := cmd.Flags().GetDuration("shutdown-timeout")
+		stopGrace.Store(int64(delay + timeout + 5*time.Second))
+	}
 	root.AddCommand(
 		newRenderCommand(s),
 		newPreviewCommand(s),
 		newRouteCommand(s),
 		newReviewCommand(s),
-		newServeCommand(s),
+		serve,
 		newCheckCommand(s),
 		newPlanCommand(s),
 		newPolicyCommand(s),
@@ -102,7 +174,7 @@ check); 2 the command could not judge (wrong usage, unreadable or unusable input
 // whole value, which may be a 50 MB string.
 func flagError(err error) error {
 	var iv *pflag.InvalidValueError
-	if !errors.As(err, &iv) || len(iv.GetValue()) <= maxValueLength {
+	if !errors.As(err, &iv) || len(iv.GetValue()) <= validation.MaxQuotedValue {
 		return err
 	}
 	f := iv.GetFlag()

@@ -15,42 +15,92 @@ import (
 	"github.com/driverguard/driverguard/routing"
 )
 
-// readNodes reads a node inventory: `kubectl get nodes -o yaml` output or a Node stream.
-func readNodes(path string, s Streams) ([]routing.Node, error) {
-	docs, err := decode.File(path, s.In)
+// inventoryFile is a cluster-state file flag: what it must hold, and how to get it.
+type inventoryFile struct {
+	flag  string   // --nodes
+	what  string   // "nodes", for "reading nodes"
+	kinds []string // the kinds it must hold (one of)
+	get   string   // the command that writes one
+}
+
+var (
+	nodesFile         = inventoryFile{"--nodes", "nodes", []string{"Node"}, "kubectl get nodes -o yaml"}
+	driversFile       = inventoryFile{"--drivers", "drivers", []string{"RBLNDriver"}, "kubectl get rblndrivers -o yaml"}
+	clusterPolicyFile = inventoryFile{"--cluster-policy", "the cluster policy", []string{"RBLNClusterPolicy"}, "kubectl get rblnclusterpolicies -o yaml"}
+	podsFile          = inventoryFile{"--pods", "--pods", decode.WorkloadKinds, "kubectl get pods,pdb,rs,deploy,sts -A -o json"}
+)
+
+// read reads the documents of path within --max-inventory-size, stopping when ctx is done.
+// A file that holds objects but none of the kinds it must is unusable (exit 2), as is any
+// problem reading it; an empty file holds none.
+func (f inventoryFile) read(ctx context.Context, path string, s Streams) ([]decode.Document, error) {
+	docs, err := decode.ReadDocuments(ctx, path, s.In, int64(limitsOf(s).inventory))
 	if err != nil {
-		return nil, usageError(fmt.Errorf("reading nodes: %w", err))
+		return nil, usageError(fmt.Errorf("reading %s: %w", f.what, withLimitHint(err, flagMaxInventorySize)))
+	}
+	if err := decode.RequireKinds(docs, decode.Name(path), f.kinds...); err != nil {
+		return nil, usageError(fmt.Errorf("%s %w: give it '%s' output", f.flag, err, f.get))
+	}
+	return docs, nil
+}
+
+// decodeError is a file's objects that do not decode: unusable input.
+func (f inventoryFile) decodeError(err error) error {
+	return usageError(fmt.Errorf("reading %s: %w", f.what, err))
+}
+
+// readNodes reads a node inventory: `kubectl get nodes -o yaml` output or a Node stream.
+func readNodes(ctx context.Context, path string, s Streams) ([]routing.Node, error) {
+	docs, err := nodesFile.read(ctx, path, s)
+	if err != nil {
+		return nil, err
 	}
 	nodes, err := decode.Nodes(docs)
 	if err != nil {
-		return nil, usageError(fmt.Errorf("reading nodes: %w", err))
+		return nil, nodesFile.decodeError(err)
 	}
 	return routing.NodesFromCore(nodes), nil
 }
 
-// readDrivers reads RBLNDrivers from any stream (e.g. the output of render).
-func readDrivers(path string, s Streams) ([]v1alpha1.RBLNDriver, error) {
-	docs, err := decode.File(path, s.In)
+// readDrivers reads RBLNDrivers from any stream (e.g. the output of render); other kinds are
+// skipped, but a file without any RBLNDriver is refused.
+func readDrivers(ctx context.Context, path string, s Streams) ([]v1alpha1.RBLNDriver, error) {
+	docs, err := driversFile.read(ctx, path, s)
 	if err != nil {
-		return nil, usageError(fmt.Errorf("reading drivers: %w", err))
+		return nil, err
 	}
 	drivers, err := decode.Drivers(docs)
 	if err != nil {
-		return nil, usageError(fmt.Errorf("reading drivers: %w", err))
+		return nil, driversFile.decodeError(err)
 	}
 	return drivers, nil
 }
 
-// readClusterPolicy reads the RBLNClusterPolicy that applies from a stream of documents.
-func readClusterPolicy(path string, s Streams) (*v1alpha1.RBLNClusterPolicy, error) {
-	docs, err := decode.File(path, s.In)
-	if err == nil {
-		var cps []v1alpha1.RBLNClusterPolicy
-		if cps, err = decode.ClusterPolicies(docs); err == nil {
-			return pickClusterPolicy(cps), nil
-		}
+// readClusterPolicy reads the RBLNClusterPolicy that applies from a stream of documents (nil
+// for an empty file).
+func readClusterPolicy(ctx context.Context, path string, s Streams) (*v1alpha1.RBLNClusterPolicy, error) {
+	docs, err := clusterPolicyFile.read(ctx, path, s)
+	if err != nil {
+		return nil, err
 	}
-	return nil, usageError(fmt.Errorf("reading the cluster policy: %w", err))
+	cps, err := decode.ClusterPolicies(docs)
+	if err != nil {
+		return nil, clusterPolicyFile.decodeError(err)
+	}
+	return pickClusterPolicy(cps), nil
+}
+
+// readWorkloads reads the --pods stream.
+func readWorkloads(ctx context.Context, path string, s Streams) (*decode.Workloads, error) {
+	docs, err := podsFile.read(ctx, path, s)
+	if err != nil {
+		return nil, err
+	}
+	wl, err := decode.ReadWorkloads(docs)
+	if err != nil {
+		return nil, podsFile.decodeError(err)
+	}
+	return wl, nil
 }
 
 // pickClusterPolicy is the one that applies: rbln-cluster-policy, else the first by name.
@@ -86,23 +136,23 @@ func (f *clusterFlags) stdinUsers() []stdinUser {
 }
 
 // read reads the files given.
-func (f *clusterFlags) read(s Streams) (release.Cluster, error) {
+func (f *clusterFlags) read(ctx context.Context, s Streams) (release.Cluster, error) {
 	var (
 		cl  release.Cluster
 		err error
 	)
 	if f.nodesFile != "" {
-		if cl.Nodes, err = readNodes(f.nodesFile, s); err != nil {
+		if cl.Nodes, err = readNodes(ctx, f.nodesFile, s); err != nil {
 			return cl, err
 		}
 	}
 	if f.driversFile != "" {
-		if cl.Drivers, err = readDrivers(f.driversFile, s); err != nil {
+		if cl.Drivers, err = readDrivers(ctx, f.driversFile, s); err != nil {
 			return cl, err
 		}
 	}
 	if f.clusterPolicyFile != "" {
-		if cl.ClusterPolicy, err = readClusterPolicy(f.clusterPolicyFile, s); err != nil {
+		if cl.ClusterPolicy, err = readClusterPolicy(ctx, f.clusterPolicyFile, s); err != nil {
 			return cl, err
 		}
 	}

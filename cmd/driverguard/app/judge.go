@@ -46,11 +46,11 @@ func (f *judgeFlags) judge(ctx context.Context, s Streams, opts release.Options)
 	if err := oneStdin(append(f.valuesFlags.stdinUsers(), f.cluster.stdinUsers()...)...); err != nil {
 		return nil, err
 	}
-	r, err := f.render()
+	r, err := f.render(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := f.cluster.read(s)
+	cl, err := f.cluster.read(ctx, s)
 	if err != nil {
 		return nil, err
 	}

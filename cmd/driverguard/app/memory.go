@@ -61,3 +61,36 @@ func cgroupMemoryLimit(files []string) (int64, string, bool) {
 	}
 	return 0, "", false
 }
+
+// largeValuesInput is the size above which a values file is read under a soft memory limit
+// (only files beyond the default --max-values-size can be this large).
+const largeValuesInput = 32 << 20
+
+// limitMemoryForValues sets, while values files larger than largeValuesInput are read and
+// judged, a soft memory limit (GOMEMLIMIT) of four times the largest, unless the environment
+// sets GOMEMLIMIT: the YAML parser grows a long scalar by copying it, and the collector then
+// returns that garbage to the system as it goes, so that such a file is judged in about five
+// times its size. Standard input counts as large as its limit. It returns the function that
+// restores the previous limit.
+func limitMemoryForValues(files []string, limit int64) func() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	var largest int64
+	for _, f := range files {
+		size := limit
+		if strings.TrimSpace(f) != "-" {
+			info, err := os.Stat(f)
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			size = min(info.Size(), limit)
+		}
+		largest = max(largest, size)
+	}
+	if largest <= largeValuesInput {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(4 * largest)
+	return func() { debug.SetMemoryLimit(prev) }
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/render"
 )
 
@@ -89,22 +90,39 @@ func formatSelector(sel map[string]string) string {
 	return labels.Set(sel).String()
 }
 
-// printWarnings writes render warnings to stderr, one line each.
+// printWarnings writes render warnings to stderr, one line each: the first maxListedProblems,
+// then how many more.
 func printWarnings(w io.Writer, warnings []render.Warning) {
-	for _, wn := range warnings {
-		fmt.Fprintln(w, "Warning:", wn)
+	for i, wn := range warnings {
+		if i == maxListedProblems {
+			fmt.Fprintf(w, "Warning: ... and %d more warnings (%d in all)\n", len(warnings)-i, len(warnings))
+			return
+		}
+		fmt.Fprintln(w, "Warning:", cutText(wn.String(), maxMessageLine))
 	}
 }
 
-// maxValueLength bounds a user value quoted in a message.
-const maxValueLength = 80
+// maxListedProblems bounds the errors or warnings a message lists (SPEC §7): the rest are
+// counted. It is the renderer's bound on value errors.
+const maxListedProblems = render.MaxListedErrors
 
-// truncateValue shortens a user value for a message: a 50 MB string is never echoed.
+// maxMessageLine bounds one line of a message built from user input (each value in it is cut
+// already; this is the backstop).
+const maxMessageLine = 2000
+
+// truncateValue shortens a user value for a message: a 50 MB string is never echoed. The
+// bound is the one every component quotes values with (validation.MaxQuotedValue).
 func truncateValue(s string) string {
-	if len(s) <= maxValueLength {
+	return cutText(s, validation.MaxQuotedValue)
+}
+
+// cutText returns s when it has at most n bytes; otherwise its first n bytes (at a character
+// boundary) followed by "... (<length> bytes)".
+func cutText(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:maxValueLength], ""), len(s))
+	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:n], ""), len(s))
 }
 
 // maxListed bounds the items a message lists.

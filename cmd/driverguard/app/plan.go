@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/plan"
@@ -86,7 +85,7 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 			var objs *release.Objects
 			var rendered *render.Result
 			if o.changes() {
-				r, err := o.render()
+				r, err := o.render(ctx, s)
 				if err != nil {
 					return err
 				}
@@ -160,20 +159,16 @@ func (o *planOptions) readCluster(ctx context.Context, s Streams) (release.Clust
 	if o.live {
 		return readLive(ctx, o.kubeconfig)
 	}
-	cl, err := o.cluster.read(s)
+	cl, err := o.cluster.read(ctx, s)
 	if err != nil {
 		return cl, nil, err
 	}
 	if o.podsFile == "" {
 		return cl, nil, nil
 	}
-	docs, err := decode.File(o.podsFile, s.In)
+	wl, err := readWorkloads(ctx, o.podsFile, s)
 	if err != nil {
-		return cl, nil, usageError(fmt.Errorf("reading --pods: %w", err))
-	}
-	wl, err := decode.ReadWorkloads(docs)
-	if err != nil {
-		return cl, nil, usageError(fmt.Errorf("reading --pods: %w", err))
+		return cl, nil, err
 	}
 	return cl, wl, nil
 }

@@ -257,13 +257,16 @@ func TestPlanUsage(t *testing.T) {
 	dir := t.TempDir()
 	svc := filepath.Join(dir, "svc.yaml")
 	require.NoError(t, os.WriteFile(svc, []byte("apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: x}\n"), 0o600))
+	podAndSvc := filepath.Join(dir, "pod-and-svc.yaml")
+	require.NoError(t, os.WriteFile(podAndSvc, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: x}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: x}\n"), 0o600))
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"live and files", []string{"plan", "--live", "--nodes", exampleNodes}, "use one or the other"},
-		{"unknown kind in --pods", []string{"plan", "--nodes", exampleNodes, "--pods", svc}, "a Service is not one of Pod, PodDisruptionBudget"},
+		{"no workload in --pods", []string{"plan", "--nodes", exampleNodes, "--pods", svc}, "--pods " + svc + " holds 1 Service and no Pod, PodDisruptionBudget, ReplicaSet, Deployment or StatefulSet"},
+		{"unknown kind in --pods", []string{"plan", "--nodes", exampleNodes, "--pods", podAndSvc}, "a Service is not one of Pod, PodDisruptionBudget"},
 		{"bad output", []string{"plan", "--nodes", exampleNodes, "-o", "yaml"}, "yaml"},
 		{"two inputs on stdin", []string{"plan", "--nodes", "-", "--pods", "-"}, "only one input can"},
 		{"no cluster", []string{"plan", "--kubeconfig", filepath.Join(dir, "missing")}, "no cluster to read"},

@@ -188,12 +188,12 @@ func (o *policyInputOptions) run(ctx context.Context, s Streams) error {
 	if err := oneStdin(append(o.valuesFlags.stdinUsers(), o.cluster.stdinUsers()...)...); err != nil {
 		return err
 	}
-	r, err := o.render()
+	r, err := o.render(ctx, s)
 	if err != nil {
 		return err
 	}
 	printWarnings(s.Err, r.Warnings)
-	cl, err := o.cluster.read(s)
+	cl, err := o.cluster.read(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -355,12 +355,12 @@ func (o *policyDataOptions) run(ctx context.Context, s Streams) error {
 	if err := oneStdin(append(o.valuesFlags.stdinUsers(), o.cluster.stdinUsers()...)...); err != nil {
 		return err
 	}
-	r, err := o.render()
+	r, err := o.render(ctx, s)
 	if err != nil {
 		return err
 	}
 	printWarnings(s.Err, r.Warnings)
-	cl, err := o.cluster.read(s)
+	cl, err := o.cluster.read(ctx, s)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ silently. On any invalid input nothing is printed to stdout and the exit code is
 			if err := oneStdin(o.stdinUsers()...); err != nil {
 				return err
 			}
-			r, err := o.render()
+			r, err := o.render(cmd.Context(), s)
 			if err != nil {
 				return err
 			}

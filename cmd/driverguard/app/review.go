@@ -1,15 +1,16 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/webhook"
 )
@@ -45,7 +46,8 @@ The AdmissionReview is printed with its response (-o json, the default, or yaml;
 summarises the verdict, its causes, warnings and patch). Exit code: 0 allowed, 1 denied, 2
 unusable input or no decision (unreadable files, not an AdmissionReview, a request the webhook
 cannot read — malformed or larger than the webhook's 7 MiB limit — or a policy evaluation that
-failed while fail-closed; the review is still printed then).`,
+failed while fail-closed; the review is still printed then, but for a file over 7 MiB, which is
+not read past the limit).`,
 		Example: `  kubectl get rblndrivers -o yaml > drivers.yaml
   kubectl get nodes -o yaml > nodes.yaml
   driverguard review -f request.json --drivers drivers.yaml --nodes nodes.yaml`,
@@ -57,20 +59,24 @@ failed while fail-closed; the review is still printed then).`,
 			if err := oneStdin(append(o.cluster.stdinUsers(), stdinUser{"-f", o.file})...); err != nil {
 				return err
 			}
-			body, err := readAll(o.file, s.In)
+			ctx := cmd.Context()
+			body, err := decode.ReadFile(ctx, o.file, s.In, reviewLimit)
+			if tl := (*decode.TooLargeError)(nil); errors.As(err, &tl) {
+				return usageError(fmt.Errorf("%w, the webhook's: it would refuse the request (413) unread", err))
+			}
 			if err != nil {
 				return usageError(fmt.Errorf("reading the AdmissionReview: %w", err))
 			}
-			state, err := o.state(s)
+			state, err := o.state(ctx, s)
 			if err != nil {
 				return err
 			}
-			engine, err := o.policy.engine(cmd.Context())
+			engine, err := o.policy.engine(ctx)
 			if err != nil {
 				return err
 			}
 			o.webhook.Policy = engine
-			review, err := webhook.New(state, o.webhook).Review(cmd.Context(), body)
+			review, err := webhook.New(state, o.webhook).Review(ctx, body)
 			if err != nil {
 				return usageError(fmt.Errorf("%s: %w", o.file, err))
 			}
@@ -137,8 +143,8 @@ func printReview(w io.Writer, review *admissionv1.AdmissionReview) error {
 }
 
 // state reads the cluster state files; each is optional.
-func (o *reviewOptions) state(s Streams) (webhook.State, error) {
-	cl, err := o.cluster.read(s)
+func (o *reviewOptions) state(ctx context.Context, s Streams) (webhook.State, error) {
+	cl, err := o.cluster.read(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -147,11 +153,4 @@ func (o *reviewOptions) state(s Streams) (webhook.State, error) {
 		cps = append(cps, *cl.ClusterPolicy)
 	}
 	return webhook.NewStaticState(cl.Drivers, cl.Nodes, cps), nil
-}
-
-func readAll(path string, stdin io.Reader) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(stdin)
-	}
-	return os.ReadFile(path)
 }

@@ -46,11 +46,11 @@ output for ties and invalid resources.`,
 			if err := oneStdin(stdinUser{"--drivers", o.driversFile}, stdinUser{"--nodes", o.nodesFile}); err != nil {
 				return err
 			}
-			drivers, err := readDrivers(o.driversFile, s)
+			drivers, err := readDrivers(cmd.Context(), o.driversFile, s)
 			if err != nil {
 				return err
 			}
-			nodes, err := readNodes(o.nodesFile, s)
+			nodes, err := readNodes(cmd.Context(), o.nodesFile, s)
 			if err != nil {
 				return err
 			}

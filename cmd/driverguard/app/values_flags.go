@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,19 +41,29 @@ func (f *valuesFlags) stdinUsers() []stdinUser {
 	return out
 }
 
-// render loads the values and renders them with the embedded chart. Unreadable values are a
-// usage error (exit 2); invalid values are exit 1.
-func (f *valuesFlags) render() (*render.Result, error) {
-	vals, err := render.LoadValues(f.values)
+// render loads the values (every file within --max-values-size, "-" from s.In) and renders
+// them with the embedded chart. Unreadable values are a usage error (exit 2); invalid values
+// are exit 1.
+func (f *valuesFlags) render(ctx context.Context, s Streams) (*render.Result, error) {
+	opts := f.values
+	opts.Stdin, opts.MaxFileBytes = s.In, int64(limitsOf(s).values)
+	defer limitMemoryForValues(opts.ValueFiles, opts.MaxFileBytes)()
+	vals, sources, err := render.Load(ctx, opts)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, usageError(withLimitHint(err, flagMaxValuesSize))
 	}
 	ch, err := charts.Driverguard()
 	if err != nil {
 		return nil, fmt.Errorf("the embedded chart is broken: %w", err)
 	}
-	r, err := render.Render(ch, vals, render.Options{ReleaseName: f.releaseName})
-	if err != nil {
+	r, err := render.RenderContext(ctx, ch, vals, render.Options{ReleaseName: f.releaseName, Sources: sources})
+	var invalid *render.InvalidValuesError
+	switch {
+	case errors.As(err, &invalid):
+		return nil, invalidError(err)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
 		return nil, invalidError(err)
 	}
 	return r, nil

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func TestTieAmongInstancesFailsEverywhere(t *testing.T) {
 	require.Equal(t, ExitOK, rendered.code)
 	drivers := writeTemp(t, "drivers.yaml", rendered.stdout)
 	var canary *v1alpha1.RBLNDriver
-	cl, err := (&clusterFlags{driversFile: drivers}).read(Streams{})
+	cl, err := (&clusterFlags{driversFile: drivers}).read(context.Background(), Streams{})
 	require.NoError(t, err)
 	var before []string
 	for i := range cl.Drivers {
@@ -175,7 +176,8 @@ func TestCLIConventions(t *testing.T) {
 		{"stdin twice: policy input", "x", []string{"policy", "input", "-f", "-", "--drivers", "-"}, ExitUsage, "only one input can"},
 		{"stdin twice: route", "x", []string{"route", "--drivers", "-", "--nodes", "-"}, ExitUsage, "only one input can"},
 		{"an oversized AdmissionReview cannot be judged", "", []string{"review", "-f", big}, ExitUsage, ""},
-		{"--set hint for a number", "", []string{"render", "--set", "driver.image.tag=3"}, ExitInvalid, "or pass it with --set-string 'driver.image.tag=3'"},
+		{"--set hint for a number", "", []string{"render", "--set", "driver.image.tag=3"}, ExitInvalid, "--set reads 3 as the number 3: pass it with --set-string 'driver.image.tag=3'"},
+		{"--set hint quotes what was given", "", []string{"render", "--set", "driver.instances.x.nodeSelector.a=True"}, ExitInvalid, "--set reads True as the boolean true: pass it with --set-string 'driver.instances.x.nodeSelector.a=True'"},
 		{"--set hint for a dotted label key", "", []string{"render", "--set", "driver.instances.x.nodeSelector.rebellions.ai/npu.family=atom"}, ExitInvalid,
 			`escape its dots: --set 'driver.instances.x.nodeSelector.rebellions\.ai/npu\.family=atom'`},
 		{"a 1 MB value is not echoed", "", []string{"render", "--set-string", "driver.instances.x.nodeSelector.env=" + long}, ExitInvalid, "... (1048576 bytes)"},
