@@ -680,9 +680,9 @@ func (c *checker) stringHint(sep string, p *field.Path, v any) string {
 	if c.full() {
 		return ""
 	}
-	setPath := cut(SetPath(p), maxQuotedPath)
+	setPath := dgvalidation.Truncate(SetPath(p), dgvalidation.MaxFieldPath)
 	if loc, ok := c.src.LocateField(p); ok && loc.Text != "" {
-		text := cut(loc.Text, maxQuoted)
+		text := dgvalidation.Truncate(loc.Text, dgvalidation.MaxQuotedValue)
 		switch {
 		case loc.Kind == FromFile && loc.Plain:
 			return fmt.Sprintf("%sYAML reads the unquoted %s at %s as %s: quote it: %s", sep, text, loc, what, strconv.Quote(text))
@@ -690,7 +690,7 @@ func (c *checker) stringHint(sep string, p *field.Path, v any) string {
 			return fmt.Sprintf("%s--set reads %s as %s: pass it with --set-string '%s=%s'", sep, text, what, setPath, text)
 		}
 	}
-	text := cut(fmt.Sprint(v), maxQuoted)
+	text := dgvalidation.Truncate(fmt.Sprint(v), dgvalidation.MaxQuotedValue)
 	return fmt.Sprintf("%sYAML and --set read unquoted numbers and booleans as such: quote it in a values file (%q), or pass it with --set-string '%s=%s'",
 		sep, text, setPath, text)
 }
@@ -713,8 +713,8 @@ func splitKeyHint(p *field.Path, k string, nested map[string]any) string {
 		}
 	}
 	return fmt.Sprintf("label values are strings, not maps: --set splits keys at dots, so %q became nested keys; escape its dots: --set '%s=%s'",
-		cut(key, maxQuoted), cut(SetPath(p.Key(key)), maxQuotedPath),
-		cut(fmt.Sprint(describe(cur)), maxQuoted))
+		dgvalidation.Truncate(key, dgvalidation.MaxQuotedValue), dgvalidation.Truncate(SetPath(p.Key(key)), dgvalidation.MaxFieldPath),
+		dgvalidation.Truncate(fmt.Sprint(describe(cur)), dgvalidation.MaxQuotedValue))
 }
 
 // SetPath writes a field path the way --set takes it: segments joined with '.', and dots and

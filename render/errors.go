@@ -26,7 +26,7 @@ func (e *InvalidValuesError) Error() string {
 	b.WriteString("invalid values, nothing rendered:")
 	for _, fe := range validation.Quotable(e.Errs) {
 		b.WriteString("\n  ")
-		b.WriteString(cut(fe.Error(), maxErrorLine))
+		b.WriteString(validation.Truncate(fe.Error(), maxErrorLine))
 	}
 	if e.Omitted > 0 {
 		fmt.Fprintf(&b, "\n  ... and %d more (%d problems in all)", e.Omitted, e.Total())
@@ -53,7 +53,7 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
-	return "values rejected by the chart's values.schema.json: " + cut(e.Err.Error(), maxErrorLine)
+	return "values rejected by the chart's values.schema.json: " + validation.Truncate(e.Err.Error(), maxErrorLine)
 }
 
 func (e *SchemaError) Unwrap() error { return e.Err }

@@ -11,6 +11,8 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	"helm.sh/helm/v3/pkg/strvals"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	dgvalidation "github.com/driverguard/driverguard/api/validation"
 )
 
 // SourceKind says how the user gave a value.
@@ -65,9 +67,9 @@ type Location struct {
 // (the argument cut to a readable length).
 func (l Location) String() string {
 	if l.Kind == FromFile {
-		return fmt.Sprintf("%s:%d:%d", cut(l.Source, maxQuotedPath), l.Line, l.Column)
+		return fmt.Sprintf("%s:%d:%d", dgvalidation.Truncate(l.Source, dgvalidation.MaxFieldPath), l.Line, l.Column)
 	}
-	return l.Kind.Flag() + " " + cut(l.Source, maxQuotedPath)
+	return l.Kind.Flag() + " " + dgvalidation.Truncate(l.Source, dgvalidation.MaxFieldPath)
 }
 
 // Sources index the user's values by where they were written: values path → file, line,

@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 
 	"github.com/driverguard/driverguard/api/decode"
+	dgvalidation "github.com/driverguard/driverguard/api/validation"
 )
 
 // ValuesOptions are the user's value sources, combined with Helm's precedence: files in
@@ -91,7 +92,7 @@ func Load(ctx context.Context, o ValuesOptions) (map[string]any, *Sources, error
 	}
 	for _, v := range o.JSONValues {
 		if err := strvals.ParseJSON(v, base); err != nil {
-			return nil, nil, fmt.Errorf("failed parsing --set-json data %s", cut(v, maxQuoted))
+			return nil, nil, fmt.Errorf("failed parsing --set-json data %s", dgvalidation.Truncate(v, dgvalidation.MaxQuotedValue))
 		}
 		src.add(&source{kind: FromSetJSON, name: v})
 	}
@@ -184,7 +185,7 @@ const maxErrorText = 1000
 // cappedError keeps a long error's chain but shortens its text.
 type cappedError struct{ err error }
 
-func (e *cappedError) Error() string { return cut(e.err.Error(), maxErrorText) }
+func (e *cappedError) Error() string { return dgvalidation.Truncate(e.err.Error(), maxErrorText) }
 func (e *cappedError) Unwrap() error { return e.err }
 
 // capError shortens err's text when it is long. Errors of the bounded reader pass as they are

@@ -289,7 +289,7 @@ func RequireKinds(docs []Document, source string, kinds ...string) error {
 		if slices.Contains(kinds, d.Kind) {
 			return nil
 		}
-		found[cut(d.Kind, validation.MaxQuotedValue)]++
+		found[validation.Truncate(d.Kind, validation.MaxQuotedValue)]++
 	}
 	return &KindsError{Source: source, Want: kinds, Found: found}
 }
@@ -313,12 +313,4 @@ func orList(words []string) string {
 		return strings.Join(words, "")
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
-}
-
-// cut shortens s to n bytes (at a character boundary) with its full length, for a message.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:n], ""), len(s))
 }

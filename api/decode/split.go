@@ -3,6 +3,8 @@ package decode
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // separator starts the line that ends a YAML document.
@@ -45,7 +47,7 @@ func splitDocuments(data []byte) ([][]byte, error) {
 		if bytes.HasPrefix(line, []byte(separator)) {
 			rest := bytes.TrimSpace(line[len(separator):])
 			if len(rest) > 0 && rest[0] != '#' {
-				return nil, fmt.Errorf("invalid Yaml document separator: %s", cut(string(rest), 80))
+				return nil, fmt.Errorf("invalid Yaml document separator: %s", validation.Truncate(string(rest), validation.MaxQuotedValue))
 			}
 			if start >= 0 || copying {
 				flush() // the separator ends the document

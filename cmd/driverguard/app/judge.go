@@ -54,7 +54,7 @@ func (f *judgeFlags) judge(ctx context.Context, s Streams, opts release.Options)
 	if err != nil {
 		return nil, err
 	}
-	engine, err := f.policy.engine(ctx)
+	engine, err := f.policy.engine(ctx, s)
 	if err != nil {
 		return nil, err
 	}

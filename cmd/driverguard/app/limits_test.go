@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +20,7 @@ import (
 func TestInputLimits(t *testing.T) {
 	values := writeTemp(t, "values.yaml", "driver:\n  image:\n    tag: \""+strings.Repeat("a", 2000)+"\"\n")
 	nodes := writeTemp(t, "nodes.yaml", strings.Repeat("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n", 100))
+	policyDir := filepath.Dir(writeTemp(t, "big.rego", "package driverguard.big\n\n# "+strings.Repeat("x", 4000)+"\n"))
 	review := writeTemp(t, "review.json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":{"x":"`+strings.Repeat("a", 8<<20)+`"}}}`)
 	tests := []struct {
 		name  string
@@ -40,6 +42,9 @@ func TestInputLimits(t *testing.T) {
 			"reading --pods: " + nodes + " is larger than the limit of 3000 bytes"},
 		{"an AdmissionReview over the webhook's 7 MiB", "", []string{"review", "-f", review},
 			review + " is larger than the limit of 7Mi (7340032 bytes), the webhook's: it would refuse the request (413) unread"},
+		{"a policy file for check", "", []string{"check", "-f", exampleValues, "--policy", policyDir, "--max-values-size", "2Ki"},
+			"big.rego: is larger than the limit of 2048 bytes for one policy or data file (--max-values-size raises it)"},
+		{"a policy file for policy test", "", []string{"policy", "test", policyDir, "--max-values-size", "2Ki"}, "big.rego: is larger than the limit of 2048 bytes"},
 		{"a size that is not one", "", []string{"render", "--max-values-size", "lots"}, `invalid argument "lots" for "--max-values-size" flag: not a size`},
 		{"a size of zero", "", []string{"check", "--max-inventory-size", "0"}, "must be positive"},
 	}

@@ -98,7 +98,7 @@ func printWarnings(w io.Writer, warnings []render.Warning) {
 			fmt.Fprintf(w, "Warning: ... and %d more warnings (%d in all)\n", len(warnings)-i, len(warnings))
 			return
 		}
-		fmt.Fprintln(w, "Warning:", cutText(wn.String(), maxMessageLine))
+		fmt.Fprintln(w, "Warning:", validation.Truncate(wn.String(), maxMessageLine))
 	}
 }
 
@@ -113,16 +113,7 @@ const maxMessageLine = 2000
 // truncateValue shortens a user value for a message: a 50 MB string is never echoed. The
 // bound is the one every component quotes values with (validation.MaxQuotedValue).
 func truncateValue(s string) string {
-	return cutText(s, validation.MaxQuotedValue)
-}
-
-// cutText returns s when it has at most n bytes; otherwise its first n bytes (at a character
-// boundary) followed by "... (<length> bytes)".
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:n], ""), len(s))
+	return validation.Truncate(s, validation.MaxQuotedValue)
 }
 
 // maxListed bounds the items a message lists.

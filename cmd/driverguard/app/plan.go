@@ -97,7 +97,7 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 			if err != nil {
 				return err
 			}
-			engine, err := o.policy.engine(ctx)
+			engine, err := o.policy.engine(ctx, s)
 			if err != nil {
 				return err
 			}

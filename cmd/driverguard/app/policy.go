@@ -56,7 +56,7 @@ Exit codes: 0 every test passed; 1 a test failed or errored; 2 a module does not
 		Example: `  driverguard policy test policies/
   driverguard policy test policies/ --run 'test_deny_' -v`,
 		RunE: func(cmd *cobra.Command, dirs []string) error {
-			results, err := policy.RunTests(cmd.Context(), policy.TestOptions{Dirs: dirs, Run: o.run, Timeout: o.timeout})
+			results, err := policy.RunTests(cmd.Context(), policy.TestOptions{Dirs: dirs, Run: o.run, Timeout: o.timeout, MaxFileBytes: int64(limitsOf(s).values)})
 			if err != nil {
 				return loadError(err)
 			}
@@ -165,7 +165,7 @@ written as it is evaluated. --name prints the one document of that object, ready
 var errFound = errors.New("found")
 
 func (o *policyInputOptions) run(ctx context.Context, s Streams) error {
-	engine, err := o.policy.engine(ctx)
+	engine, err := o.policy.engine(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (o *policyDataOptions) run(ctx context.Context, s Streams) error {
 	if err != nil {
 		return err
 	}
-	if engine, err = o.policy.engine(ctx); err != nil {
+	if engine, err = o.policy.engine(ctx, s); err != nil {
 		return err
 	}
 	opts := release.Options{}
@@ -398,7 +398,7 @@ func newPolicyListCommand(s Streams) *cobra.Command {
 		Short: "List the policies check and the webhook evaluate, with the names --disable takes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			engine, err := o.policy.engine(cmd.Context())
+			engine, err := o.policy.engine(cmd.Context(), s)
 			if err != nil {
 				return err
 			}

@@ -26,9 +26,13 @@ func (f *policyFlags) addFlags(fs *pflag.FlagSet, dirFlag string) {
 	fs.DurationVar(&f.timeout, "policy-timeout", policy.DefaultTimeout, "deadline of one policy evaluation (every policy on one object)")
 }
 
-// engine loads the policies once; a broken policy directory is unusable input (exit 2).
-func (f *policyFlags) engine(ctx context.Context) (*policy.Engine, error) {
-	return f.newEngine(ctx, policy.Options{Metrics: prometheus.NewRegistry()}) // nothing serves metrics in a one-shot command
+// engine loads the policies once, each file within --max-values-size; a broken policy
+// directory is unusable input (exit 2).
+func (f *policyFlags) engine(ctx context.Context, s Streams) (*policy.Engine, error) {
+	return f.newEngine(ctx, policy.Options{
+		Metrics:      prometheus.NewRegistry(), // nothing serves metrics in a one-shot command
+		MaxFileBytes: int64(limitsOf(s).values),
+	})
 }
 
 // newEngine loads the policies with the flags applied to opts.

@@ -71,7 +71,7 @@ not read past the limit).`,
 			if err != nil {
 				return err
 			}
-			engine, err := o.policy.engine(ctx)
+			engine, err := o.policy.engine(ctx, s)
 			if err != nil {
 				return err
 			}
