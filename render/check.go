@@ -357,16 +357,21 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 	}
 	if v, ok := m["annotations"]; ok {
 		if ann, ok := c.object(v, p.Child("annotations"), nullable, "annotation key to string value"); ok {
-			strs := map[string]string{}
-			for _, k := range slices.Sorted(maps.Keys(ann)) {
-				switch s := ann[k].(type) {
+			strs := make(map[string]string, len(ann))
+			var notStrings []string // reported in key order; the others need no order
+			for k, v := range ann {
+				switch s := v.(type) {
 				case string:
 					strs[k] = s
 				case nil: // removes an inherited annotation
 				default:
-					kp := p.Child("annotations").Key(k)
-					c.add(field.TypeInvalid(kp, describe(s), "annotation values are strings"+c.stringHint(": ", kp, s)))
+					notStrings = append(notStrings, k)
 				}
+			}
+			slices.Sort(notStrings)
+			for _, k := range notStrings {
+				kp := p.Child("annotations").Key(k)
+				c.add(field.TypeInvalid(kp, describe(ann[k]), "annotation values are strings"+c.stringHint(": ", kp, ann[k])))
 			}
 			c.add(dgvalidation.ValidateAnnotationKeys(strs, p.Child("annotations"))...)
 		}

@@ -30,6 +30,9 @@ type Options struct {
 	// Sources locate the values in what the user wrote (Load returns them): messages then
 	// quote the user's text. Optional.
 	Sources *Sources
+	// SkipProvenance renders no provenance (ProvenanceOf returns nil), for callers that never
+	// read it: the result then holds none of the values it was rendered from.
+	SkipProvenance bool
 }
 
 // Result is what the chart renders from a set of values.
@@ -38,8 +41,12 @@ type Result struct {
 	Drivers []v1alpha1.RBLNDriver
 	// ClusterPolicy carries driver.upgradePolicy.
 	ClusterPolicy v1alpha1.RBLNClusterPolicy
-	// Provenance of every field, by RBLNDriver name.
+	// Provenance of every field, by RBLNDriver name, as ProvenanceOf has computed it so far:
+	// it is computed on demand (a million inherited annotations make a million entries that
+	// only preview reads). Set it to give a result's provenance outright.
 	Provenance map[string]Provenance
+	// provenance computes an RBLNDriver's provenance, by name.
+	provenance map[string]func() Provenance
 	// InstanceKeys maps an RBLNDriver name to its driver.instances key ("" for the default).
 	InstanceKeys map[string]string
 	// Warnings are legal but suspicious settings.
@@ -92,7 +99,7 @@ func RenderContext(ctx context.Context, ch *chart.Chart, user map[string]any, op
 		return nil, &SchemaError{Err: err}
 	}
 
-	r := &Result{Provenance: map[string]Provenance{}, InstanceKeys: map[string]string{}}
+	r := &Result{Provenance: map[string]Provenance{}, provenance: map[string]func() Provenance{}, InstanceKeys: map[string]string{}}
 	userDriver, _ := user["driver"].(map[string]any)
 	labels := chartLabels(ch, opts.ReleaseName)
 
@@ -130,11 +137,16 @@ func RenderContext(ctx context.Context, ch *chart.Chart, user map[string]any, op
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: withComponent(labels, "driver")},
 			Spec:       spec,
 		})
-		r.Provenance[name] = provenance(eff, inst, userDriver, instPath)
+		if !opts.SkipProvenance {
+			r.provenance[name] = func() Provenance { return provenance(eff, inst, userDriver, instPath) }
+		}
 		r.InstanceKeys[name] = key
 	}
 	if deployDefault, _ := d["deployDefault"].(bool); deployDefault {
-		eff := copyMap(base)
+		eff := maps.Clone(base) // nothing changes base or its maps from here: instances copy it
+		if eff == nil {
+			eff = map[string]any{}
+		}
 		sel, _ := deepCopy(d["nodeSelector"]).(map[string]any)
 		prune(sel)
 		eff["nodeSelector"] = sel
@@ -159,6 +171,26 @@ func RenderContext(ctx context.Context, ch *chart.Chart, user map[string]any, op
 	}
 	r.Warnings = append(r.Warnings, sameAsDefault(r)...)
 	return r, nil
+}
+
+// ProvenanceOf returns where each field of the named RBLNDriver came from (nil for a name not
+// rendered), computing it on first use from the values Render was given (which must not
+// change meanwhile). A Result is not safe for concurrent use by ProvenanceOf.
+func (r *Result) ProvenanceOf(name string) Provenance {
+	if p, ok := r.Provenance[name]; ok {
+		return p
+	}
+	compute := r.provenance[name]
+	if compute == nil {
+		return nil
+	}
+	p := compute()
+	if r.Provenance == nil {
+		r.Provenance = map[string]Provenance{}
+	}
+	r.Provenance[name] = p
+	delete(r.provenance, name)
+	return p
 }
 
 // toSpec turns an effective driver block into a spec, the way templates/_helpers.tpl's
@@ -273,11 +305,11 @@ func sameAsDefault(r *Result) []Warning {
 	if len(r.Drivers) == 0 || r.Drivers[0].Name != v1alpha1.DefaultDriverName {
 		return nil
 	}
-	def := r.Drivers[0].Spec.DeepCopy()
+	def := r.Drivers[0].Spec // shallow copies: only their own NodeSelector field changes
 	def.NodeSelector = nil
 	var out []Warning
 	for _, d := range r.Drivers[1:] {
-		s := d.Spec.DeepCopy()
+		s := d.Spec
 		s.NodeSelector = nil
 		if apiequality.Semantic.DeepEqual(def, s) {
 			key := r.InstanceKeys[d.Name]

@@ -375,7 +375,7 @@ func TestProvenance(t *testing.T) {
       tolerations: []
       nodeSelector: {k: a}`)
 	byField := map[string]render.FieldOrigin{}
-	for _, f := range r.Provenance["rbln-driver-canary"] {
+	for _, f := range r.ProvenanceOf("rbln-driver-canary") {
 		byField[f.Field] = f
 	}
 	assert.Equal(t, render.FieldOrigin{Field: "version", ValuesPath: "driver.instances.canary.image.tag", Origin: render.OriginInstance, Value: "3.3.0"}, byField["version"])
@@ -388,11 +388,29 @@ func TestProvenance(t *testing.T) {
 	assert.False(t, byField["version"].Inherited())
 
 	def := map[string]render.FieldOrigin{}
-	for _, f := range r.Provenance["rbln-driver"] {
+	for _, f := range r.ProvenanceOf("rbln-driver") {
 		def[f.Field] = f
 	}
 	assert.Equal(t, render.OriginValues, def["version"].Origin)
 	assert.Equal(t, render.OriginChartDefault, def["registry"].Origin)
+}
+
+func TestSkipProvenance(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("driver: {instances: {a: {nodeSelector: {k: a}}}}"), 0o600))
+	vals, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{file}})
+	require.NoError(t, err)
+	ch, err := charts.Driverguard()
+	require.NoError(t, err)
+	r, err := render.Render(ch, vals, render.Options{SkipProvenance: true})
+	require.NoError(t, err)
+	assert.Len(t, r.Drivers, 2)
+	assert.Nil(t, r.ProvenanceOf("rbln-driver-a"))
+	r, err = render.Render(ch, vals, render.Options{})
+	require.NoError(t, err)
+	assert.NotEmpty(t, r.ProvenanceOf("rbln-driver-a"))
+	assert.Equal(t, r.ProvenanceOf("rbln-driver-a"), r.Provenance["rbln-driver-a"], "computed once, kept")
+	assert.Nil(t, r.ProvenanceOf("nope"))
 }
 
 func TestWarnSameAsDefault(t *testing.T) {

@@ -66,7 +66,7 @@ func Build(r *render.Result) *Report {
 		if res.Selector == nil {
 			res.Selector = map[string]string{}
 		}
-		for _, f := range r.Provenance[d.Name] {
+		for _, f := range r.ProvenanceOf(d.Name) {
 			switch {
 			case f.Inherited() && (res.InstanceKey != "" || f.Origin == render.OriginChartDefault):
 				res.Inherited = append(res.Inherited, f)

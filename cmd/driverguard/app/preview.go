@@ -20,6 +20,7 @@ type previewOptions struct {
 
 func newPreviewCommand(s Streams) *cobra.Command {
 	o := &previewOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
+	o.provenance = true // preview explains where each field came from
 	cmd := &cobra.Command{
 		Use:   "preview -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--check-images] [--allow-driver-loss]",
 		Short: "Explain what values will render and, with a node inventory, which driver each node gets",

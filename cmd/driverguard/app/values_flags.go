@@ -16,6 +16,8 @@ import (
 type valuesFlags struct {
 	values      render.ValuesOptions
 	releaseName string
+	// provenance keeps where each rendered field came from (preview explains it).
+	provenance bool
 }
 
 func (f *valuesFlags) addFlags(fs *pflag.FlagSet) {
@@ -56,7 +58,7 @@ func (f *valuesFlags) render(ctx context.Context, s Streams) (*render.Result, er
 	if err != nil {
 		return nil, fmt.Errorf("the embedded chart is broken: %w", err)
 	}
-	r, err := render.RenderContext(ctx, ch, vals, render.Options{ReleaseName: f.releaseName, Sources: sources})
+	r, err := render.RenderContext(ctx, ch, vals, render.Options{ReleaseName: f.releaseName, Sources: sources, SkipProvenance: !f.provenance})
 	var invalid *render.InvalidValuesError
 	switch {
 	case errors.As(err, &invalid):
