@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,13 +23,16 @@ type inventoryFile struct {
 	what  string   // "nodes", for "reading nodes"
 	kinds []string // the kinds it must hold (one of)
 	get   string   // the command that writes one
+	// alone are other kinds a file may hold without any of kinds: it then holds none (the
+	// output of render with driver.enabled false is an RBLNClusterPolicy and no RBLNDriver).
+	alone []string
 }
 
 var (
-	nodesFile         = inventoryFile{"--nodes", "nodes", []string{"Node"}, "kubectl get nodes -o yaml"}
-	driversFile       = inventoryFile{"--drivers", "drivers", []string{"RBLNDriver"}, "kubectl get rblndrivers -o yaml"}
-	clusterPolicyFile = inventoryFile{"--cluster-policy", "the cluster policy", []string{"RBLNClusterPolicy"}, "kubectl get rblnclusterpolicies -o yaml"}
-	podsFile          = inventoryFile{"--pods", "--pods", decode.WorkloadKinds, "kubectl get pods,pdb,rs,deploy,sts -A -o json"}
+	nodesFile         = inventoryFile{flag: "--nodes", what: "nodes", kinds: []string{"Node"}, get: "kubectl get nodes -o yaml"}
+	driversFile       = inventoryFile{flag: "--drivers", what: "drivers", kinds: []string{"RBLNDriver"}, get: "kubectl get rblndrivers -o yaml", alone: []string{"RBLNClusterPolicy", "CustomResourceDefinition"}}
+	clusterPolicyFile = inventoryFile{flag: "--cluster-policy", what: "the cluster policy", kinds: []string{"RBLNClusterPolicy"}, get: "kubectl get rblnclusterpolicies -o yaml"}
+	podsFile          = inventoryFile{flag: "--pods", what: "--pods", kinds: decode.WorkloadKinds, get: "kubectl get pods,pdb,rs,deploy,sts -A -o json"}
 )
 
 // read reads the documents of path within --max-inventory-size, stopping when ctx is done.
@@ -39,9 +44,23 @@ func (f inventoryFile) read(ctx context.Context, path string, s Streams) ([]deco
 		return nil, usageError(fmt.Errorf("reading %s: %w", f.what, withLimitHint(err, flagMaxInventorySize)))
 	}
 	if err := decode.RequireKinds(docs, decode.Name(path), f.kinds...); err != nil {
+		var ke *decode.KindsError
+		if errors.As(err, &ke) && onlyKinds(ke.Found, f.alone) {
+			return docs, nil
+		}
 		return nil, usageError(fmt.Errorf("%s %w: give it '%s' output", f.flag, err, f.get))
 	}
 	return docs, nil
+}
+
+// onlyKinds reports whether every kind found is one of kinds.
+func onlyKinds(found map[string]int, kinds []string) bool {
+	for k := range found {
+		if !slices.Contains(kinds, k) {
+			return false
+		}
+	}
+	return len(kinds) > 0
 }
 
 // decodeError is a file's objects that do not decode: unusable input.

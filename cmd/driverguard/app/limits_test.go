@@ -83,6 +83,9 @@ func TestInventoryKinds(t *testing.T) {
 		{"route --drivers with a ConfigMap", []string{"route", "--drivers", cm, "--nodes", exampleNodes}, ExitUsage, "holds 1 ConfigMap and no RBLNDriver"},
 		{"review --cluster-policy with a ConfigMap", []string{"review", "-f", "-", "--cluster-policy", cm}, ExitUsage, "holds 1 ConfigMap and no RBLNClusterPolicy"},
 		{"an empty --drivers file: no drivers", []string{"check", "-f", exampleValues, "--drivers", empty}, ExitOK, ""},
+		{"render's output without drivers: no drivers", []string{"route", "--drivers", writeTemp(t, "cp.yaml", "apiVersion: rebellions.ai/v1alpha1\nkind: RBLNClusterPolicy\nmetadata: {name: rbln-cluster-policy}\n"), "--nodes", exampleNodes}, ExitOK, ""},
+		{"--cluster-policy with drivers", []string{"check", "-f", exampleValues, "--cluster-policy", writeTemp(t, "drivers.yaml", "apiVersion: rebellions.ai/v1alpha1\nkind: RBLNDriver\nmetadata: {name: rbln-driver}\n")}, ExitUsage,
+			"holds 1 RBLNDriver and no RBLNClusterPolicy: give it 'kubectl get rblnclusterpolicies -o yaml' output"},
 		{"an empty List of cluster policies: none", []string{"check", "-f", exampleValues, "--cluster-policy", emptyList}, ExitOK, ""},
 	}
 	for _, tt := range tests {
