@@ -138,7 +138,7 @@ func writeParts(path []string, n int, part func(i, j int) any, placeholders map[
 	var body []byte
 	for i := 0; i < n; i += chunkEntries {
 		// The part under the same keys: its lines are those of the whole, after one line per key.
-		var wrapped any = part(i, min(i+chunkEntries, n))
+		wrapped := part(i, min(i+chunkEntries, n))
 		for k := len(path) - 1; k >= 0; k-- {
 			wrapped = yaml.MapSlice{{Key: path[k], Value: wrapped}}
 		}

@@ -123,13 +123,6 @@ func File(path string, stdin io.Reader) ([]Document, error) {
 	return ReadDocuments(context.Background(), path, stdin, DefaultMaxInventoryBytes)
 }
 
-// isReadStop reports an error of the bounded reader that already names the file: the limit,
-// or the context ending.
-func isReadStop(err error) bool {
-	var tl *TooLargeError
-	return errors.As(err, &tl) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
 // Nodes decodes every Node document; any other kind is an error.
 func Nodes(docs []Document) ([]corev1.Node, error) {
 	return typed[corev1.Node](docs, "Node", "v1")

@@ -212,9 +212,18 @@ func TestLargeValuesFile(t *testing.T) {
 		t.Skip("-short: writes and reads a 100 MB file")
 	}
 	big := filepath.Join(dir, "big.yaml")
-	content := "driver:\n  image:\n    tag: \"" + strings.Repeat("a", 100<<20) + "\"\n"
-	require.NoError(t, os.WriteFile(big, []byte(content), 0o600))
-	content = ""
+	f, err = os.Create(big)
+	require.NoError(t, err)
+	_, err = f.WriteString("driver:\n  image:\n    tag: \"")
+	require.NoError(t, err)
+	chunk := []byte(strings.Repeat("a", 1<<20))
+	for range 100 {
+		_, err = f.Write(chunk)
+		require.NoError(t, err)
+	}
+	_, err = f.WriteString("\"\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 	p = start(t, nil, "render", "-f", big, "--max-values-size", "128Mi")
 	code, rss = p.wait(t, 2*time.Minute)
 	assert.Equal(t, 1, code, p.stderr.String())
