@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,16 +49,36 @@ type proc struct {
 	stdout bytes.Buffer
 	stderr bytes.Buffer
 	done   chan struct{}
+	// parentHWM is this test process's peak RSS when it started the process; sampledHWM the
+	// process's own, read from /proc while it ran (see wait).
+	parentHWM  int64
+	sampledHWM atomic.Int64
 }
 
 func start(t *testing.T, stdin io.Reader, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{}), parentHWM: vmHWM(os.Getpid())}
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, &p.stdout, &p.stderr
 	require.NoError(t, p.cmd.Start())
+	exited := make(chan struct{})
 	go func() {
 		_ = p.cmd.Wait()
-		close(p.done)
+		close(exited)
+	}()
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			if hwm := vmHWM(p.cmd.Process.Pid); hwm > p.sampledHWM.Load() {
+				p.sampledHWM.Store(hwm)
+			}
+			select {
+			case <-exited:
+				return
+			case <-tick.C:
+			}
+		}
 	}()
 	t.Cleanup(func() {
 		select {
@@ -70,7 +91,10 @@ func start(t *testing.T, stdin io.Reader, args ...string) *proc {
 	return p
 }
 
-// wait waits at most d for the process to exit and returns its exit code and peak RSS.
+// wait waits at most d for the process to exit and returns its exit code and peak RSS: the
+// rusage of the process, unless that is not above this test process's own peak — Linux counts
+// the memory of the process that forked it until exec, so the rusage of a child of a large
+// test process says only "at most this much" — then the peak read from /proc while it ran.
 func (p *proc) wait(t *testing.T, d time.Duration) (int, int64) {
 	t.Helper()
 	select {
@@ -80,7 +104,27 @@ func (p *proc) wait(t *testing.T, d time.Duration) (int, int64) {
 	}
 	ru, _ := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	require.NotNil(t, ru)
-	return p.cmd.ProcessState.ExitCode(), ru.Maxrss * 1024
+	rss := ru.Maxrss * 1024
+	if rss <= p.parentHWM {
+		rss = p.sampledHWM.Load()
+	}
+	return p.cmd.ProcessState.ExitCode(), rss
+}
+
+// vmHWM is a process's peak RSS in bytes (0 once it is gone).
+func vmHWM(pid int) int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			_, _ = fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 // blockedIn waits until one of the process's threads sits in the system call nr (from
