@@ -70,3 +70,47 @@ func TestEmbeddedChartLoads(t *testing.T) {
 	assert.True(t, names["templates/rblndrivers.yaml"])
 	assert.True(t, names["templates/_helpers.tpl"])
 }
+
+// TestSchemaUsesTheSharedLimits keeps the size limits of values.schema.json equal to those of
+// an RBLNDriver spec (api/validation), so `helm install` refuses what the webhook would deny.
+func TestSchemaUsesTheSharedLimits(t *testing.T) {
+	data, err := charts.FS.ReadFile(charts.ChartDir + "/values.schema.json")
+	require.NoError(t, err)
+	var schema struct {
+		Defs map[string]map[string]any `json:"$defs"`
+	}
+	require.NoError(t, json.Unmarshal(data, &schema))
+	assert.EqualValues(t, validation.MaxSelectorKeys, schema.Defs["labelSelector"]["maxProperties"], "selector keys")
+	assert.EqualValues(t, validation.MaxAnnotations, schema.Defs["annotations"]["maxProperties"], "annotations")
+	assert.EqualValues(t, validation.MaxResourceNames, schema.Defs["resourceList"]["maxProperties"], "resources")
+	assert.EqualValues(t, validation.MaxPullSecrets, schema.Defs["pullSecrets"]["maxItems"], "pull secrets")
+	// Every list of tolerations or environment variables, top level and instance.
+	var walk func(any) int
+	walk = func(v any) int {
+		n := 0
+		switch o := v.(type) {
+		case map[string]any:
+			if items, ok := o["items"].(map[string]any); ok {
+				switch items["$ref"] {
+				case "#/$defs/toleration":
+					assert.EqualValues(t, validation.MaxTolerations, o["maxItems"], "tolerations")
+					n++
+				case "#/$defs/envVar":
+					assert.EqualValues(t, validation.MaxEnv, o["maxItems"], "env")
+					n++
+				}
+			}
+			for _, c := range o {
+				n += walk(c)
+			}
+		case []any:
+			for _, c := range o {
+				n += walk(c)
+			}
+		}
+		return n
+	}
+	var whole any
+	require.NoError(t, json.Unmarshal(data, &whole))
+	assert.GreaterOrEqual(t, walk(whole), 4, "the lists of tolerations and env of the driver block and of an instance")
+}

@@ -12,8 +12,10 @@ type Report struct {
 	Resources []ObjectReport `json:"resources"`
 	// Deleted are the drivers the release would delete (no longer rendered), sorted.
 	Deleted []string `json:"deleted"`
-	// RenderWarnings are legal but suspicious values.
-	RenderWarnings []render.Warning `json:"renderWarnings"`
+	// RenderWarnings are legal but suspicious values (the first MaxRenderWarnings;
+	// RenderWarningsOmitted counts the others).
+	RenderWarnings        []render.Warning `json:"renderWarnings"`
+	RenderWarningsOmitted int              `json:"renderWarningsOmitted,omitempty"`
 	// DriverLoss are the nodes that would lose their driver (the first MaxDriverLoss by name;
 	// DriverLossOmitted counts the others); they fail the check unless DriverLossAllowed
 	// (--allow-driver-loss), and are then counted as warnings.
@@ -46,8 +48,11 @@ type ObjectReport struct {
 }
 
 // MaxDriverLoss is the most nodes a Report lists as losing their driver (`plan` lists every
-// node).
-const MaxDriverLoss = decision.MaxFindings
+// node), MaxRenderWarnings the most render warnings it lists.
+const (
+	MaxDriverLoss     = decision.MaxFindings
+	MaxRenderWarnings = decision.MaxFindings
+)
 
 // ReportOptions complete a Report.
 type ReportOptions struct {
@@ -63,15 +68,16 @@ type ReportOptions struct {
 // Report summarises the result.
 func (r *Result) Report(o ReportOptions) *Report {
 	rep := &Report{
-		Resources:         make([]ObjectReport, 0, len(r.Objects)),
-		Deleted:           r.Deleted,
-		RenderWarnings:    o.RenderWarnings,
-		DriverLoss:        r.DriverLoss[:min(len(r.DriverLoss), MaxDriverLoss)],
-		DriverLossOmitted: max(len(r.DriverLoss)-MaxDriverLoss, 0),
-		DriverLossAllowed: o.AllowDriverLoss,
-		Policies:          o.Policies,
-		Disabled:          o.Disabled,
-		FailOnWarn:        o.FailOnWarn,
+		Resources:             make([]ObjectReport, 0, len(r.Objects)),
+		Deleted:               r.Deleted,
+		RenderWarnings:        o.RenderWarnings[:min(len(o.RenderWarnings), MaxRenderWarnings)],
+		RenderWarningsOmitted: max(len(o.RenderWarnings)-MaxRenderWarnings, 0),
+		DriverLoss:            r.DriverLoss[:min(len(r.DriverLoss), MaxDriverLoss)],
+		DriverLossOmitted:     max(len(r.DriverLoss)-MaxDriverLoss, 0),
+		DriverLossAllowed:     o.AllowDriverLoss,
+		Policies:              o.Policies,
+		Disabled:              o.Disabled,
+		FailOnWarn:            o.FailOnWarn,
 	}
 	if rep.RenderWarnings == nil {
 		rep.RenderWarnings = []render.Warning{}
@@ -87,7 +93,7 @@ func (r *Result) Report(o ReportOptions) *Report {
 		rep.Warnings += len(or.Warn) + or.OmittedWarn
 		rep.Resources = append(rep.Resources, or)
 	}
-	rep.Warnings += len(rep.RenderWarnings)
+	rep.Warnings += len(o.RenderWarnings)
 	if o.AllowDriverLoss {
 		rep.Warnings += len(r.DriverLoss)
 	} else {

@@ -304,7 +304,7 @@ func (c *checker) image(img map[string]any, p *field.Path, nullable bool) {
 // and nodeSelector). nullable allows explicit nulls, which remove an inherited value.
 func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 	if v, ok := m["imagePullSecrets"]; ok {
-		if list, ok := c.list(v, p.Child("imagePullSecrets"), nullable); ok {
+		if list, ok := c.list(v, p.Child("imagePullSecrets"), nullable); ok && c.count(len(list), dgvalidation.MaxPullSecrets, "pull secrets", p.Child("imagePullSecrets")) {
 			for i, s := range list {
 				ip := p.Child("imagePullSecrets").Index(i)
 				if name, isStr := s.(string); isStr {
@@ -356,7 +356,7 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 		c.str(img, "repository", ip, true, checkRepository)
 	}
 	if v, ok := m["annotations"]; ok {
-		if ann, ok := c.object(v, p.Child("annotations"), nullable, "annotation key to string value"); ok {
+		if ann, ok := c.object(v, p.Child("annotations"), nullable, "annotation key to string value"); ok && c.count(len(ann), dgvalidation.MaxAnnotations, "annotations", p.Child("annotations")) {
 			strs := make(map[string]string, len(ann))
 			var notStrings []string // reported in key order; the others need no order
 			for k, v := range ann {
@@ -377,20 +377,30 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 		}
 	}
 	if v, ok := m["tolerations"]; ok {
-		if list, ok := c.list(v, p.Child("tolerations"), nullable); ok {
+		if list, ok := c.list(v, p.Child("tolerations"), nullable); ok && c.count(len(list), dgvalidation.MaxTolerations, "tolerations", p.Child("tolerations")) {
 			for i, t := range list {
 				c.toleration(t, p.Child("tolerations").Index(i))
 			}
 		}
 	}
 	if v, ok := m["env"]; ok {
-		if list, ok := c.list(v, p.Child("env"), nullable); ok {
+		if list, ok := c.list(v, p.Child("env"), nullable); ok && c.count(len(list), dgvalidation.MaxEnv, "environment variables", p.Child("env")) {
 			for i, e := range list {
 				c.envVar(e, p.Child("env").Index(i))
 			}
 		}
 	}
 	c.str(m, "priorityClassName", p, nullable, checkSubdomain)
+}
+
+// count reports whether n entries are within max; beyond it the field is reported once (the
+// webhook would deny the object: api/validation's size limits) and its entries are not judged.
+func (c *checker) count(n, max int, what string, p *field.Path) bool {
+	if e := dgvalidation.ValidateCount(n, max, what, p); e != nil {
+		c.add(e)
+		return false
+	}
+	return true
 }
 
 func (c *checker) list(v any, p *field.Path, nullable bool) ([]any, bool) {
@@ -448,7 +458,7 @@ func (c *checker) resources(v any, p *field.Path, nullable bool) {
 			continue
 		}
 		rl, ok := c.object(rv, p.Child(k), true, "resource name to quantity")
-		if !ok {
+		if !ok || !c.count(len(rl), dgvalidation.MaxResourceNames, "resources", p.Child(k)) {
 			continue
 		}
 		for _, name := range slices.Sorted(maps.Keys(rl)) {

@@ -33,9 +33,6 @@ const (
 	// from one client address (an API server opens about as many as it has requests in flight).
 	DefaultMaxConnections          = 512
 	DefaultMaxConnectionsPerClient = 128
-	// maxBodyBytes is controller-runtime's limit on an AdmissionReview body; a body whose
-	// length is not announced counts as this much.
-	maxBodyBytes = 7 << 20
 )
 
 // Limits bound what clients may hold, so that slow, many or hostile clients get a clear answer
@@ -193,9 +190,9 @@ func tooBusy(rw http.ResponseWriter, l Limits) {
 // wrap serves h within the limits.
 func (l *limiter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		size := r.ContentLength
-		if size < 0 || size > maxBodyBytes {
-			size = maxBodyBytes
+		size := r.ContentLength // a body whose length is not announced counts as the most read
+		if size < 0 || size > MaxReviewBytes {
+			size = MaxReviewBytes
 		}
 		t := &ticket{l: l, client: hostOf(r.RemoteAddr), held: usage{requests: 1, bytes: size}}
 		if !l.acquire(t.client, t.held) {

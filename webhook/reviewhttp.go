@@ -17,9 +17,9 @@ import (
 	"github.com/driverguard/driverguard/api/validation"
 )
 
-// maxReviewBytes is the largest AdmissionReview read, as controller-runtime's (the API server
-// sends at most about 3 MiB of object, twice for an UPDATE).
-const maxReviewBytes = 7 << 20
+// MaxReviewBytes is the largest AdmissionReview read, as controller-runtime's (the API server
+// sends at most about 3 MiB of object, twice for an UPDATE); `review` reads no more either.
+const MaxReviewBytes = 7 << 20
 
 // maxReviewValues bounds the JSON values (objects, arrays, strings, numbers, literals) of one
 // AdmissionReview. Decoding and judging cost memory per value, not per byte: 7 MiB of "0,"
@@ -81,14 +81,14 @@ func (h *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer r.Body.Close()
-	limited := &io.LimitedReader{R: r.Body, N: maxReviewBytes}
+	limited := &io.LimitedReader{R: r.Body, N: MaxReviewBytes}
 	body, err := io.ReadAll(limited)
 	if err != nil {
 		h.write(w, identity{}, admission.Errored(http.StatusBadRequest, err))
 		return
 	}
 	if limited.N <= 0 {
-		h.write(w, identity{}, admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewBytes)))
+		h.write(w, identity{}, admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", MaxReviewBytes)))
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {

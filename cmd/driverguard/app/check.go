@@ -86,9 +86,13 @@ func printCheck(w io.Writer, rep *release.Report) error {
 		for _, group := range []struct {
 			label    string
 			findings []decision.Finding
-		}{{"FAIL", res.Deny}, {"WARN", res.Warn}} {
+			omitted  int
+		}{{"FAIL", res.Deny, res.OmittedDeny}, {"WARN", res.Warn, res.OmittedWarn}} {
 			for _, f := range group.findings {
 				fmt.Fprintf(w, "  %s  %s\n", group.label, findingLine(f, title))
+			}
+			if group.omitted > 0 {
+				fmt.Fprintf(w, "  %s  ... and %d more\n", group.label, group.omitted)
 			}
 		}
 	}
@@ -101,6 +105,9 @@ func printCheck(w io.Writer, rep *release.Report) error {
 	for _, l := range rep.DriverLoss {
 		lines = append(lines, lossLine(l))
 	}
+	if rep.DriverLossOmitted > 0 {
+		lines = append(lines, fmt.Sprintf("... and %d more nodes (driverguard plan lists every node)", rep.DriverLossOmitted))
+	}
 	title := "NODES THAT WOULD LOSE THEIR DRIVER (FAIL: acknowledge with --allow-driver-loss)"
 	if rep.DriverLossAllowed {
 		title = "NODES THAT WOULD LOSE THEIR DRIVER (WARN: --allow-driver-loss)"
@@ -109,6 +116,9 @@ func printCheck(w io.Writer, rep *release.Report) error {
 	lines = nil
 	for _, wn := range rep.RenderWarnings {
 		lines = append(lines, wn.String())
+	}
+	if rep.RenderWarningsOmitted > 0 {
+		lines = append(lines, fmt.Sprintf("... and %d more", rep.RenderWarningsOmitted))
 	}
 	printSection(w, "RENDER WARNINGS", lines)
 	verdict := "passed"

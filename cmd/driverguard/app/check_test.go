@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,4 +234,37 @@ func TestPolicyList(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	assert.Regexp(t, `(?m)^lib\.drain_empty_dir\s+warn\s+disabled\s+bundled:drain_empty_dir\.rego\s+Draining must not delete emptyDir data silently$`, r.stdout)
 	assert.Regexp(t, `(?m)^platform\s+deny,warn\s+enabled\s+\.\./\.\./\.\./docs/examples/policy/platform\.rego\s+Pre-release drivers only on canary nodes`, r.stdout)
+}
+
+// TestCheckCountsWhatItDoesNotList: an object with more than 50 findings lists the first 50 and
+// counts the rest, in text and in JSON; the totals count them all.
+func TestCheckCountsWhatItDoesNotList(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("driver:\n  instances:\n")
+	for i := range 60 {
+		fmt.Fprintf(&b, "    i%02d:\n      nodeSelector: {key%02d: \"x\"}\n", i, i)
+	}
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(values, []byte(b.String()), 0o600))
+	// Every pair of instances could tie on a future node that carries both keys: the last
+	// instance gets 59 PotentialConflict warnings.
+	r := run(t, "", "check", "-f", values)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver-i59\n")
+	assert.Contains(t, r.stdout, "  WARN  ... and 9 more\n")
+
+	r = run(t, "", "check", "-f", values, "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var rep release.Report
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	last := rep.Resources[len(rep.Resources)-1]
+	assert.Equal(t, "rbln-driver-i59", last.Name)
+	assert.Len(t, last.Warn, 50)
+	assert.Equal(t, 9, last.OmittedWarn)
+	total := len(rep.RenderWarnings) + rep.RenderWarningsOmitted
+	for _, res := range rep.Resources {
+		total += len(res.Warn) + res.OmittedWarn
+	}
+	assert.Equal(t, total, rep.Warnings, "the total counts the warnings not listed")
+	assert.GreaterOrEqual(t, rep.Warnings, 60*59/2, "every pair of instances")
 }

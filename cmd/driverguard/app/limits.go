@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/driverguard/driverguard/api/decode"
+	"github.com/driverguard/driverguard/webhook"
 )
 
 // Flags of the input limits (root flags: every command reads through them).
@@ -15,9 +16,9 @@ const (
 	flagMaxInventorySize = "max-inventory-size"
 )
 
-// reviewLimit is the webhook's limit on an AdmissionReview (controller-runtime's, and
-// webhook's maxReviewBytes): review reads no more, as the webhook would not.
-const reviewLimit int64 = 7 << 20
+// reviewLimit is the webhook's limit on an AdmissionReview: review reads no more, as the
+// webhook would not.
+const reviewLimit int64 = webhook.MaxReviewBytes
 
 // inputLimits bound what the commands read.
 type inputLimits struct {

@@ -127,12 +127,18 @@ func printVerdict(w io.Writer, rep *release.Report) error {
 		for _, f := range res.Deny {
 			lines = append(lines, fmt.Sprintf("%s: DENIED, not applied: %s", title, findingLine(f, title)))
 		}
+		if res.OmittedDeny > 0 {
+			lines = append(lines, fmt.Sprintf("%s: DENIED, ... and %d more", title, res.OmittedDeny))
+		}
 		for _, f := range res.Warn {
 			lines = append(lines, fmt.Sprintf("%s: WARN %s", title, findingLine(f, title)))
 		}
+		if res.OmittedWarn > 0 {
+			lines = append(lines, fmt.Sprintf("%s: WARN ... and %d more", title, res.OmittedWarn))
+		}
 	}
-	if !rep.DriverLossAllowed && len(rep.DriverLoss) > 0 {
-		lines = append(lines, fmt.Sprintf("%d node(s) would lose their driver (above); acknowledge with --allow-driver-loss", len(rep.DriverLoss)))
+	if loss := len(rep.DriverLoss) + rep.DriverLossOmitted; !rep.DriverLossAllowed && loss > 0 {
+		lines = append(lines, fmt.Sprintf("%d node(s) would lose their driver (above); acknowledge with --allow-driver-loss", loss))
 	}
 	printSection(w, "VERDICT (as driverguard check and the admission webhook decide)", lines)
 	verdict := "passed"
