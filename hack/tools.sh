@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the project's tool binaries into bin/ (git-ignored) and reuses them when current.
 #
-#   hack/tools.sh helm            helm v3.22.0 (for `helm lint` / `helm template` / tests)
+#   hack/tools.sh helm            helm v3.22.0 as bin/helm and helm v4.3.1 as bin/helm4 (helm lint,
+#                                 the differential and lifecycle tests run both)
 #   hack/tools.sh control-plane   kube-apiserver + kube-controller-manager v1.37.2 and etcd v3.7.3
 #                                 (KUBEBUILDER_ASSETS=bin; test/plan runs the controller manager)
 #   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint, make test)
@@ -32,6 +33,7 @@ GO="${GO:-go}"
 export GOWORK=off
 
 HELM_VERSION=v3.22.0
+HELM4_VERSION=v4.3.1
 K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 
@@ -143,10 +145,26 @@ expect_version() {
 
 check_helm() { expect_version "$1" "$HELM_VERSION" version --short; }
 
+# helm v4 derives the Kubernetes version it assumes from its client-go (v1.37): only its own
+# version is set. `go install` names the binary helm; it is built in a directory of its own.
+HELM4_PKG=helm.sh/helm/v4
+HELM4_LDFLAGS="-s -w -X $HELM4_PKG/internal/version.version=$HELM4_VERSION"
+
+build_helm4() {
+	local tmp
+	tmp="$(mktemp -d "$1/.helm4.XXXXXX")"
+	(cd "$ROOT" && GOBIN="$tmp" "$GO" install -trimpath -ldflags "$HELM4_LDFLAGS" "$HELM4_PKG/cmd/helm@$HELM4_VERSION") &&
+		mv "$tmp/helm" "$1/helm4" && rmdir "$tmp"
+}
+
+check_helm4() { expect_version "$1" "$HELM4_VERSION" version --short; }
+
 do_helm() {
 	local key
 	key="$(printf 'tool=helm\nversion=%s\nldflags=%s\n%s' "$HELM_VERSION" "$HELM_LDFLAGS" "$(toolchain_key "$ROOT")")"
 	ensure helm "$key" build_helm check_helm
+	key="$(printf 'tool=helm4\nversion=%s\nldflags=%s\n%s' "$HELM4_VERSION" "$HELM4_LDFLAGS" "$(toolchain_key "$ROOT")")"
+	ensure helm4 "$key" build_helm4 check_helm4
 }
 
 # --- kube-apiserver, kube-controller-manager (hack/tools module) ----------------------------
