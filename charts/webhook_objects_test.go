@@ -17,9 +17,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/charts"
 )
 
@@ -73,13 +75,33 @@ func TestWebhookConfigurationsAreReleaseObjects(t *testing.T) {
 	docs, hooks := manifest(t, nil)
 	assert.Zero(t, hooks)
 	v := one[admissionregistrationv1.ValidatingWebhookConfiguration](t, docs, "ValidatingWebhookConfiguration")
-	require.Len(t, v.Webhooks, 2)
+	require.Len(t, v.Webhooks, 4)
 	for _, w := range v.Webhooks {
 		assert.Empty(t, v.Annotations["helm.sh/hook"])
 		require.Len(t, w.MatchConditions, 1, w.Name)
 		assert.Contains(t, w.MatchConditions[0].Expression, "object.spec != oldObject.spec")
 		assert.Contains(t, w.MatchConditions[0].Expression, "has(object.metadata.deletionTimestamp)")
-		assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy)
+		// The release's own objects (labelled with the release) are admitted while the webhook
+		// does not run yet; every other object fails closed.
+		require.NotNil(t, w.ObjectSelector, w.Name)
+		require.Len(t, w.ObjectSelector.MatchExpressions, 1, w.Name)
+		sel := w.ObjectSelector.MatchExpressions[0]
+		assert.Equal(t, v1alpha1.LabelRelease, sel.Key)
+		assert.Equal(t, []string{"dg"}, sel.Values)
+		if strings.Contains(w.Name, ".release.") {
+			assert.Equal(t, metav1.LabelSelectorOpIn, sel.Operator, w.Name)
+			assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy, w.Name)
+		} else {
+			assert.Equal(t, metav1.LabelSelectorOpNotIn, sel.Operator, w.Name)
+			assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy, w.Name)
+		}
+	}
+	for _, kind := range []string{"RBLNDriver", "RBLNClusterPolicy"} {
+		for _, doc := range docs[kind] {
+			var obj metav1.PartialObjectMetadata
+			require.NoError(t, yaml.Unmarshal(doc, &obj))
+			assert.Equal(t, "dg", obj.Labels[v1alpha1.LabelRelease], "%s %s carries the release label", kind, obj.Name)
+		}
 	}
 	m := one[admissionregistrationv1.MutatingWebhookConfiguration](t, docs, "MutatingWebhookConfiguration")
 	require.Len(t, m.Webhooks, 1)

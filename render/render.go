@@ -324,7 +324,9 @@ func sameAsDefault(r *Result) []Warning {
 	return out
 }
 
-// chartLabels are the labels templates/_helpers.tpl's driverguard.labels renders.
+// chartLabels are the labels templates/_helpers.tpl's driverguard.labels renders, and the
+// release label (driverguard.releaseLabel) the chart adds to RBLNDrivers and the
+// RBLNClusterPolicy.
 func chartLabels(ch *chart.Chart, release string) map[string]string {
 	chartLabel := strings.TrimSuffix(truncate(strings.ReplaceAll(ch.Metadata.Name+"-"+ch.Metadata.Version, "+", "_"), 63), "-")
 	return map[string]string{
@@ -334,6 +336,7 @@ func chartLabels(ch *chart.Chart, release string) map[string]string {
 		"app.kubernetes.io/managed-by": "Helm",
 		"app.kubernetes.io/part-of":    "driverguard",
 		"helm.sh/chart":                chartLabel,
+		v1alpha1.LabelRelease:          release,
 	}
 }
 

@@ -20,6 +20,11 @@ const (
 	LabelDriverInstance = "rebellions.ai/npu.driver.instance"
 	// LabelDriverComponent is "driver" or "smd" on a driver DaemonSet.
 	LabelDriverComponent = "rebellions.ai/npu.driver.component"
+
+	// LabelRelease marks the RBLNDrivers and the RBLNClusterPolicy a Helm release of the chart
+	// renders (value: the release name). The release's webhook configuration admits them while
+	// its webhook does not run yet (a fresh install), and judges them once it does.
+	LabelRelease = "driverguard.rebellions.ai/release"
 )
 
 // ReservedSelectorKeys are label keys that no RBLNDriver nodeSelector may set: the routing

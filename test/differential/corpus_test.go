@@ -15,8 +15,9 @@ import (
 )
 
 // TestCorpus renders every committed values file through the real `helm template` binary and
-// the Go renderer. ok-* files must render to equal objects; err-* files must be rejected by
-// both, and the Go error must contain the file's "# want:" line.
+// the Go renderer, under helm v3 and helm v4 alike. ok-* files must render to equal objects;
+// err-* files must be rejected by all three, and the Go error must contain the file's
+// "# want:" line.
 func TestCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the helm binary")
@@ -25,6 +26,7 @@ func TestCorpus(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), 30, "the corpus must hold at least 30 values files")
 	ch := loadChartDir(t)
+	helms := helmBinaries(t)
 	for _, file := range files {
 		name := filepath.Base(file)
 		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
@@ -33,15 +35,21 @@ func TestCorpus(t *testing.T) {
 			require.NoError(t, err)
 			vals, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{file}})
 			require.NoError(t, err)
-			fromHelm, helmErr := helmTemplate(t, file)
 			fromGo, goErr := goRender(ch, vals)
+			ok := strings.HasPrefix(name, "ok-")
+			for helm, bin := range helms {
+				fromHelm, helmErr := helmTemplate(t, bin, file)
+				if ok {
+					require.NoError(t, helmErr, "%s must render it", helm)
+					require.NoError(t, goErr, "the Go renderer must render it")
+					assertSameObjects(t, helm, fromHelm, fromGo)
+				} else {
+					require.Error(t, helmErr, "%s must reject it", helm)
+				}
+			}
 			switch {
-			case strings.HasPrefix(name, "ok-"):
-				require.NoError(t, helmErr, "helm must render it")
-				require.NoError(t, goErr, "the Go renderer must render it")
-				assertSameObjects(t, fromHelm, fromGo)
+			case ok:
 			case strings.HasPrefix(name, "err-"):
-				require.Error(t, helmErr, "helm must reject it")
 				require.Error(t, goErr, "the Go renderer must reject it")
 				var invalid *render.InvalidValuesError
 				require.True(t, errors.As(goErr, &invalid), "the Go renderer's own checks must catch it (not only the schema backstop): %v", goErr)
@@ -55,11 +63,11 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-func assertSameObjects(t *testing.T, fromHelm, fromGo objects) {
+func assertSameObjects(t *testing.T, helm string, fromHelm, fromGo objects) {
 	t.Helper()
-	require.NotNil(t, fromHelm.ClusterPolicy, "helm rendered no RBLNClusterPolicy")
+	require.NotNil(t, fromHelm.ClusterPolicy, "%s rendered no RBLNClusterPolicy", helm)
 	require.NotNil(t, fromGo.ClusterPolicy, "the Go renderer rendered no RBLNClusterPolicy")
 	if !apiequality.Semantic.DeepEqual(fromHelm, fromGo) {
-		t.Fatalf("helm and the Go renderer disagree (-helm +go):\n%s", cmp.Diff(fromHelm, fromGo))
+		t.Fatalf("%s and the Go renderer disagree (-%s +go):\n%s", helm, helm, cmp.Diff(fromHelm, fromGo))
 	}
 }

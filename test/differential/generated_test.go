@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,24 +20,63 @@ import (
 const generatedCases = 520
 
 // TestGenerated renders reproducible random valid values through helm's own engine
-// (pkg/action, client-only, in-process: the engine `helm template` runs) and the Go renderer,
-// and requires equal objects. Each input is written to a file and loaded the way `-f` loads it.
+// (pkg/action, client-only, in-process: the engine `helm template` runs), the real helm v3 and
+// helm v4 binaries, and the Go renderer, and requires equal objects from all four. Each input
+// is written to a file and loaded the way `-f` loads it.
 func TestGenerated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders hundreds of charts")
 	}
 	ch := loadChartDir(t)
+	helms := helmBinaries(t)
 	dir := t.TempDir()
-	for i := range generatedCases {
+	type generated struct {
+		file   string
+		data   []byte
+		loaded map[string]any
+		helm   map[string]objects // by binary
+		errs   map[string]error
+	}
+	cases := make([]*generated, generatedCases)
+	for i := range cases {
+		file := filepath.Join(dir, fmt.Sprintf("gen-%03d.yaml", i))
+		loaded, data := loadAsValuesFile(t, file, newGenerator(uint64(i)).values())
+		cases[i] = &generated{file: file, data: data, loaded: loaded, helm: map[string]objects{}, errs: map[string]error{}}
+	}
+	// The binaries, a few processes at a time (each run is mostly start-up).
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		slots = make(chan struct{}, 4)
+	)
+	for _, c := range cases {
+		for name, bin := range helms {
+			wg.Go(func() {
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				objs, err := helmTemplate(t, bin, c.file)
+				mu.Lock()
+				defer mu.Unlock()
+				c.helm[name], c.errs[name] = objs, err
+			})
+		}
+	}
+	wg.Wait()
+	for i, c := range cases {
 		seed := uint64(i)
-		loaded, data := loadAsValuesFile(t, filepath.Join(dir, fmt.Sprintf("gen-%03d.yaml", i)), newGenerator(seed).values())
-
-		fromHelm, err := helmEngine(ch, loaded)
-		require.NoError(t, err, "seed %d: helm rejected a generated valid input:\n%s", seed, data)
-		fromGo, err := goRender(ch, loaded)
-		require.NoError(t, err, "seed %d: the Go renderer rejected a generated valid input:\n%s", seed, data)
-		if !t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) { assertSameObjects(t, fromHelm, fromGo) }) {
-			t.Logf("values of seed %d:\n%s", seed, data)
+		fromEngine, err := helmEngine(ch, c.loaded)
+		require.NoError(t, err, "seed %d: helm's engine rejected a generated valid input:\n%s", seed, c.data)
+		fromGo, err := goRender(ch, c.loaded)
+		require.NoError(t, err, "seed %d: the Go renderer rejected a generated valid input:\n%s", seed, c.data)
+		ok := t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			assertSameObjects(t, "helm's engine", fromEngine, fromGo)
+			for _, name := range slices.Sorted(maps.Keys(helms)) {
+				require.NoError(t, c.errs[name], "%s rejected a generated valid input", name)
+				assertSameObjects(t, name, c.helm[name], fromGo)
+			}
+		})
+		if !ok {
+			t.Logf("values of seed %d:\n%s", seed, c.data)
 		}
 	}
 }

@@ -39,17 +39,19 @@ func repoRoot(t testing.TB) string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// helmBinary finds the real helm binary: bin/helm (built by hack/tools.sh) or helm on PATH.
-func helmBinary(t testing.TB) string {
+// helmBinaries are the real helm binaries the chart must render identically under: bin/helm
+// (v3) and bin/helm4 (v4), both built by hack/tools.sh from their modules.
+func helmBinaries(t testing.TB) map[string]string {
 	t.Helper()
-	if p := filepath.Join(repoRoot(t), "bin", "helm"); fileExists(p) {
-		return p
+	out := map[string]string{}
+	for name, file := range map[string]string{"helm3": "helm", "helm4": "helm4"} {
+		p := filepath.Join(repoRoot(t), "bin", file)
+		if !fileExists(p) {
+			t.Fatalf("bin/%s is missing: run `make tools` (hack/tools.sh helm builds helm v3 and v4 from the Go module proxy)", file)
+		}
+		out[name] = p
 	}
-	if p, err := exec.LookPath("helm"); err == nil {
-		return p
-	}
-	t.Fatal("the helm binary is missing: run `make tools` (hack/tools.sh helm builds it from the Go module proxy)")
-	return ""
+	return out
 }
 
 func fileExists(p string) bool {
@@ -63,12 +65,13 @@ type objects struct {
 	ClusterPolicy *v1alpha1.RBLNClusterPolicy
 }
 
-// helmTemplate runs `helm template` on the chart directory with one values file.
-func helmTemplate(t testing.TB, valuesFile string) (objects, error) {
+// helmTemplate runs `helm template` of the helm binary bin on the chart directory with one
+// values file.
+func helmTemplate(t testing.TB, bin, valuesFile string) (objects, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, helmBinary(t), "template", releaseName, filepath.Join(repoRoot(t), "charts", "driverguard"), "-f", valuesFile)
+	cmd := exec.CommandContext(ctx, bin, "template", releaseName, filepath.Join(repoRoot(t), "charts", "driverguard"), "-f", valuesFile)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -18,6 +18,16 @@ helm.sh/chart: {{ include "driverguard.chart" . }}
 {{- end -}}
 
 {{/*
+driverguard.releaseLabel is the label that marks the release's own RBLNDrivers and
+RBLNClusterPolicy (value: the release name): the webhook configuration admits them while the
+webhook does not run yet (templates/webhook-configurations.yaml). The Go renderer writes the
+same label (render.ReleaseLabel).
+*/}}
+{{- define "driverguard.releaseLabel" -}}
+driverguard.rebellions.ai/release
+{{- end -}}
+
+{{/*
 driverguard.prune removes every null value from a map, recursively. null means "remove
 this key": at the top level Helm's own coalescing already dropped chart defaults set to
 null; what is left (nulls on keys the chart has no default for) is removed here.

@@ -41,14 +41,16 @@ driverguard.webhook.caBundle: the caBundle a webhook of a configuration already 
 by serve --cert-rotation or cert-manager). Rendering it keeps it in the release's manifest, so
 that an upgrade with --force (which replaces objects) or a rollback never leaves the webhooks
 without a CA for a moment. Empty on install and in `helm template`. Input: dict "kind" "name"
-"index".
+"webhook" (the webhook's name in the configuration).
 */}}
 {{- define "driverguard.webhook.caBundle" -}}
 {{- $old := lookup "admissionregistration.k8s.io/v1" .kind "" .name -}}
-{{- if and $old $old.webhooks (gt (len $old.webhooks) .index) -}}
-{{- $w := index $old.webhooks .index -}}
-{{- if and $w $w.clientConfig $w.clientConfig.caBundle -}}
-{{- $w.clientConfig.caBundle -}}
+{{- $webhook := .webhook -}}
+{{- if and $old $old.webhooks -}}
+{{- range $old.webhooks -}}
+{{- if and (eq .name $webhook) .clientConfig .clientConfig.caBundle -}}
+{{- .clientConfig.caBundle -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
