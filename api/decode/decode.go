@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -72,14 +73,14 @@ func parseDocuments(data []byte, source string) ([]Document, error) {
 		}
 		data, err := toJSON(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d is not valid YAML: %w", source, n, err)
+			return nil, fmt.Errorf("%s: document %d is not valid YAML: %w", source, n, capError(err))
 		}
 		if string(bytes.TrimSpace(data)) == "null" {
 			continue
 		}
 		var tm typeMeta
 		if err := json.Unmarshal(data, &tm); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", source, n, err)
+			return nil, fmt.Errorf("%s: document %d: %w", source, n, capError(err))
 		}
 		src := fmt.Sprintf("%s#%d", source, n)
 		if tm.Kind == "" {
@@ -89,7 +90,7 @@ func parseDocuments(data []byte, source string) ([]Document, error) {
 			for i, item := range tm.Items {
 				var itm typeMeta
 				if err := json.Unmarshal(item, &itm); err != nil {
-					return nil, fmt.Errorf("%s: item %d: %w", src, i, err)
+					return nil, fmt.Errorf("%s: item %d: %w", src, i, capError(err))
 				}
 				kind := itm.Kind
 				if kind == "" {
@@ -157,7 +158,7 @@ var WorkloadKinds = []string{"Pod", "PodDisruptionBudget", "ReplicaSet", "Deploy
 func ReadWorkloads(docs []Document) (*Workloads, error) {
 	for _, d := range docs {
 		if !slices.Contains(WorkloadKinds, d.Kind) {
-			return nil, fmt.Errorf("%s: a %s is not one of %s; leave it out of the stream", d.Source, d.Kind, strings.Join(WorkloadKinds, ", "))
+			return nil, fmt.Errorf("%s: a %s is not one of %s; leave it out of the stream", d.Source, validation.Truncate(d.Kind, validation.MaxQuotedValue), strings.Join(WorkloadKinds, ", "))
 		}
 	}
 	var (
@@ -213,14 +214,14 @@ func typed[T any](docs []Document, kind, apiVersion string) ([]T, error) {
 	out := make([]T, 0, len(docs))
 	for _, d := range docs {
 		if d.Kind != kind {
-			return nil, fmt.Errorf("%s: expected a %s, got kind %q", d.Source, kind, d.Kind)
+			return nil, fmt.Errorf("%s: expected a %s, got kind %s", d.Source, kind, quote(d.Kind))
 		}
 		if d.APIVersion != "" && d.APIVersion != apiVersion {
-			return nil, fmt.Errorf("%s: expected apiVersion %s for %s, got %q", d.Source, apiVersion, kind, d.APIVersion)
+			return nil, fmt.Errorf("%s: expected apiVersion %s for %s, got %s", d.Source, apiVersion, kind, quote(d.APIVersion))
 		}
 		obj, err := unmarshal[T](d)
 		if err != nil {
-			return nil, fmt.Errorf("%s: decoding the %s: %w", d.Source, kind, err)
+			return nil, fmt.Errorf("%s: decoding the %s: %w", d.Source, kind, capError(err))
 		}
 		out = append(out, obj)
 	}
@@ -239,7 +240,7 @@ func typed[T any](docs []Document, kind, apiVersion string) ([]T, error) {
 		case meta.GetName() == "":
 			return nil, fmt.Errorf("%s: the %s has no metadata.name; every object needs one", docs[i].Source, kind)
 		case dup:
-			return nil, fmt.Errorf("%s: a second %s named %q (the first is %s); a cluster holds one object per name: remove one", docs[i].Source, kind, name, first)
+			return nil, fmt.Errorf("%s: a second %s named %s (the first is %s); a cluster holds one object per name: remove one", docs[i].Source, kind, quote(name), first)
 		}
 		seen[name] = docs[i].Source
 	}
@@ -306,4 +307,27 @@ func orList(words []string) string {
 		return strings.Join(words, "")
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// quote quotes a name read from a file for a message, cut to validation.MaxQuotedValue.
+func quote(s string) string {
+	return strconv.Quote(validation.Truncate(s, validation.MaxQuotedValue))
+}
+
+// maxParserError bounds the text of a parser's error in a message: the YAML and JSON parsers
+// and the types' own decoders may quote what they read whole (a timestamp, a key).
+const maxParserError = 1000
+
+// cappedError keeps a parser's error for errors.Is and errors.As, with its text cut.
+type cappedError struct{ err error }
+
+func (e *cappedError) Error() string { return validation.Truncate(e.err.Error(), maxParserError) }
+func (e *cappedError) Unwrap() error { return e.err }
+
+// capError shortens err's text when it is longer than maxParserError.
+func capError(err error) error {
+	if len(err.Error()) <= maxParserError {
+		return err
+	}
+	return &cappedError{err: err}
 }
