@@ -88,3 +88,34 @@ func TestValueAndInstanceErrorsAtOnce(t *testing.T) {
 	}, fields, "%v", err)
 	assert.Contains(t, err.Error(), "driver.instances.a.image.tag: Required value: spec.version would be empty: a null on this instance removed the inherited driver.image.tag")
 }
+
+// TestMergedMapsWithinTheSizeLimits: an instance's annotations and resource names are counted
+// once merged with those it inherits (each side within its limit, the RBLNDriver over it); a
+// null removes an inherited key, and at the limit it renders.
+func TestMergedMapsWithinTheSizeLimits(t *testing.T) {
+	mapOf := func(prefix string, n int, value string) string {
+		entries := make([]string, n)
+		for i := range entries {
+			entries[i] = fmt.Sprintf("%s%d: %s", prefix, i, value)
+		}
+		return "{" + strings.Join(entries, ", ") + "}"
+	}
+	values := func(own string) string {
+		return "driver:\n  annotations: " + mapOf("a", 130, "x") + "\n  resources: {limits: " + mapOf("example.com/r", 40, "1") + "}\n" +
+			"  instances:\n    a:\n      nodeSelector: {x: z}\n" + own
+	}
+	_, err := renderYAML(t, values("      annotations: "+mapOf("b", 130, "x")+"\n      resources: {limits: "+mapOf("example.com/s", 40, "1")+"}\n"))
+	var invalid *render.InvalidValuesError
+	require.ErrorAs(t, err, &invalid)
+	require.Len(t, invalid.Errs, 2, "%v", err)
+	assert.Equal(t, "driver.instances.a.annotations", invalid.Errs[0].Field)
+	assert.Contains(t, err.Error(), "driver.instances.a.annotations: Too many: 260: its RBLNDriver would carry 260 annotations, 130 of its own and 130 inherited from driver.annotations; at most 256 are allowed")
+	assert.Contains(t, err.Error(), "driver.instances.a.resources.limits: Too many: 80: its RBLNDriver would carry 80 resources, 40 of its own and 40 inherited from driver.resources.limits; at most 64 are allowed")
+
+	// 130 of its own, 4 overriding inherited ones and 4 removing them with null: 134 of its
+	// own and 122 inherited, 256.
+	r, err := renderYAML(t, values("      annotations: "+strings.TrimSuffix(mapOf("b", 130, "x"), "}")+
+		", a0: null, a1: null, a2: null, a3: null, a4: w, a5: w, a6: w, a7: w}\n"))
+	require.NoError(t, err)
+	assert.Len(t, driver(t, r, "rbln-driver-a").Annotations, 256)
+}

@@ -227,6 +227,7 @@ func (c *checker) driverBlock(d map[string]any, p *field.Path) {
 		ip := p.Child("instances", key)
 		c.add(dgvalidation.ValidateInstanceKey(key, ip)...)
 		c.instance(instances[key], ip)
+		c.mergedCounts(d, instances[key], ip)
 	}
 	enabled, _ := d["enabled"].(bool)
 	deployDefault, _ := d["deployDefault"].(bool)
@@ -391,6 +392,53 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 		}
 	}
 	c.str(m, "priorityClassName", p, nullable, checkSubdomain)
+}
+
+// mergedCounts reports the maps of an instance that are within their size limit on their own
+// and within it in the top-level block, but not once merged (the instance's keys win, a null
+// removes a key): its RBLNDriver would carry more than the webhook allows. Lists replace what
+// they inherit, so only maps are counted.
+func (c *checker) mergedCounts(d map[string]any, v any, p *field.Path) {
+	inst, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for _, f := range []struct {
+		path []string
+		max  int
+		what string
+	}{
+		{[]string{"annotations"}, dgvalidation.MaxAnnotations, "annotations"},
+		{[]string{"resources", "limits"}, dgvalidation.MaxResourceNames, "resources"},
+		{[]string{"resources", "requests"}, dgvalidation.MaxResourceNames, "resources"},
+	} {
+		own, _ := lookup(inst, f.path...)
+		base, _ := lookup(d, f.path...)
+		ownMap, ok1 := own.(map[string]any)
+		baseMap, ok2 := base.(map[string]any)
+		if !ok1 || !ok2 || len(ownMap) > f.max || len(baseMap) > f.max {
+			// one side inherits or removes the other whole, or is reported already
+			continue
+		}
+		n, inherited := 0, 0
+		for _, v := range ownMap {
+			if v != nil {
+				n++
+			}
+		}
+		for k, v := range baseMap {
+			if _, set := ownMap[k]; !set && v != nil {
+				inherited++
+			}
+		}
+		if n+inherited > f.max {
+			fp := p.Child(f.path[0], f.path[1:]...)
+			e := field.TooMany(fp, n+inherited, f.max)
+			e.Detail = fmt.Sprintf("its RBLNDriver would carry %d %s, %d of its own and %d inherited from driver.%s; at most %d are allowed: set fewer, or remove inherited ones with null",
+				n+inherited, f.what, n, inherited, strings.Join(f.path, "."), f.max)
+			c.add(e)
+		}
+	}
 }
 
 // count reports whether n entries are within max; beyond it the field is reported once (the
