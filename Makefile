@@ -15,7 +15,7 @@ TEST_ENV = export PATH="$(CURDIR)/bin:$$PATH" KUBEBUILDER_ASSETS="$(CURDIR)/bin"
 GO_FILES = $$(find . \( -path ./.git -o -path ./bin -o -name node_modules \) -prune -o -type f -name '*.go' -print)
 
 .DEFAULT_GOAL := build
-.PHONY: tools generate build demo test bench lint vet fmt-check
+.PHONY: tools generate build demo test fuzz bench lint vet fmt-check
 
 tools: ## build helm, kube-apiserver, kube-controller-manager, etcd and golangci-lint into bin/ (reused when current)
 	bash hack/tools.sh all
@@ -61,6 +61,14 @@ test: tools
 	$(TEST_ENV) $(GO) test -race ./... -count=1 -timeout 60m
 	@# the sustained-load test is built without -race (the race detector would set its pace)
 	$(TEST_ENV) $(GO) test ./test/load/ -count=1 -timeout 10m -v -run TestSustainedLoad
+
+# Every fuzz target (`func Fuzz...` in a _test.go file) for FUZZTIME each, one after another;
+# a failing input fails the run and is written to <package>/testdata/fuzz/<Target>/ (commit it
+# with its fix as a regression seed). `go test` (make test) runs the seed corpora only.
+FUZZTIME ?= 30s
+FUZZPARALLEL ?=
+fuzz: ## every fuzz target for FUZZTIME (30s) each: make fuzz FUZZTIME=5m FUZZPARALLEL=1
+	FUZZTIME='$(FUZZTIME)' FUZZPARALLEL='$(FUZZPARALLEL)' FUZZ='$(FUZZ)' GO='$(GO)' bash hack/fuzz.sh
 
 bench:
 	@if [ -f hack/bench.sh ]; then bash hack/bench.sh; else echo "hack/bench.sh does not exist yet" >&2; fi
