@@ -38,6 +38,7 @@ type Rejection struct {
 // held: the message lists the findings up to maxMessageBytes, the causes take up to
 // maxCausesBytes, the warnings up to maxWarningsBytes; what does not fit is counted.
 const (
+	maxNameBytes     = 253
 	maxMessageBytes  = 4 << 10
 	maxCausesBytes   = 24 << 10
 	maxWarningsBytes = 16 << 10
@@ -71,7 +72,9 @@ func (r *Rejection) Status() metav1.Status {
 		Code:    http.StatusForbidden,
 		Reason:  metav1.StatusReasonForbidden,
 		Message: r.Error(),
-		Details: &metav1.StatusDetails{Name: r.Name, Group: r.Group, Kind: r.Kind},
+		// A name is at most 253 characters when valid; one sent to the webhook directly may be
+		// anything.
+		Details: &metav1.StatusDetails{Name: validation.Truncate(r.Name, maxNameBytes), Group: r.Group, Kind: r.Kind},
 	}
 	size := 0
 	for _, f := range r.Denials {

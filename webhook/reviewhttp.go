@@ -117,15 +117,23 @@ func (h *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case ar.Kind != "AdmissionReview":
-		h.write(w, identity{UID: req.UID}, admission.Errored(http.StatusBadRequest, fmt.Errorf("kind is %q, expected AdmissionReview", validation.Truncate(ar.Kind, validation.MaxQuotedValue))))
+		h.write(w, identity{UID: types.UID(validation.Truncate(string(req.UID), maxUIDBytes))}, admission.Errored(http.StatusBadRequest, fmt.Errorf("kind is %q, expected AdmissionReview", validation.Truncate(ar.Kind, validation.MaxQuotedValue))))
 		return
 	case ar.APIVersion != admissionv1.SchemeGroupVersion.String() && ar.APIVersion != admissionv1beta1.SchemeGroupVersion.String():
-		h.write(w, identity{UID: req.UID}, admission.Errored(http.StatusBadRequest, fmt.Errorf("apiVersion is %q, expected %s or %s", validation.Truncate(ar.APIVersion, validation.MaxQuotedValue),
+		h.write(w, identity{UID: types.UID(validation.Truncate(string(req.UID), maxUIDBytes))}, admission.Errored(http.StatusBadRequest, fmt.Errorf("apiVersion is %q, expected %s or %s", validation.Truncate(ar.APIVersion, validation.MaxQuotedValue),
 			admissionv1.SchemeGroupVersion, admissionv1beta1.SchemeGroupVersion)))
+		return
+	}
+	if len(req.UID) > maxUIDBytes {
+		h.write(w, identity{APIVersion: ar.APIVersion, UID: types.UID(validation.Truncate(string(req.UID), maxUIDBytes))}, admission.Errored(http.StatusBadRequest,
+			fmt.Errorf("request.uid is %d bytes; an API server's is 36 (at most %d are read)", len(req.UID), maxUIDBytes)))
 		return
 	}
 	h.write(w, identity{APIVersion: ar.APIVersion}, h.hook.Handle(r.Context(), req))
 }
+
+// maxUIDBytes bounds the request UID an answer repeats: the API server's are 36 characters.
+const maxUIDBytes = 128
 
 // identity is what an answer must repeat of a request that is not read: its version and UID.
 type identity struct {
@@ -144,7 +152,7 @@ func reviewIdentity(body []byte) identity {
 		} `json:"request"`
 	}
 	_ = sigsjson.UnmarshalCaseSensitivePreserveInts(body, &r)
-	id := identity{UID: r.Request.UID}
+	id := identity{UID: types.UID(validation.Truncate(string(r.Request.UID), maxUIDBytes))}
 	if r.APIVersion == admissionv1beta1.SchemeGroupVersion.String() {
 		id.APIVersion = r.APIVersion
 	}
