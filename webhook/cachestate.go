@@ -279,6 +279,10 @@ var (
 		Name: "driverguard_webhook_connections_refused_total",
 		Help: "Connections closed as soon as they were accepted: over --max-connections or --max-connections-per-client.",
 	})
+	evictedRequests = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "driverguard_webhook_requests_evicted_total",
+		Help: "Requests whose body read was ended to make room for a newcomer: a slow client held what the API server needed.",
+	})
 	refusedRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "driverguard_webhook_requests_refused_total",
 		Help: "Admission requests refused before they were judged: in_flight (429: requests, bytes or JSON values in flight) or too_large (413: over 100,000 JSON values).",
@@ -287,6 +291,6 @@ var (
 
 func registerMetrics() {
 	metricsOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(stateRebuilds, stateRebuildSeconds, stateObjects, openConnections, refusedConnections, refusedRequests)
+		ctrlmetrics.Registry.MustRegister(stateRebuilds, stateRebuildSeconds, stateObjects, openConnections, refusedConnections, refusedRequests, evictedRequests)
 	})
 }

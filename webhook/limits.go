@@ -98,15 +98,27 @@ func (u *usage) add(d usage) {
 // limiter admits requests within Limits; one limiter is shared by every path of a server. A
 // client may hold at most MaxInFlightPerClient requests, and less than all of the bytes and
 // JSON values in flight, so that one client alone never leaves the API server nothing.
+//
+// When a request does not fit, the limiter ends the body read of a request that is still
+// reading its body — one of the client that holds the most, never the newcomer's own — and
+// waits up to admitWait for room: the API server sends a body at once, so what stalls in the
+// reading phase is what a slow or hostile client holds. Stalled bodies from several addresses
+// therefore cannot lock the API server out for the body timeout; a newcomer that still does
+// not fit is answered 429.
 type limiter struct {
 	Limits
 	mu       sync.Mutex
 	total    usage
 	byClient map[string]*usage
+	reading  map[*ticket]struct{} // admitted requests still reading their body
+	changed  chan struct{}        // closed (and replaced) whenever a hold is released
 }
 
+// admitWait is how long a request waits for room that evictions are making.
+const admitWait = time.Second
+
 func newLimiter(l Limits) *limiter {
-	return &limiter{Limits: l.withDefaults(), byClient: map[string]*usage{}}
+	return &limiter{Limits: l.withDefaults(), byClient: map[string]*usage{}, reading: map[*ticket]struct{}{}, changed: make(chan struct{})}
 }
 
 // perClient are the most one client may hold: all requests up to MaxInFlightPerClient, and
@@ -120,53 +132,125 @@ func (l *limiter) perClient() usage {
 	}
 }
 
-// acquire adds d to client's usage if it stays within the limits.
-func (l *limiter) acquire(client string, d usage) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// fits reports whether client can add d: the client's own share, then the totals. Called with
+// l.mu held.
+func (l *limiter) fits(client string, d usage) (fits, ownShare bool) {
 	c := l.byClient[client]
 	if c == nil {
 		c = &usage{}
 	}
 	limit := l.perClient()
+	if c.requests+d.requests > limit.requests || c.bytes+d.bytes > limit.bytes || c.values+d.values > limit.values {
+		return false, false
+	}
 	t := l.total
-	if t.requests+d.requests > l.MaxInFlight || t.bytes+d.bytes > l.MaxInFlightBytes || t.values+d.values > l.MaxInFlightValues ||
-		c.requests+d.requests > limit.requests || c.bytes+d.bytes > limit.bytes || c.values+d.values > limit.values {
+	return t.requests+d.requests <= l.MaxInFlight && t.bytes+d.bytes <= l.MaxInFlightBytes && t.values+d.values <= l.MaxInFlightValues, true
+}
+
+// acquire adds d to t's hold when it fits, evicting stalled body reads of other clients to make
+// room, for up to admitWait. It reports whether d was added.
+func (l *limiter) acquire(t *ticket, d usage) bool {
+	deadline := time.Now().Add(admitWait)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		fits, ownShare := l.fits(t.client, d)
+		if fits {
+			l.total.add(d)
+			c := l.byClient[t.client]
+			if c == nil {
+				c = &usage{}
+				l.byClient[t.client] = c
+			}
+			c.add(d)
+			t.held.add(d)
+			return true
+		}
+		if !ownShare {
+			return false // a client over its own share waits for nobody
+		}
+		evicting := l.evictFor(t.client)
+		wait := time.Until(deadline)
+		if !evicting || wait <= 0 {
+			return false
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-time.After(wait):
+		}
+		l.mu.Lock()
+	}
+}
+
+// evictFor ends the body read of one request of the client (other than newcomer) that holds
+// the most requests, the oldest of them, unless one is being evicted already. It reports
+// whether an eviction is under way. Called with l.mu held.
+func (l *limiter) evictFor(newcomer string) bool {
+	var victim *ticket
+	for t := range l.reading {
+		if t.evicted {
+			return true // its hold is about to be released
+		}
+		if t.client == newcomer {
+			continue
+		}
+		if victim == nil || l.byClient[t.client].requests > l.byClient[victim.client].requests ||
+			(t.client == victim.client && t.admitted.Before(victim.admitted)) {
+			victim = t
+		}
+	}
+	if victim == nil {
 		return false
 	}
-	l.total.add(d)
-	c.add(d)
-	l.byClient[client] = c
+	victim.evicted = true
+	evictedRequests.Inc()
+	victim.endRead()
 	return true
 }
 
-func (l *limiter) release(client string, d usage) {
+func (l *limiter) release(t *ticket) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	d = usage{-d.requests, -d.bytes, -d.values}
+	delete(l.reading, t)
+	d := usage{-t.held.requests, -t.held.bytes, -t.held.values}
 	l.total.add(d)
-	if c := l.byClient[client]; c != nil {
+	if c := l.byClient[t.client]; c != nil {
 		if c.add(d); c.requests <= 0 {
-			delete(l.byClient, client)
+			delete(l.byClient, t.client)
 		}
 	}
+	close(l.changed)
+	l.changed = make(chan struct{})
 }
 
 // ticket is one admitted request's hold on the limiter.
 type ticket struct {
-	l      *limiter
-	client string
-	held   usage
+	l        *limiter
+	client   string
+	held     usage
+	admitted time.Time
+	evicted  bool   // its body read was ended to make room (guarded by l.mu)
+	endRead  func() // ends the body read at once
 }
 
-// addValues adds the JSON values of the request's body to its hold, if they fit.
-func (t *ticket) addValues(n int) bool {
-	if !t.l.acquire(t.client, usage{values: n}) {
-		return false
-	}
-	t.held.values += n
-	return true
+// bodyRead marks the request's body as read: it is no longer evictable.
+func (t *ticket) bodyRead() {
+	t.l.mu.Lock()
+	delete(t.l.reading, t)
+	t.l.mu.Unlock()
 }
+
+// wasEvicted reports whether the request's body read was ended to make room.
+func (t *ticket) wasEvicted() bool {
+	t.l.mu.Lock()
+	defer t.l.mu.Unlock()
+	return t.evicted
+}
+
+// addValues adds the JSON values of the request's body to its hold, when they fit.
+func (t *ticket) addValues(n int) bool { return t.l.acquire(t, usage{values: n}) }
 
 type ticketKey struct{}
 
@@ -176,15 +260,21 @@ func ticketFrom(ctx context.Context) *ticket {
 	return t
 }
 
-// tooBusy answers 429 at once. "Connection: close" keeps it so: without it, net/http would
-// first read up to 256 KiB of an unread body to keep the connection, for as long as the
-// client takes to send it.
+// tooBusy answers 429 at once and closes the connection.
 func tooBusy(rw http.ResponseWriter, l Limits) {
 	refusedRequests.WithLabelValues("in_flight").Inc()
-	rw.Header().Set("Connection", "close")
 	rw.Header().Set("Retry-After", "1")
-	http.Error(rw, fmt.Sprintf("driverguard webhook: too many admission requests in flight (at most %d, %d from one client, %d MiB of request bodies, %d JSON values); retry",
-		l.MaxInFlight, l.MaxInFlightPerClient, l.MaxInFlightBytes>>20, l.MaxInFlightValues), http.StatusTooManyRequests)
+	refuse(rw, http.StatusTooManyRequests, fmt.Sprintf("driverguard webhook: too many admission requests in flight (at most %d, %d from one client, %d MiB of request bodies, %d JSON values); retry",
+		l.MaxInFlight, l.MaxInFlightPerClient, l.MaxInFlightBytes>>20, l.MaxInFlightValues))
+}
+
+// refuse answers code with msg and ends the connection once the answer is written, whatever
+// is left of the request's body: net/http would otherwise read up to 256 KiB of it first (to
+// keep the connection), for as long as the client takes to send it.
+func refuse(rw http.ResponseWriter, code int, msg string) {
+	rw.Header().Set("Connection", "close")
+	http.Error(rw, msg, code)
+	_ = http.NewResponseController(rw).SetReadDeadline(time.Now())
 }
 
 // wrap serves h within the limits.
@@ -194,15 +284,20 @@ func (l *limiter) wrap(h http.Handler) http.Handler {
 		if size < 0 || size > MaxReviewBytes {
 			size = MaxReviewBytes
 		}
-		t := &ticket{l: l, client: hostOf(r.RemoteAddr), held: usage{requests: 1, bytes: size}}
-		if !l.acquire(t.client, t.held) {
+		rc := http.NewResponseController(rw)
+		t := &ticket{l: l, client: hostOf(r.RemoteAddr), admitted: time.Now(),
+			endRead: func() { _ = rc.SetReadDeadline(time.Now()) }}
+		if !l.acquire(t, usage{requests: 1, bytes: size}) {
 			tooBusy(rw, l.Limits)
 			return
 		}
-		defer func() { l.release(t.client, t.held) }()
-		// The server has no read timeout of its own: bound this request's body. (The next
-		// request on the connection gets the server's header timeout again.)
-		_ = http.NewResponseController(rw).SetReadDeadline(time.Now().Add(l.BodyTimeout))
+		defer l.release(t)
+		l.mu.Lock()
+		l.reading[t] = struct{}{} // evictable until its body is read
+		l.mu.Unlock()
+		// Bound this request's body (the server's own read timeout is a backstop for every
+		// path). The next request on the connection gets the header timeout again.
+		_ = rc.SetReadDeadline(time.Now().Add(l.BodyTimeout))
 		h.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)))
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -206,40 +207,66 @@ func TestPerClientRequests(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, "another client: %s", body)
 }
 
-// TestConnectionLimits: beyond its share of connections a client's new connections are closed
-// at once; another client still connects and is served; a connection that sends nothing is
-// closed after the header timeout.
+// TestConnectionLimits: connections that send nothing hold at most half a client's share
+// (its others are closed at once) and are closed after the handshake timeout; when the
+// handshake slots are all taken, an honest client's connection still gets through (the oldest
+// silent one is closed for it); a client's served connections are bounded too.
 func TestConnectionLimits(t *testing.T) {
 	hooks := webhook.New(benchState(10, 2), webhook.Options{})
-	srv := startServerWith(t, hooks, webhook.Limits{MaxConnections: 20, MaxConnectionsPerClient: 5, HeaderTimeout: 500 * time.Millisecond})
+	srv := startServerWith(t, hooks, webhook.Limits{MaxConnections: 8, MaxConnectionsPerClient: 6, HeaderTimeout: 3 * time.Second})
 	addr := strings.TrimPrefix(srv.url, "https://")
-	var held []net.Conn
-	for range 5 {
-		c, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, tcpAddr(t, addr))
+	silent := func(ip string) net.Conn {
+		c, err := net.DialTCP("tcp", &net.TCPAddr{IP: net.ParseIP(ip)}, tcpAddr(t, addr))
 		require.NoError(t, err)
-		held = append(held, c)
 		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	closedAtOnce := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	// 127.0.0.2 may hold 3 connections in their handshake (half of 6); a 4th is closed.
+	var held []net.Conn
+	for range 3 {
+		held = append(held, silent("127.0.0.2"))
 	}
 	time.Sleep(100 * time.Millisecond)
-	_, err := dialFrom(t, srv, "127.0.0.2")
-	assert.Error(t, err, "the sixth connection of 127.0.0.2 is closed")
-
-	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
-	assert.Equal(t, http.StatusOK, code, "another client: %s", body)
-
-	// The silent connections are closed by the header (handshake) timeout; then 127.0.0.2
-	// connects again.
+	assert.True(t, closedAtOnce(silent("127.0.0.2")), "a client's 4th silent connection is closed at once")
 	for _, c := range held {
+		assert.False(t, closedAtOnce(c), "the first three are held (until the handshake timeout): %v", c.LocalAddr())
+	}
+	// 127.0.0.3 takes the last handshake slot (4 = half of 8); an honest client still gets in:
+	// the oldest silent connection is closed for it.
+	held = append(held, silent("127.0.0.3"))
+	time.Sleep(100 * time.Millisecond)
+	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
+	assert.Equal(t, http.StatusOK, code, "an honest client while the handshake slots are taken: %s", body)
+	assert.True(t, closedAtOnce(held[0]), "the oldest silent connection made room")
+
+	// The others are closed by the handshake timeout.
+	for _, c := range held[1:] {
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
 		start := time.Now()
 		_, err := c.Read(make([]byte, 1))
 		assert.Error(t, err)
-		assert.Less(t, time.Since(start), 3*time.Second, "closed within the header timeout")
+		assert.Less(t, time.Since(start), 4*time.Second, "closed within the handshake timeout")
 	}
-	require.Eventually(t, func() bool {
-		_, err := dialFrom(t, srv, "127.0.0.2")
-		return err == nil
-	}, 5*time.Second, 50*time.Millisecond)
+
+	// Served connections: a client holds at most 6; its 7th is closed once its handshake is done.
+	var served []*tls.Conn
+	for range 6 {
+		c, err := dialFrom(t, srv, "127.0.0.4")
+		require.NoError(t, err)
+		served = append(served, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	c, err := dialFrom(t, srv, "127.0.0.4")
+	if err == nil {
+		assert.True(t, closedAtOnce(c), "a client's 7th served connection is closed")
+	}
+	_ = served
 }
 
 func tcpAddr(t *testing.T, addr string) *net.TCPAddr {
@@ -280,4 +307,76 @@ func TestValueBudget(t *testing.T) {
 		}
 	}
 	assert.Positive(t, busy, "eight requests of 60,000 values at once over a budget of 100,000: some are refused")
+}
+
+// stallFrom is stall from the local address ip, with the headers given.
+func stallFrom(t *testing.T, srv *benchServer, ip, headers string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := dialFrom(t, srv, ip)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s\r\n{", webhook.PathValidateDriver, headers)
+	require.NoError(t, err)
+	return conn, bufio.NewReader(conn)
+}
+
+// TestStalledBodiesAreEvicted: stalled bodies from two addresses holding every byte in flight
+// (a chunked body counts as the 7 MiB most, the other almost 1 MiB) do not lock a third client
+// out: one of them is ended to make room, and the newcomer is judged.
+func TestStalledBodiesAreEvicted(t *testing.T) {
+	hooks := webhook.New(benchState(10, 2), webhook.Options{Limits: webhook.Limits{BodyTimeout: 30 * time.Second}})
+	srv := startServer(t, hooks)
+	a, ra := stallFrom(t, srv, "127.0.0.2", "Transfer-Encoding: chunked\r\n")
+	b, rb := stallFrom(t, srv, "127.0.0.3", fmt.Sprintf("Content-Length: %d\r\n", 1<<20-100))
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
+	assert.Equal(t, http.StatusOK, code, "a third client while two stalled bodies hold every byte: %s", body)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	// One of the stalled requests was ended: its client gets an answer (400) or a closed
+	// connection, at once.
+	ended := 0
+	for _, c := range []struct {
+		conn net.Conn
+		r    *bufio.Reader
+	}{{a, ra}, {b, rb}} {
+		_ = c.conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := http.ReadResponse(c.r, nil); err == nil || !isTimeout(err) {
+			ended++
+		}
+	}
+	assert.Equal(t, 1, ended, "one stalled request made room")
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestRefusalsCloseTheConnection: a request to a path with no webhook, or refused because its
+// client holds its whole share, is answered at once and its connection closed, without the unread body being waited for.
+func TestRefusalsCloseTheConnection(t *testing.T) {
+	hooks := webhook.New(benchState(10, 2), webhook.Options{Limits: webhook.Limits{BodyTimeout: 20 * time.Second, MaxInFlight: 1}})
+	srv := startServer(t, hooks)
+	addr := strings.TrimPrefix(srv.url, "https://")
+	probe := func(path string) {
+		conn, err := dialFrom(t, srv, "127.0.0.5")
+		require.NoError(t, err)
+		_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", path, addr)
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		r := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(r, nil)
+		require.NoError(t, err, path)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		start := time.Now()
+		_, err = r.ReadByte()
+		assert.Error(t, err, "%s: the connection is closed", path)
+		assert.False(t, isTimeout(err), "%s: closed, not left open: %v", path, err)
+		assert.Less(t, time.Since(start), time.Second, path)
+	}
+	probe("/nope")
+	stallFrom(t, srv, "127.0.0.5", "Content-Length: 4096\r\n") // holds the client's one slot
+	time.Sleep(200 * time.Millisecond)
+	probe(webhook.PathValidateDriver)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
@@ -83,12 +84,21 @@ func (h *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer r.Body.Close()
 	limited := &io.LimitedReader{R: r.Body, N: MaxReviewBytes}
 	body, err := io.ReadAll(limited)
+	t := ticketFrom(r.Context())
+	if t != nil {
+		t.bodyRead()
+	}
 	if err != nil {
+		if t != nil && t.wasEvicted() {
+			err = fmt.Errorf("the body did not arrive while other requests needed the room it held: %w", err)
+		}
 		h.write(w, identity{}, admission.Errored(http.StatusBadRequest, err))
 		return
 	}
 	if limited.N <= 0 {
+		w.Header().Set("Connection", "close") // the rest of the body is never read
 		h.write(w, identity{}, admission.Errored(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", MaxReviewBytes)))
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
@@ -105,7 +115,7 @@ func (h *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"the AdmissionReview holds %d JSON values; driverguard reads at most %d (a driver object holds a few hundred): the object is far too large to be a driver configuration", values, maxReviewValues)))
 		return
 	}
-	if t := ticketFrom(r.Context()); t != nil && !t.addValues(values) {
+	if t != nil && !t.addValues(values) {
 		tooBusy(w, t.l.Limits)
 		return
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 	"unique"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -81,7 +80,6 @@ type ServerOptions struct {
 	CertRotation *CertRotation
 	// WebhookConfigurations name the validating and mutating webhook configurations.
 	WebhookConfigurations WebhookConfigurationNames
-
 	// RebuildDelay of the cluster view (DefaultRebuildDelay when zero).
 	RebuildDelay time.Duration
 	// Logger is the structured logger of the server and of controller-runtime.
@@ -161,12 +159,6 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 			}
 		}},
 	}, o.Limits, log.WithName("server"))
-	metrics := metricsserver.Options{BindAddress: orDefault(o.MetricsAddr, "0"), ExtraHandlers: statusHandlers(o)}
-	if o.MetricsSecure {
-		metrics.SecureServing, metrics.FilterProvider = true, filters.WithAuthenticationAndAuthorization
-		metrics.CertDir, metrics.CertName, metrics.KeyName = o.CertDir, o.CertName, o.KeyName
-		metrics.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.MinVersion = minTLS; c.NextProtos = []string{"http/1.1"} }}
-	}
 	shutdownTimeout := o.ShutdownTimeout
 	if shutdownTimeout <= 0 {
 		shutdownTimeout = 30 * time.Second
@@ -174,8 +166,10 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  log,
-		Metrics:                 metrics,
-		HealthProbeBindAddress:  orDefault(o.HealthAddr, "0"),
+		// The health and metrics endpoints are served within statusLimits (status.go), not by
+		// controller-runtime's unbounded servers.
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &shutdownTimeout,
 		Cache: ctrlcache.Options{
 			DefaultTransform: ctrlcache.TransformStripManagedFields(),
@@ -233,20 +227,26 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	}
 
 	var draining atomic.Bool
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
+	if addr := orDefault(o.HealthAddr, "0"); addr != "0" {
+		if err := mgr.Add(healthServer(addr, map[string]healthz.Checker{"ping": healthz.Ping}, map[string]healthz.Checker{
+			"webhook-server": srv.StartedChecker(),
+			"cluster-view":   state.Ready,
+			"shutdown": func(*http.Request) error {
+				if draining.Load() {
+					return errors.New("shutting down")
+				}
+				return nil
+			},
+		}, log.WithName("health"))); err != nil {
+			return err
+		}
 	}
-	for name, check := range map[string]healthz.Checker{
-		"webhook-server": srv.StartedChecker(),
-		"cluster-view":   state.Ready,
-		"shutdown": func(*http.Request) error {
-			if draining.Load() {
-				return errors.New("shutting down")
-			}
-			return nil
-		},
-	} {
-		if err := mgr.AddReadyzCheck(name, check); err != nil {
+	if addr := orDefault(o.MetricsAddr, "0"); addr != "0" {
+		ms, err := metricsServer(o, cfg, certsReady, func(c *tls.Config) { c.MinVersion = minTLS }, log.WithName("metrics"))
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(ms); err != nil {
 			return err
 		}
 	}
@@ -257,7 +257,6 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 			return err
 		}
 	}
-
 	// The manager stops ShutdownDelay after ctx ends; meanwhile /readyz fails.
 	mgrCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()

@@ -5,12 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log"
+	stdlog "log"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,11 +25,16 @@ import (
 // connections and reads headers for 32 s with up to 1 MiB of them: any pod that reaches the
 // Service could hold thousands of connections open. Here every connection is bounded:
 //
-//   - at most Limits.MaxConnections at once, and Limits.MaxConnectionsPerClient from one
-//     client address; one more is closed as soon as it is accepted;
-//   - the TLS handshake and the request headers must arrive within Limits.HeaderTimeout, the
-//     headers within MaxHeaderBytes; an idle keep-alive connection is closed after
-//     Limits.IdleTimeout; a response is written within MaxRequestDuration plus the body time;
+//   - at most Limits.MaxConnections served at once, and Limits.MaxConnectionsPerClient from
+//     one client address; one more is closed as soon as its handshake is done;
+//   - half as many may be in their TLS handshake, which must end within Limits.HeaderTimeout;
+//     when all of those are taken the oldest is closed, so connections that send nothing
+//     cannot keep an honest client (whose handshake takes milliseconds) out;
+//   - the request headers must arrive within Limits.HeaderTimeout and MaxHeaderBytes, every
+//     read of a request within the header and body timeouts, on every path; an idle
+//     keep-alive connection is closed after Limits.IdleTimeout; a response is written within
+//     MaxRequestDuration plus the body time; a path with no webhook is answered 404 without
+//     its body being read;
 //   - the requests themselves are bounded by the limiter (Webhooks.Register): in flight, per
 //     client, body bytes and body read time.
 type tlsServer struct {
@@ -82,18 +86,16 @@ func (s *tlsServer) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	conns := newConnLimiter(ln, s.limits.MaxConnections, s.limits.MaxConnectionsPerClient)
-	srv := &http.Server{
-		Handler:           s.WebhookMux(),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ReadHeaderTimeout: s.limits.HeaderTimeout, // also bounds the TLS handshake
-		WriteTimeout:      s.limits.HeaderTimeout + s.limits.BodyTimeout + MaxRequestDuration,
-		IdleTimeout:       s.limits.IdleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		// A failed handshake or a closed connection is the client's business, not an error of
-		// the server: logged at debug level only.
-		ErrorLog: log.New(logrWriter{s.log.V(1)}, "", 0),
-	}
+	mux := s.WebhookMux()
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			refuse(w, http.StatusNotFound, "driverguard webhook: no webhook is served at this path") // and no body read
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	bl := newBoundedListener(ln, cfg, s.limits.connLimits())
+	srv := boundedServer(ctx, bl, handler, s.limits, s.log)
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -108,7 +110,7 @@ func (s *tlsServer) Start(ctx context.Context) error {
 	s.log.Info("serving webhooks", "host", s.opts.Host, "port", s.opts.Port,
 		"maxConnections", s.limits.MaxConnections, "maxConnectionsPerClient", s.limits.MaxConnectionsPerClient,
 		"headerTimeout", s.limits.HeaderTimeout, "idleTimeout", s.limits.IdleTimeout)
-	if err := srv.Serve(tls.NewListener(conns, cfg)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(bl); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	<-closed
@@ -131,92 +133,40 @@ func (s *tlsServer) StartedChecker() healthz.Checker {
 	}
 }
 
+// connLimits are the connection limits of the webhook's listener: half the connections (and
+// half of a client's share) may be in their TLS handshake.
+func (l Limits) connLimits() connLimits {
+	return connLimits{
+		open: l.MaxConnections, openPerClient: l.MaxConnectionsPerClient,
+		pending: max(l.MaxConnections/2, 1), pendingPerClient: max(l.MaxConnectionsPerClient/2, 1),
+		handshake: l.HeaderTimeout,
+	}
+}
+
+// boundedServer is an HTTP server on ln within limits: headers within the header timeout and
+// 16 KiB, every read of a request within the header and body timeouts, the answer within
+// MaxRequestDuration more, idle connections closed after the idle timeout, and ln told of
+// every connection that ends.
+func boundedServer(ctx context.Context, ln *boundedListener, h http.Handler, limits Limits, log logr.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ReadHeaderTimeout: limits.HeaderTimeout,
+		ReadTimeout:       limits.HeaderTimeout + limits.BodyTimeout,
+		WriteTimeout:      limits.HeaderTimeout + limits.BodyTimeout + MaxRequestDuration,
+		IdleTimeout:       limits.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         ln.connState,
+		// A failed handshake or a closed connection is the client's business, not an error of
+		// the server: logged at debug level only.
+		ErrorLog: stdlog.New(logrWriter{log.V(1)}, "", 0),
+	}
+}
+
 // logrWriter writes the HTTP server's log lines to a logger.
 type logrWriter struct{ log logr.Logger }
 
 func (w logrWriter) Write(p []byte) (int, error) {
 	w.log.Info(string(p))
 	return len(p), nil
-}
-
-// connLimiter is a listener that holds at most max connections at once, and at most perClient
-// from one client address (IP). A connection beyond either is closed as soon as it is accepted,
-// so a client that opens connections and sends nothing cannot crowd out the API server.
-type connLimiter struct {
-	net.Listener
-	max, perClient int
-
-	mu       sync.Mutex
-	open     int
-	byClient map[string]int
-}
-
-func newConnLimiter(ln net.Listener, max, perClient int) *connLimiter {
-	return &connLimiter{Listener: ln, max: max, perClient: perClient, byClient: map[string]int{}}
-}
-
-// Accept returns the next connection within the limits.
-func (l *connLimiter) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		client := clientOf(c.RemoteAddr())
-		if !l.acquire(client) {
-			refusedConnections.Inc()
-			_ = c.Close()
-			continue
-		}
-		return &limitedConn{Conn: c, release: sync.OnceFunc(func() { l.release(client) })}, nil
-	}
-}
-
-func (l *connLimiter) acquire(client string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.open >= l.max || l.byClient[client] >= l.perClient {
-		return false
-	}
-	l.open++
-	l.byClient[client]++
-	openConnections.Inc()
-	return true
-}
-
-func (l *connLimiter) release(client string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.open--
-	if l.byClient[client]--; l.byClient[client] <= 0 {
-		delete(l.byClient, client)
-	}
-	openConnections.Dec()
-}
-
-// limitedConn releases its place in the limiter when closed.
-type limitedConn struct {
-	net.Conn
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	c.release()
-	return c.Conn.Close()
-}
-
-// clientOf is the client a connection or request counts against: its IP address.
-func clientOf(addr net.Addr) string {
-	if tcp, ok := addr.(*net.TCPAddr); ok {
-		return tcp.IP.String()
-	}
-	return hostOf(addr.String())
-}
-
-// hostOf is the host of a host:port address (the address itself when it has no port).
-func hostOf(hostport string) string {
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		return host
-	}
-	return hostport
 }

@@ -52,6 +52,7 @@ func runServer(t *testing.T, opts webhook.ServerOptions) (port, metrics int) {
 	select {
 	case <-ready:
 	case err := <-done:
+		done <- err // for the cleanup
 		t.Fatalf("the server stopped: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("not ready")
