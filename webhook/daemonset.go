@@ -12,6 +12,7 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -122,20 +123,32 @@ func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*Dae
 				"the RSMD image cannot be composed from RBLNDriver %q: %v; set spec.smd.registry and spec.smd.image on the RBLNDriver", cr, err)))
 		}
 	}
-	if !hasContainer(ds, plan.Container) {
+	containers := ds.Spec.Template.Spec.Containers
+	if len(containers) > MaxDaemonSetContainers {
+		return nil, reject(field.TooMany(containersPath, len(containers), MaxDaemonSetContainers))
+	}
+	switch n := countContainers(containers, plan.Container); {
+	case n == 0:
 		return nil, reject(field.Required(containersPath, fmt.Sprintf(
 			"a %s DaemonSet must have a container named %s, whose image driverguard sets; rename the container", component, plan.Container)))
+	case n > 1:
+		return nil, reject(field.Duplicate(containersPath, plan.Container))
 	}
 	return plan, nil
 }
 
-func hasContainer(ds *appsv1.DaemonSet, name string) bool {
-	for _, c := range ds.Spec.Template.Spec.Containers {
+// MaxDaemonSetContainers bounds the containers of a driver DaemonSet the mutation reads: a
+// driver DaemonSet has one to three; thousands would only make the patch and the work large.
+const MaxDaemonSetContainers = 64
+
+func countContainers(containers []corev1.Container, name string) int {
+	n := 0
+	for _, c := range containers {
 		if c.Name == name {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // Apply applies the plan to the DaemonSet's JSON, touching only the fields it sets, and

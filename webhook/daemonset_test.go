@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -171,6 +172,14 @@ func TestDaemonSetDenials(t *testing.T) {
 	delete(missingKernel, v1alpha1.LabelKernel)
 	noFamily := wt.PoolLabels(wt.Family, wt.OS, wt.OSVersion, wt.Kernel)
 	delete(noFamily, v1alpha1.LabelFamily)
+	twoDrivers := wt.DaemonSet("npu", "d", "rbln-driver", "driver", pool)
+	twoDrivers.Spec.Template.Spec.Containers = append(twoDrivers.Spec.Template.Spec.Containers, twoDrivers.Spec.Template.Spec.Containers[0])
+	manyContainers := wt.DaemonSet("npu", "d", "rbln-driver", "driver", pool)
+	for i := range webhook.MaxDaemonSetContainers {
+		c := manyContainers.Spec.Template.Spec.Containers[0]
+		c.Name = fmt.Sprintf("sidecar-%d", i)
+		manyContainers.Spec.Template.Spec.Containers = append(manyContainers.Spec.Template.Spec.Containers, c)
+	}
 	tests := []struct {
 		name string
 		ds   *appsv1.DaemonSet
@@ -188,6 +197,10 @@ func TestDaemonSetDenials(t *testing.T) {
 			[]string{"InvalidImageTag", "is not a valid OCI tag"}},
 		{"no driver container", withoutContainer,
 			[]string{"spec.template.spec.containers: Required value", "rbln-driver-container"}},
+		{"driver container twice", twoDrivers,
+			[]string{`spec.template.spec.containers: Duplicate value: "rbln-driver-container"`}},
+		{"more containers than a driver DaemonSet has", manyContainers,
+			[]string{"spec.template.spec.containers: Too many: ", "must have at most 64 items"}},
 		{"instance label missing", noInstance,
 			[]string{"metadata.labels[rebellions.ai/npu.driver.instance]: Required value"}},
 		{"smd without smd images", wt.DaemonSet("npu", "d", "rbln-driver-nosmd", "smd", nil),
