@@ -15,8 +15,17 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 )
 
-// maxDirDepth bounds recursion into policy directories (and symlink loops).
+// maxDirDepth bounds recursion into policy directories: a policy tree a few directories deep
+// is plenty, and a deeper one is a mistake.
 const maxDirDepth = 16
+
+// MaxPolicyFiles bounds the policy and data files (.rego, .json, .yaml, .yml) read from the
+// policy directories together: a policy set written by people holds a few dozen files, and a
+// directory that fans out (thousands of files, or symlinks into a large tree) is refused
+// naming the directory and this limit instead of being read without end. Each directory and
+// file is read once whatever number of symlinks reach it, so a symlink loop or two symlinks
+// to one tree count each file once.
+const MaxPolicyFiles = 10_000
 
 // sourceFile is one file read from a policy directory.
 type sourceFile struct {
@@ -45,12 +54,17 @@ func isPolicyFile(name string) bool {
 // ..data and ..<timestamp> directories behind the visible symlinks (which are followed).
 // With tests false, *_test.rego files are skipped.
 //
+// Every directory and file is read once, under the first path that reaches it (entries are
+// read in name order, dirs in the order given): a symlink back to a directory being read,
+// or a second symlink to a tree already read, is skipped. At most MaxPolicyFiles files are
+// read in all, and directories at most maxDirDepth deep.
+//
 // A file of more than maxBytes (DefaultMaxFileBytes when zero) is a problem naming it.
 func readDirs(dirs []string, tests bool, maxBytes int64) ([]sourceFile, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxFileBytes
 	}
-	var files []sourceFile
+	r := &dirReader{tests: tests, maxBytes: maxBytes, seen: map[string]bool{}}
 	for _, dir := range dirs {
 		info, err := os.Stat(dir)
 		if err != nil {
@@ -59,20 +73,42 @@ func readDirs(dirs []string, tests bool, maxBytes int64) ([]sourceFile, error) {
 		if !info.IsDir() {
 			return nil, &LoadError{Problems: []Problem{{File: dir, Message: "is not a directory; --policy takes a directory of .rego files"}}}
 		}
-		if err := readDir(dir, nil, 0, tests, maxBytes, &files); err != nil {
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return nil, &LoadError{Problems: []Problem{{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)}}}
+		}
+		real, _ = filepath.Abs(real)
+		if r.seen[real] {
+			continue // given twice, or inside a directory given before
+		}
+		r.seen[real] = true
+		r.root = dir
+		if err := r.readDir(dir, real, nil, 0); err != nil {
 			return nil, err
 		}
 	}
-	return files, nil
+	return r.files, nil
 }
 
 // DefaultMaxFileBytes bounds one policy or data file: a ConfigMap holds at most 1 MiB, and a
 // policy written by people is a few KiB.
 const DefaultMaxFileBytes = 16 << 20
 
-func readDir(dir string, dataPath []string, depth int, tests bool, maxBytes int64, out *[]sourceFile) error {
+// dirReader reads policy directories, each directory and file once.
+type dirReader struct {
+	tests    bool
+	maxBytes int64
+	// root is the policy directory being read, as given: what a limit's message names.
+	root string
+	// seen holds the real path (symlinks resolved) of every directory and file read.
+	seen  map[string]bool
+	files []sourceFile
+}
+
+// readDir reads dir, whose real path (no symlinks) is real.
+func (r *dirReader) readDir(dir, real string, dataPath []string, depth int) error {
 	if depth > maxDirDepth {
-		return &LoadError{Problems: []Problem{{File: dir, Message: fmt.Sprintf("nested more than %d directories deep (a symlink loop?)", maxDirDepth)}}}
+		return &LoadError{Problems: []Problem{{File: dir, Message: fmt.Sprintf("nested more than %d directories deep; driverguard reads policy directories at most %d deep", maxDirDepth, maxDirDepth)}}}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -91,20 +127,39 @@ func readDir(dir string, dataPath []string, depth int, tests bool, maxBytes int6
 			}
 			return &LoadError{Problems: []Problem{{File: path, Message: pathErrorText(err)}}}
 		}
-		if info.IsDir() {
-			if err := readDir(path, append(slices.Clone(dataPath), name), depth+1, tests, maxBytes, out); err != nil {
+		isDir := info.IsDir()
+		if !isDir && (!info.Mode().IsRegular() || !isPolicyFile(name) || (!r.tests && strings.HasSuffix(name, "_test.rego"))) {
+			continue
+		}
+		// The real path of the entry: a symlink resolved, anything else below real.
+		entryReal := filepath.Join(real, name)
+		if e.Type()&fs.ModeSymlink != 0 {
+			if entryReal, err = filepath.EvalSymlinks(path); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // swapped since the Stat above
+				}
+				return &LoadError{Problems: []Problem{{File: path, Message: pathErrorText(err)}}}
+			}
+			entryReal, _ = filepath.Abs(entryReal)
+		}
+		if r.seen[entryReal] {
+			continue // reached before through another path
+		}
+		r.seen[entryReal] = true
+		if isDir {
+			if err := r.readDir(path, entryReal, append(slices.Clone(dataPath), name), depth+1); err != nil {
 				return err
 			}
 			continue
 		}
-		if !info.Mode().IsRegular() || !isPolicyFile(name) || (!tests && strings.HasSuffix(name, "_test.rego")) {
-			continue
+		if len(r.files) >= MaxPolicyFiles {
+			return &LoadError{Problems: []Problem{{File: r.root, Message: fmt.Sprintf("the policy directories hold more than %d policy and data files (.rego, .json, .yaml, .yml); driverguard reads at most %d: remove the files that are not policies, or symlinks that reach a large tree", MaxPolicyFiles, MaxPolicyFiles)}}}
 		}
-		content, err := readLimited(path, maxBytes)
+		content, err := readLimited(path, r.maxBytes)
 		if err != nil {
 			return &LoadError{Problems: []Problem{{File: path, Message: pathErrorText(err)}}}
 		}
-		*out = append(*out, sourceFile{path: path, dataPath: dataPath, content: content})
+		r.files = append(r.files, sourceFile{path: path, dataPath: dataPath, content: content})
 	}
 	return nil
 }
