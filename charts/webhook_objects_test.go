@@ -23,6 +23,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/webhook"
 )
 
 // manifest renders the chart (helm's install action, client-only) and returns its documents
@@ -69,33 +70,32 @@ func webhookArgs(t *testing.T, docs map[string][][]byte) []string {
 }
 
 // TestWebhookConfigurationsAreReleaseObjects: no Helm hooks (uninstall deletes everything);
-// updates that change no spec, and objects being deleted, never reach the webhook; the
-// DaemonSet mutation is re-invoked after later mutating webhooks.
+// Helm writes no webhooks, only the annotation serve registers them from (so a fresh install
+// never calls a webhook that is not running, whatever order Helm creates the objects in);
+// every registered webhook fails closed and no label exempts an object; updates that change no
+// spec, and objects being deleted, never reach the webhook; the DaemonSet mutation is
+// re-invoked after later mutating webhooks.
 func TestWebhookConfigurationsAreReleaseObjects(t *testing.T) {
 	docs, hooks := manifest(t, nil)
 	assert.Zero(t, hooks)
 	v := one[admissionregistrationv1.ValidatingWebhookConfiguration](t, docs, "ValidatingWebhookConfiguration")
-	require.Len(t, v.Webhooks, 4)
-	for _, w := range v.Webhooks {
-		assert.Empty(t, v.Annotations["helm.sh/hook"])
+	assert.Empty(t, v.Annotations["helm.sh/hook"])
+	assert.Empty(t, v.Webhooks, "Helm writes no webhooks: serve registers them once it serves")
+	webhooks, err := webhook.ValidatingWebhooksOf(v, []byte("CA"))
+	require.NoError(t, err)
+	require.Len(t, webhooks, 2)
+	for _, w := range webhooks {
 		require.Len(t, w.MatchConditions, 1, w.Name)
 		assert.Contains(t, w.MatchConditions[0].Expression, "object.spec != oldObject.spec")
 		assert.Contains(t, w.MatchConditions[0].Expression, "has(object.metadata.deletionTimestamp)")
-		// The release's own objects (labelled with the release) are admitted while the webhook
-		// does not run yet; every other object fails closed.
-		require.NotNil(t, w.ObjectSelector, w.Name)
-		require.Len(t, w.ObjectSelector.MatchExpressions, 1, w.Name)
-		sel := w.ObjectSelector.MatchExpressions[0]
-		assert.Equal(t, v1alpha1.LabelRelease, sel.Key)
-		assert.Equal(t, []string{"dg"}, sel.Values)
-		if strings.Contains(w.Name, ".release.") {
-			assert.Equal(t, metav1.LabelSelectorOpIn, sel.Operator, w.Name)
-			assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy, w.Name)
-		} else {
-			assert.Equal(t, metav1.LabelSelectorOpNotIn, sel.Operator, w.Name)
-			assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy, w.Name)
-		}
+		assert.Nil(t, w.ObjectSelector, "%s: no label exempts an object", w.Name)
+		assert.Equal(t, admissionregistrationv1.Fail, *w.FailurePolicy, w.Name)
+		assert.Equal(t, []byte("CA"), w.ClientConfig.CABundle, w.Name)
+		require.NotNil(t, w.ClientConfig.Service, w.Name)
+		assert.Equal(t, "dg-driverguard-webhook", w.ClientConfig.Service.Name)
 	}
+	assert.Equal(t, "/validate-rbln-driver", *webhooks[0].ClientConfig.Service.Path)
+	assert.Equal(t, "/validate-rbln-cluster-policy", *webhooks[1].ClientConfig.Service.Path)
 	for _, kind := range []string{"RBLNDriver", "RBLNClusterPolicy"} {
 		for _, doc := range docs[kind] {
 			var obj metav1.PartialObjectMetadata
@@ -104,9 +104,25 @@ func TestWebhookConfigurationsAreReleaseObjects(t *testing.T) {
 		}
 	}
 	m := one[admissionregistrationv1.MutatingWebhookConfiguration](t, docs, "MutatingWebhookConfiguration")
-	require.Len(t, m.Webhooks, 1)
-	assert.Equal(t, admissionregistrationv1.IfNeededReinvocationPolicy, *m.Webhooks[0].ReinvocationPolicy)
-	require.Len(t, m.Webhooks[0].MatchConditions, 1)
+	assert.Empty(t, m.Webhooks)
+	mutating, err := webhook.MutatingWebhooksOf(m, nil)
+	require.NoError(t, err)
+	require.Len(t, mutating, 1)
+	assert.Equal(t, admissionregistrationv1.IfNeededReinvocationPolicy, *mutating[0].ReinvocationPolicy)
+	require.Len(t, mutating[0].MatchConditions, 1)
+	assert.Nil(t, mutating[0].NamespaceSelector)
+
+	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{
+		"failurePolicy": "Ignore", "daemonSetNamespaceSelector": map[string]any{"matchLabels": map[string]any{"npu": "yes"}}}})
+	v = one[admissionregistrationv1.ValidatingWebhookConfiguration](t, docs, "ValidatingWebhookConfiguration")
+	webhooks, err = webhook.ValidatingWebhooksOf(v, nil)
+	require.NoError(t, err)
+	assert.Equal(t, admissionregistrationv1.Ignore, *webhooks[0].FailurePolicy)
+	m = one[admissionregistrationv1.MutatingWebhookConfiguration](t, docs, "MutatingWebhookConfiguration")
+	mutating, err = webhook.MutatingWebhooksOf(m, nil)
+	require.NoError(t, err)
+	require.NotNil(t, mutating[0].NamespaceSelector)
+	assert.Equal(t, map[string]string{"npu": "yes"}, mutating[0].NamespaceSelector.MatchLabels)
 }
 
 // TestWebhookPDB: a PodDisruptionBudget only when there is more than one replica.
@@ -118,8 +134,8 @@ func TestWebhookPDB(t *testing.T) {
 }
 
 // TestWebhookRBACByCertificateMode: the webhook may update its own two webhook
-// configurations (by name) only in selfSigned mode, where it injects the CA; with
-// cert-manager it may not touch them. It never creates or deletes them.
+// configurations (by name) to register the webhooks, and in selfSigned mode to inject the CA;
+// it never creates or deletes them. Only selfSigned mode rotates certificates.
 func TestWebhookRBACByCertificateMode(t *testing.T) {
 	rules := func(docs map[string][][]byte) []rbacv1.PolicyRule {
 		for _, doc := range docs["ClusterRole"] {
@@ -149,13 +165,17 @@ func TestWebhookRBACByCertificateMode(t *testing.T) {
 	assert.NotContains(t, verbs, "create")
 	assert.NotContains(t, verbs, "delete")
 	assert.Contains(t, webhookArgs(t, docs), "--cert-rotation")
+	assert.Contains(t, webhookArgs(t, docs), "--register-webhooks")
 
 	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{"certificates": map[string]any{"mode": "certManager"}}})
-	assert.Empty(t, touches(rules(docs)), "cert-manager injects the CA")
+	verbs = touches(rules(docs))
+	assert.Contains(t, verbs, "update", "serve registers the webhooks")
+	assert.NotContains(t, verbs, "create")
+	assert.NotContains(t, verbs, "delete")
 	assert.Empty(t, docs["Role"], "no certificate Secret to write")
-	for _, a := range webhookArgs(t, docs) {
-		assert.NotContains(t, a, "webhook-configuration")
-	}
+	args := webhookArgs(t, docs)
+	assert.Contains(t, args, "--register-webhooks")
+	assert.NotContains(t, args, "--cert-rotation")
 }
 
 // TestWebhookMetricsAndClientCA: metrics are served securely by default, with a reader role

@@ -14,7 +14,6 @@ import (
 	"time"
 	"unique"
 
-
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +79,13 @@ type ServerOptions struct {
 	CertRotation *CertRotation
 	// WebhookConfigurations name the validating and mutating webhook configurations.
 	WebhookConfigurations WebhookConfigurationNames
+	// RegisterWebhooks writes the webhooks of WebhookConfigurations from their annotation
+	// (AnnotationWebhooks) once the server serves, and keeps them there (Registrar).
+	RegisterWebhooks bool
+	// CAFile is the CA written into webhooks that have no caBundle yet (default
+	// CertDir/ca.crt).
+	CAFile string
+
 	// RebuildDelay of the cluster view (DefaultRebuildDelay when zero).
 	RebuildDelay time.Duration
 	// Logger is the structured logger of the server and of controller-runtime.
@@ -164,8 +170,8 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		shutdownTimeout = 30 * time.Second
 	}
 	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                  scheme,
-		Logger:                  log,
+		Scheme: scheme,
+		Logger: log,
 		// The health and metrics endpoints are served within statusLimits (status.go), not by
 		// controller-runtime's unbounded servers.
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
@@ -257,6 +263,28 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 			return err
 		}
 	}
+	registrar, err := newRegistrar(cfg, o, log.WithName("registrar"))
+	if err != nil {
+		return err
+	}
+	if registrar != nil {
+		// Registered only once this replica answers: the API server calls no webhook before.
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			ready := make(chan struct{})
+			if err := waitReady(ctx, srv.StartedChecker(), state.Ready, func() { close(ready) }); err != nil {
+				return err
+			}
+			select {
+			case <-ready:
+				return registrar.Run(ctx)
+			case <-ctx.Done():
+				return nil
+			}
+		})); err != nil {
+			return err
+		}
+	}
+
 	// The manager stops ShutdownDelay after ctx ends; meanwhile /readyz fails.
 	mgrCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()

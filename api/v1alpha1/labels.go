@@ -22,8 +22,8 @@ const (
 	LabelDriverComponent = "rebellions.ai/npu.driver.component"
 
 	// LabelRelease marks the RBLNDrivers and the RBLNClusterPolicy a Helm release of the chart
-	// renders (value: the release name). The release's webhook configuration admits them while
-	// its webhook does not run yet (a fresh install), and judges them once it does.
+	// renders (value: the release name): which release an object came from. It exempts nothing:
+	// the webhook judges a labelled object as any other.
 	LabelRelease = "driverguard.rebellions.ai/release"
 )
 

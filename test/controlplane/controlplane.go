@@ -324,7 +324,8 @@ func (w *Warnings) Take() []string {
 }
 
 // ChartWebhookConfigurations renders the chart's webhook configurations with the embedded
-// chart, as `helm install` would.
+// chart, as `helm install` would, with the webhooks their annotation holds registered as
+// `serve --register-webhooks` registers them.
 func ChartWebhookConfigurations() ([]*admissionregistrationv1.ValidatingWebhookConfiguration, []*admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	ch, err := charts.Driverguard()
 	if err != nil {
@@ -362,10 +363,16 @@ func ChartWebhookConfigurations() ([]*admissionregistrationv1.ValidatingWebhookC
 				if err := yaml.UnmarshalStrict(doc, &v); err != nil {
 					return nil, nil, err
 				}
+				if v.Webhooks, err = webhook.ValidatingWebhooksOf(&v, nil); err != nil {
+					return nil, nil, err
+				}
 				val = append(val, &v)
 			case "MutatingWebhookConfiguration":
 				var m admissionregistrationv1.MutatingWebhookConfiguration
 				if err := yaml.UnmarshalStrict(doc, &m); err != nil {
+					return nil, nil, err
+				}
+				if m.Webhooks, err = webhook.MutatingWebhooksOf(&m, nil); err != nil {
 					return nil, nil, err
 				}
 				mut = append(mut, &m)

@@ -40,7 +40,9 @@ var inertRules = []admissionregistrationv1.RuleWithOperations{{
 
 // TestServeCommandSelfSignedCertificates runs `driverguard serve --cert-rotation` (the CLI,
 // with the bundled policies) against the API server: it bootstraps a CA and a serving
-// certificate into the Secret, injects the CA into both webhook configurations, serves TLS with that certificate once the Secret is "mounted"
+// certificate into the Secret, registers the webhooks of both configurations (from their
+// annotation, as the chart installs them) with the CA, serves TLS with that certificate once
+// the Secret is "mounted"
 // (copied into --cert-dir here, as the kubelet would), and stops cleanly on cancellation.
 func TestServeCommandSelfSignedCertificates(t *testing.T) {
 	c, _ := newClient(t)
@@ -56,19 +58,18 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 	create(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret}})
 	sideEffects := admissionregistrationv1.SideEffectClassNone
 	svc := &admissionregistrationv1.ServiceReference{Namespace: ns, Name: name}
+	// As the chart installs them: no webhooks, only the annotation serve registers them from.
+	inert := func() string {
+		return string(wt.MustJSON([]map[string]any{{
+			"name": "inert.e2e.invalid", "admissionReviewVersions": []string{"v1"}, "sideEffects": sideEffects,
+			"rules": inertRules, "clientConfig": map[string]any{"service": svc},
+		}}))
+	}
 	create(t, c, &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name: "inert.e2e.invalid", AdmissionReviewVersions: []string{"v1"}, SideEffects: &sideEffects,
-			Rules: inertRules, ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: svc},
-		}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{webhook.AnnotationWebhooks: inert()}},
 	})
 	create(t, c, &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name: "inert.e2e.invalid", AdmissionReviewVersions: []string{"v1"}, SideEffects: &sideEffects,
-			Rules: inertRules, ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: svc},
-		}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{webhook.AnnotationWebhooks: inert()}},
 	})
 
 	user, err := suite.env.AddUser(envtest.User{Name: "serve-e2e", Groups: []string{"system:masters"}}, nil)
@@ -97,7 +98,7 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 			"--kubeconfig", kubeconfig, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--cert-dir", certDir,
 			"--health-addr", "127.0.0.1:" + strconv.Itoa(health), "--metrics-addr", "0",
 			"--cert-rotation", "--namespace", ns, "--cert-secret", secret, "--service-name", name,
-			"--validating-webhook-configuration", name, "--mutating-webhook-configuration", name,
+			"--validating-webhook-configuration", name, "--mutating-webhook-configuration", name, "--register-webhooks",
 			"--shutdown-delay", "100ms", "--log-format", "text"})
 	}()
 	stopped := false
@@ -122,13 +123,13 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 		return nil
 	})
 	// The kubelet would mount the Secret; copy it.
-	for _, k := range []string{"tls.crt", "tls.key"} {
+	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
 		if err := os.WriteFile(filepath.Join(certDir, k), s.Data[k], 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The CA is injected into both configurations.
-	eventually(t, 30*time.Second, func() error {
+	// The webhooks are registered once serve serves, with the CA, in both configurations.
+	eventually(t, 60*time.Second, func() error {
 		var v admissionregistrationv1.ValidatingWebhookConfiguration
 		var m admissionregistrationv1.MutatingWebhookConfiguration
 		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &v); err != nil {
@@ -136,6 +137,9 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 		}
 		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &m); err != nil {
 			return err
+		}
+		if len(v.Webhooks) != 1 || len(m.Webhooks) != 1 {
+			return fmt.Errorf("the webhooks are not registered yet")
 		}
 		if !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, s.Data["ca.crt"]) || !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, s.Data["ca.crt"]) {
 			return fmt.Errorf("the CA is not injected yet")

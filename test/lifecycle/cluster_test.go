@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -152,9 +153,26 @@ func satisfiedPDB(ctx context.Context, c client.Client, p *policyv1.PodDisruptio
 // Deployment's arguments, its certificate Secret "mounted" (copied into a directory as the
 // kubelet would), reached through the Service (an EndpointSlice and Endpoints at this machine).
 type webhookPod struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *syncBuffer
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	log       *syncBuffer
+	endpoints []client.Object // the Service's endpoints that point at it
+}
+
+// unreachable runs fn while the Service has no endpoints, as when no webhook pod is ready.
+func (p *webhookPod) unreachable(t *testing.T, c client.Client, fn func()) {
+	t.Helper()
+	for _, o := range p.endpoints {
+		require.NoError(t, c.Delete(t.Context(), o))
+	}
+	fn()
+	for _, o := range p.endpoints {
+		o.SetResourceVersion("")
+		o.SetUID("")
+		o.SetCreationTimestamp(metav1.Time{})
+		o.SetManagedFields(nil)
+		require.NoError(t, c.Create(t.Context(), o))
+	}
 }
 
 func startWebhookPod(t *testing.T, c client.Client, ns, name string) *webhookPod {
@@ -212,7 +230,7 @@ func startWebhookPod(t *testing.T, c client.Client, ns, name string) *webhookPod
 			t.Logf("the webhook pod's log:\n%s", p.log.Tail(60))
 		}
 	})
-	serveEndpoints(t, c, ns, name, port)
+	p.endpoints = serveEndpoints(t, c, ns, name, port)
 
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -252,6 +270,7 @@ func mountSecret(ctx context.Context, c client.Client, ns, name, dir string) {
 	for ctx.Err() == nil {
 		var s corev1.Secret
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err == nil && len(s.Data["tls.crt"]) > 0 && !bytes.Equal(s.Data["tls.crt"], last) {
+			_ = os.WriteFile(filepath.Join(dir, "ca.crt"), s.Data["ca.crt"], 0o600)
 			_ = os.WriteFile(filepath.Join(dir, "tls.key"), s.Data["tls.key"], 0o600)
 			_ = os.WriteFile(filepath.Join(dir, "tls.crt"), s.Data["tls.crt"], 0o600)
 			last = s.Data["tls.crt"]
@@ -265,7 +284,7 @@ func mountSecret(ctx context.Context, c client.Client, ns, name, dir string) {
 
 // serveEndpoints points the webhook Service's "webhook" port at this machine's port: the API
 // server resolves webhook Services to their endpoints (--enable-aggregator-routing).
-func serveEndpoints(t *testing.T, c client.Client, ns, svc string, port int) {
+func serveEndpoints(t *testing.T, c client.Client, ns, svc string, port int) []client.Object {
 	t.Helper()
 	portName, proto := "webhook", corev1.ProtocolTCP
 	p32 := int32(port)
@@ -295,6 +314,7 @@ func serveEndpoints(t *testing.T, c client.Client, ns, svc string, port int) {
 			_ = c.Delete(context.Background(), o)
 		}
 	})
+	return objs
 }
 
 func freePort(t *testing.T, ip net.IP) int {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/webhook"
 )
 
 // variant is one way users run Helm.
@@ -38,12 +39,15 @@ var variants = []variant{
 // Helm, with no webhook pod running yet, then runs the webhook pod, upgrades to a webhook image
 // whose pods never become ready, rolls back and uninstalls:
 //
-//   - a fresh install succeeds whatever order Helm creates the objects in: the release's own
-//     RBLNDrivers reach a webhook with failurePolicy Ignore while no pod runs;
-//   - any other RBLNDriver write is refused while no pod runs (fail-closed);
+//   - a fresh install succeeds whatever order Helm creates the objects in: the chart's webhook
+//     configurations carry no webhooks until a webhook pod registers them (serve
+//     --register-webhooks), so no write reaches a webhook that is not running;
 //   - once the webhook pod runs, every write is judged, the release's own objects included;
+//   - while no pod is reachable, every RBLNDriver write is refused (failurePolicy Fail), the
+//     release's label exempting none: no label is a bypass;
 //   - an upgrade to an image that never becomes ready leaves the running pod judging (a driver
-//     change of that upgrade included); with --wait it fails, and a rollback succeeds;
+//     change of that upgrade included) and the webhooks registered; with --wait it fails, and a
+//     rollback succeeds;
 //   - uninstall leaves no webhook configuration: RBLNDriver writes go through again.
 func TestLifecycle(t *testing.T) {
 	requireEnv(t)
@@ -84,18 +88,27 @@ func lifecycle(t *testing.T, v variant, release string) {
 	}
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: v1alpha1.ClusterPolicyName}, &v1alpha1.RBLNClusterPolicy{}))
 
-	// Any other RBLNDriver write is refused while no pod serves (failurePolicy Fail).
-	other := driver("rbln-driver-other", "", map[string]string{"team": "other"})
-	err = c.Create(t.Context(), other.DeepCopy(), client.DryRunAll)
-	require.Error(t, err, "an RBLNDriver write with no webhook pod running")
-	assert.Contains(t, err.Error(), "failed calling webhook")
+	// No webhook is registered before a pod serves: the configurations hold only the annotation.
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, &vwc))
+	assert.Empty(t, vwc.Webhooks, "webhooks before any pod serves")
+	assert.NotEmpty(t, vwc.Annotations[webhook.AnnotationWebhooks])
 
-	// The webhook pod runs: every write is judged, the release's own objects included.
-	startWebhookPod(t, c, ns, name)
+	// The webhook pod runs and registers the webhooks: every write is judged, the release's own
+	// objects included.
+	pod := startWebhookPod(t, c, ns, name)
 	identical := map[string]string{v1alpha1.LabelFamily: "rebel"} // rbln-driver-rebel's selector
 	eventuallyDenied(t, c, driver("rbln-driver-twin", "", identical), "is identical to the nodeSelector")
 	eventuallyDenied(t, c, driver("rbln-driver-twin", release, identical), "is identical to the nodeSelector")
+	other := driver("rbln-driver-other", "", map[string]string{"team": "other"})
 	require.NoError(t, c.Create(t.Context(), other.DeepCopy(), client.DryRunAll), "a valid RBLNDriver is admitted")
+
+	// No pod reachable: every write fails closed, whatever its labels.
+	pod.unreachable(t, c, func() {
+		for _, d := range []*v1alpha1.RBLNDriver{other, driver("rbln-driver-other", release, map[string]string{"team": "other"})} {
+			eventuallyRefused(t, c, d)
+		}
+	})
 
 	// An upgrade to a webhook image that never becomes ready, with a driver change: the running
 	// pod judges the change; with --wait the upgrade fails and a rollback succeeds.
@@ -110,6 +123,8 @@ func lifecycle(t *testing.T, v variant, release string) {
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: "rbln-driver-rebel"}, &rebel))
 	assert.Equal(t, "3.2.4", rebel.Spec.Version, "the upgrade's driver change was applied (and judged)")
 	eventuallyDenied(t, c, driver("rbln-driver-twin", release, identical), "is identical to the nodeSelector")
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, &vwc))
+	assert.Len(t, vwc.Webhooks, 2, "the upgrade left the registered webhooks in place")
 	out, err = h.run(append([]string{"rollback", release, "1", "--namespace", ns, "--timeout", "60s"}, rollbackFlags(v)...)...)
 	require.NoError(t, err, "helm rollback:\n%s", out)
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: "rbln-driver-rebel"}, &rebel))
@@ -153,6 +168,22 @@ func driver(name, release string, sel map[string]string) *v1alpha1.RBLNDriver {
 		d.Labels = map[string]string{v1alpha1.LabelRelease: release}
 	}
 	return d
+}
+
+// eventuallyRefused creates obj (dry run) until the API server refuses it for want of a
+// reachable webhook.
+func eventuallyRefused(t *testing.T, c client.Client, obj *v1alpha1.RBLNDriver) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		last = c.Create(t.Context(), obj.DeepCopy(), client.DryRunAll)
+		if last != nil && strings.Contains(last.Error(), "failed calling webhook") {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("%s (labels %v) was not refused for want of a webhook within 30s; last answer: %v", obj.Name, obj.Labels, last)
 }
 
 // eventuallyDenied creates obj (dry run) until the webhook denies it with want: at first the

@@ -19,9 +19,8 @@ helm.sh/chart: {{ include "driverguard.chart" . }}
 
 {{/*
 driverguard.releaseLabel is the label that marks the release's own RBLNDrivers and
-RBLNClusterPolicy (value: the release name): the webhook configuration admits them while the
-webhook does not run yet (templates/webhook-configurations.yaml). The Go renderer writes the
-same label (render.ReleaseLabel).
+RBLNClusterPolicy (value: the release name): which release an object came from. It exempts
+nothing from the webhook. The Go renderer writes the same label (v1alpha1.LabelRelease).
 */}}
 {{- define "driverguard.releaseLabel" -}}
 driverguard.rebellions.ai/release

@@ -36,25 +36,6 @@ app.kubernetes.io/component: webhook
 {{- printf "%s:%s" $repo (default .Chart.AppVersion $img.tag) -}}
 {{- end -}}
 
-{{/*
-driverguard.webhook.caBundle: the caBundle a webhook of a configuration already has (injected
-by serve --cert-rotation or cert-manager). Rendering it keeps it in the release's manifest, so
-that an upgrade with --force (which replaces objects) or a rollback never leaves the webhooks
-without a CA for a moment. Empty on install and in `helm template`. Input: dict "kind" "name"
-"webhook" (the webhook's name in the configuration).
-*/}}
-{{- define "driverguard.webhook.caBundle" -}}
-{{- $old := lookup "admissionregistration.k8s.io/v1" .kind "" .name -}}
-{{- $webhook := .webhook -}}
-{{- if and $old $old.webhooks -}}
-{{- range $old.webhooks -}}
-{{- if and (eq .name $webhook) .clientConfig .clientConfig.caBundle -}}
-{{- .clientConfig.caBundle -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
-
 {{/* The annotations of a webhook configuration: cert-manager's CA injection, in certManager mode. */}}
 {{- define "driverguard.webhook.configAnnotations" -}}
 {{- if eq .Values.webhook.certificates.mode "certManager" }}

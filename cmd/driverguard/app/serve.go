@@ -54,11 +54,17 @@ serve does not start when the policies do not compile at start-up.
 cluster view has synced); Prometheus metrics and /policyz (the policy set and the latest
 failed reload, with file and line) on --metrics-addr. On SIGTERM the server reports
 not ready for --shutdown-delay, then stops accepting connections and lets in-flight requests
-finish within --shutdown-timeout.`,
+finish within --shutdown-timeout.
+
+With --register-webhooks, once it serves, serve writes into the webhook configurations named by
+--validating-webhook-configuration and --mutating-webhook-configuration the webhooks their
+driverguard.rebellions.ai/webhooks annotation holds (the chart's configurations carry none
+until then, so a fresh install never calls a webhook that is not running), keeps an injected
+caBundle, and writes them again whenever they change or disappear.`,
 		Example: `  driverguard serve --cert-dir /certs
   driverguard serve --cert-rotation --namespace driverguard --cert-secret driverguard-webhook-cert \
     --service-name driverguard-webhook --validating-webhook-configuration driverguard \
-    --mutating-webhook-configuration driverguard`,
+    --mutating-webhook-configuration driverguard --register-webhooks`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := newLogHandler(s.Err, o.logFormat, o.logLevel)
@@ -148,8 +154,10 @@ finish within --shutdown-timeout.`,
 	f.StringVar(&o.rotation.Namespace, "namespace", "", "namespace of the certificate Secret (default: POD_NAMESPACE)")
 	f.StringVar(&o.rotation.SecretName, "cert-secret", "", "Secret that holds the self-signed CA and serving certificate (--cert-rotation)")
 	f.StringVar(&o.rotation.ServiceName, "service-name", "", "the webhook Service; the certificate is issued for <service>.<namespace>.svc (--cert-rotation)")
-	f.StringVar(&o.server.WebhookConfigurations.Validating, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to inject the CA into (--cert-rotation)")
-	f.StringVar(&o.server.WebhookConfigurations.Mutating, "mutating-webhook-configuration", "", "MutatingWebhookConfiguration to inject the CA into (--cert-rotation)")
+	f.StringVar(&o.server.WebhookConfigurations.Validating, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to register the webhooks in (--register-webhooks) and inject the CA into (--cert-rotation)")
+	f.StringVar(&o.server.WebhookConfigurations.Mutating, "mutating-webhook-configuration", "", "MutatingWebhookConfiguration to register the webhooks in (--register-webhooks) and inject the CA into (--cert-rotation)")
+	f.BoolVar(&o.server.RegisterWebhooks, "register-webhooks", false, "once serving, write the webhooks that the configurations' "+webhook.AnnotationWebhooks+" annotation holds into them, and keep them there (the chart's configurations carry no webhooks until a pod serves)")
+	f.StringVar(&o.server.CAFile, "ca-file", "", "CA written into webhooks that have no caBundle yet (--register-webhooks; default <cert-dir>/ca.crt)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: error, info, or debug (debug also logs every admission request)")
 	return cmd
