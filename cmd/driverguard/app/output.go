@@ -48,7 +48,7 @@ func (o *outputFlag) Set(s string) error {
 
 // register adds -o/--output to fs.
 func (o *outputFlag) register(fs *pflag.FlagSet) {
-	fs.VarP(o, "output", "o", fmt.Sprintf("output format: %s (default %s)", strings.Join(o.allowed, ", "), o.format))
+	fs.VarP(o, "output", "o", "output format: "+strings.Join(o.allowed, ", "))
 }
 
 // print writes v as JSON or YAML, or calls table for the table (and markdown) forms.
