@@ -10,6 +10,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 const (
@@ -151,12 +153,13 @@ func checkNamespaces(modules map[string]*ast.Module) []Problem {
 		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
 		switch {
 		case !strings.HasPrefix(pkg, policyNamespace+"."):
+			last := lastSegment(pkg)
 			problems = append(problems, problemAt(m.Package.Location, "package %s: driverguard evaluates only packages under %s., so this module would never run; rename it, e.g. package %s.%s (tests: %s.%s_test)",
-				pkg, policyNamespace, policyNamespace, lastSegment(pkg), policyNamespace, strings.TrimSuffix(lastSegment(pkg), "_test")))
+				quoteName(pkg), policyNamespace, policyNamespace, quoteName(last), policyNamespace, quoteName(strings.TrimSuffix(last, "_test"))))
 		case pkg == LibraryNamespace || strings.HasPrefix(pkg, LibraryNamespace+"."):
-			problems = append(problems, problemAt(m.Package.Location, "package %s: %s is reserved for the bundled library; name your package after your team, e.g. %s.platform", pkg, LibraryNamespace, policyNamespace))
+			problems = append(problems, problemAt(m.Package.Location, "package %s: %s is reserved for the bundled library; name your package after your team, e.g. %s.platform", quoteName(pkg), LibraryNamespace, policyNamespace))
 		case pkg == decisionPackage || strings.HasPrefix(pkg, decisionPackage+"."):
-			problems = append(problems, problemAt(m.Package.Location, "package %s is reserved for driverguard's decision", pkg))
+			problems = append(problems, problemAt(m.Package.Location, "package %s is reserved for driverguard's decision", quoteName(pkg)))
 		}
 	}
 	return problems
@@ -170,16 +173,29 @@ func resolveDisabled(pkgs []policyPackage, names []string, origin string) (map[s
 	for _, n := range names {
 		i := slices.IndexFunc(pkgs, func(p policyPackage) bool { return p.name == n || p.pkg == n })
 		if i < 0 {
-			known := make([]string, len(pkgs))
-			for j, p := range pkgs {
-				known[j] = p.name
-			}
-			problems = append(problems, Problem{File: origin, Message: fmt.Sprintf("cannot disable %q: no policy has that name; the policies are %s", n, strings.Join(known, ", "))})
+			problems = append(problems, Problem{File: origin, Message: fmt.Sprintf("cannot disable %q: no policy has that name; the policies are %s", quoteName(n), knownPolicies(pkgs))})
 			continue
 		}
 		disabled[pkgs[i].pkg] = true
 	}
 	return disabled, problems
+}
+
+// maxKnownPolicies bounds the policy names a problem lists, each cut to
+// validation.MaxQuotedValue: the problem stays within MaxProblemBytes.
+const maxKnownPolicies = 10
+
+// knownPolicies lists the names of the first maxKnownPolicies of pkgs and says how many
+// there are in all when there are more.
+func knownPolicies(pkgs []policyPackage) string {
+	names := make([]string, 0, min(len(pkgs), maxKnownPolicies))
+	for _, p := range pkgs[:min(len(pkgs), maxKnownPolicies)] {
+		names = append(names, validation.Truncate(p.name, validation.MaxQuotedValue))
+	}
+	if len(pkgs) > maxKnownPolicies {
+		return fmt.Sprintf("%s, ... (%d in all; driverguard policy list shows them)", strings.Join(names, ", "), len(pkgs))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Object kinds with decisions of their own: a package whose rules all require one of them is
@@ -339,7 +355,7 @@ func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Mo
 	offCfg, ps := resolveDisabled(pkgs, cfgDisabled, user.dataFiles[configKey])
 	problems = append(problems, ps...)
 	if len(problems) > 0 {
-		return nil, &LoadError{Problems: problems}
+		return nil, newLoadError(problems...)
 	}
 	for p := range offCfg {
 		off[p] = true
@@ -370,7 +386,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	}
 	policies := newCompiler()
 	if policies.Compile(modules); policies.Failed() {
-		return nil, &LoadError{Problems: problemsOf(policies.Errors, "")}
+		return nil, newLoadError(problemsOf(policies.Errors, "")...)
 	}
 	dm, err := decisionModule(enabled, policies)
 	if err != nil {
@@ -404,7 +420,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		var err error
 		q.query, err = rego.New(rego.Query(query), rego.Compiler(c), rego.Store(set.store)).PrepareForEval(ctx)
 		if err != nil {
-			return q, &LoadError{Problems: problemsOf(err, "")}
+			return q, newLoadError(problemsOf(err, "")...)
 		}
 		return q, nil
 	}

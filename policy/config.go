@@ -37,7 +37,7 @@ func disabledFromConfig(p *parsed) ([]string, []Problem) {
 	var disabled []string
 	for _, k := range sortedKeys(cfg) {
 		if !slices.Contains(configFields, k) {
-			problems = append(problems, at("%s.%s is not a setting: use one of %s (your own policies' settings belong in a data document of their own)", configKey, k, strings.Join(configFields, ", ")))
+			problems = append(problems, at("%s.%s is not a setting: use one of %s (your own policies' settings belong in a data document of their own)", configKey, quoteName(k), strings.Join(configFields, ", ")))
 			continue
 		}
 		list, ok := stringList(cfg[k])

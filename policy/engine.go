@@ -153,7 +153,7 @@ func (e *Engine) load(ctx context.Context, force bool) error {
 		e.metrics.loadFailed.Set(1)
 		var le *LoadError
 		if !errors.As(err, &le) {
-			le = &LoadError{Problems: []Problem{{Message: err.Error()}}}
+			le = newLoadError(Problem{Message: err.Error()})
 		}
 		e.status.Error = le
 		e.status.FailedAt = time.Now()
@@ -179,7 +179,7 @@ func (e *Engine) load(ctx context.Context, force bool) error {
 func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
 	user, problems := parseFiles(files)
 	if len(problems) > 0 {
-		return &LoadError{Problems: problems}
+		return newLoadError(problems...)
 	}
 	names := make([]string, len(files))
 	for i, f := range files {

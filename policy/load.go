@@ -68,14 +68,14 @@ func readDirs(dirs []string, tests bool, maxBytes int64) ([]sourceFile, error) {
 	for _, dir := range dirs {
 		info, err := os.Stat(dir)
 		if err != nil {
-			return nil, &LoadError{Problems: []Problem{{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)}}}
+			return nil, newLoadError(Problem{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)})
 		}
 		if !info.IsDir() {
-			return nil, &LoadError{Problems: []Problem{{File: dir, Message: "is not a directory; --policy takes a directory of .rego files"}}}
+			return nil, newLoadError(Problem{File: dir, Message: "is not a directory; --policy takes a directory of .rego files"})
 		}
 		real, err := filepath.EvalSymlinks(dir)
 		if err != nil {
-			return nil, &LoadError{Problems: []Problem{{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)}}}
+			return nil, newLoadError(Problem{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)})
 		}
 		real, _ = filepath.Abs(real)
 		if r.seen[real] {
@@ -108,11 +108,11 @@ type dirReader struct {
 // readDir reads dir, whose real path (no symlinks) is real.
 func (r *dirReader) readDir(dir, real string, dataPath []string, depth int) error {
 	if depth > maxDirDepth {
-		return &LoadError{Problems: []Problem{{File: dir, Message: fmt.Sprintf("nested more than %d directories deep; driverguard reads policy directories at most %d deep", maxDirDepth, maxDirDepth)}}}
+		return newLoadError(Problem{File: dir, Message: fmt.Sprintf("nested more than %d directories deep; driverguard reads policy directories at most %d deep", maxDirDepth, maxDirDepth)})
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return &LoadError{Problems: []Problem{{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)}}}
+		return newLoadError(Problem{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)})
 	}
 	for _, e := range entries { // sorted by name
 		name := e.Name()
@@ -125,7 +125,7 @@ func (r *dirReader) readDir(dir, real string, dataPath []string, depth int) erro
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // a dangling symlink, e.g. during a ConfigMap update
 			}
-			return &LoadError{Problems: []Problem{{File: path, Message: pathErrorText(err)}}}
+			return newLoadError(Problem{File: path, Message: pathErrorText(err)})
 		}
 		isDir := info.IsDir()
 		if !isDir && (!info.Mode().IsRegular() || !isPolicyFile(name) || (!r.tests && strings.HasSuffix(name, "_test.rego"))) {
@@ -138,7 +138,7 @@ func (r *dirReader) readDir(dir, real string, dataPath []string, depth int) erro
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // swapped since the Stat above
 				}
-				return &LoadError{Problems: []Problem{{File: path, Message: pathErrorText(err)}}}
+				return newLoadError(Problem{File: path, Message: pathErrorText(err)})
 			}
 			entryReal, _ = filepath.Abs(entryReal)
 		}
@@ -153,11 +153,11 @@ func (r *dirReader) readDir(dir, real string, dataPath []string, depth int) erro
 			continue
 		}
 		if len(r.files) >= MaxPolicyFiles {
-			return &LoadError{Problems: []Problem{{File: r.root, Message: fmt.Sprintf("the policy directories hold more than %d policy and data files (.rego, .json, .yaml, .yml); driverguard reads at most %d: remove the files that are not policies, or symlinks that reach a large tree", MaxPolicyFiles, MaxPolicyFiles)}}}
+			return newLoadError(Problem{File: r.root, Message: fmt.Sprintf("the policy directories hold more than %d policy and data files (.rego, .json, .yaml, .yml); driverguard reads at most %d: remove the files that are not policies, or symlinks that reach a large tree", MaxPolicyFiles, MaxPolicyFiles)})
 		}
 		content, err := readLimited(path, r.maxBytes)
 		if err != nil {
-			return &LoadError{Problems: []Problem{{File: path, Message: pathErrorText(err)}}}
+			return newLoadError(Problem{File: path, Message: pathErrorText(err)})
 		}
 		r.files = append(r.files, sourceFile{path: path, dataPath: dataPath, content: content})
 	}
@@ -271,7 +271,7 @@ func mergeData(dst, src map[string]any, path []string) error {
 		cm, ok1 := cur.(map[string]any)
 		vm, ok2 := v.(map[string]any)
 		if !ok1 || !ok2 {
-			return fmt.Errorf("data.%s is set by more than one data document", strings.Join(append(path, k), "."))
+			return fmt.Errorf("data.%s is set by more than one data document", quoteName(strings.Join(append(path, k), ".")))
 		}
 		if err := mergeData(cm, vm, append(path, k)); err != nil {
 			return err

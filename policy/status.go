@@ -44,10 +44,7 @@ func (s Status) String() string {
 	}
 	if s.Error != nil {
 		fmt.Fprintf(&b, "; the latest reload failed, generation %d stays active:", s.Generation)
-		for _, p := range s.Error.Problems {
-			b.WriteString("\n  ")
-			b.WriteString(p.String())
-		}
+		s.Error.writeProblems(&b)
 	}
 	return b.String()
 }

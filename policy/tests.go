@@ -78,7 +78,7 @@ func RunTests(ctx context.Context, opts TestOptions) ([]TestResult, error) {
 	}
 	user, problems := parseFiles(files)
 	if len(problems) > 0 {
-		return nil, &LoadError{Problems: problems}
+		return nil, newLoadError(problems...)
 	}
 	// The same checks as the engine's (checkSet), with the test modules held apart.
 	tests := map[string]*ast.Module{}
@@ -108,7 +108,7 @@ func RunTests(ctx context.Context, opts TestOptions) ([]TestResult, error) {
 		Filter(opts.Run)
 	ch, err := runner.RunTests(ctx, nil)
 	if err != nil {
-		return nil, &LoadError{Problems: problemsOf(err, "")}
+		return nil, newLoadError(problemsOf(err, "")...)
 	}
 	var results []TestResult
 	for r := range ch {
