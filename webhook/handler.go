@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // The handlers below translate an admission.Request into typed objects and call a decision
@@ -74,14 +76,17 @@ func checkKind(req admission.Request, want schema.GroupVersionKind) error {
 	return nil
 }
 
+// formatGVK is gvk as a message quotes it: group/version/kind, each part cut to
+// validation.MaxQuotedValue bytes with its length (a request's kind is what the client sent).
 func formatGVK(gvk metav1.GroupVersionKind) string {
+	quote := func(s string) string { return validation.Truncate(s, validation.MaxQuotedValue) }
 	switch {
 	case gvk.Kind == "":
 		return "empty"
 	case gvk.Group == "":
-		return gvk.Version + "/" + gvk.Kind
+		return quote(gvk.Version) + "/" + quote(gvk.Kind)
 	}
-	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
+	return quote(gvk.Group) + "/" + quote(gvk.Version) + "/" + quote(gvk.Kind)
 }
 
 // decodeObject decodes one object of an admission request with the API server's JSON rules

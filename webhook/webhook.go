@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
 )
@@ -156,7 +157,7 @@ func (w *Webhooks) Review(ctx context.Context, body []byte) (*admissionv1.Admiss
 		return nil, fmt.Errorf("not an AdmissionReview JSON document: %w", err)
 	}
 	if review.Kind != "" && review.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("kind is %q, expected AdmissionReview (admission.k8s.io/v1)", review.Kind)
+		return nil, fmt.Errorf("kind is %q, expected AdmissionReview (admission.k8s.io/v1)", validation.Truncate(review.Kind, validation.MaxQuotedValue))
 	}
 	if review.Request == nil {
 		return nil, fmt.Errorf("the AdmissionReview has no request")
@@ -171,7 +172,7 @@ func (w *Webhooks) Review(ctx context.Context, body []byte) (*admissionv1.Admiss
 	w.hooks[path].ServeHTTP(rec, req)
 	var answer admissionv1.AdmissionReview
 	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil || answer.Response == nil {
-		return nil, fmt.Errorf("the webhook wrote no AdmissionReview response (HTTP %d): %s", rec.Code, rec.Body.String())
+		return nil, fmt.Errorf("the webhook wrote no AdmissionReview response (HTTP %d): %s", rec.Code, validation.Truncate(rec.Body.String(), maxMessageBytes))
 	}
 	review.Response = answer.Response
 	if review.APIVersion == "" {
