@@ -24,11 +24,27 @@ func unmarshalValues(r io.Reader) (map[string]any, error) {
 	// the empty map, as Unmarshal leaves it. go-yaml turns an error of the reader into text:
 	// it is returned as it is.
 	in := &readErr{r: r}
-	if err := yamlv2.NewDecoder(in).Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+	dec := yamlv2.NewDecoder(in)
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		if in.err != nil {
 			return nil, in.err
 		}
 		return nil, fmt.Errorf("error converting YAML to JSON: %w", err)
+	}
+	// Helm reads only the first document and drops the others without a word: values the user
+	// wrote would be ignored. Empty documents (a trailing "---") are nothing to drop.
+	for n := 2; ; n++ {
+		var more any
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if in.err != nil {
+			return nil, in.err
+		}
+		if err != nil || more != nil {
+			return nil, fmt.Errorf("the file holds more than one YAML document (document %d after a \"---\" line): Helm reads only the first and would ignore the rest; put all values in one document, or give each document as its own -f file", n)
+		}
 	}
 	v, err := jsonValue(doc)
 	if err != nil {

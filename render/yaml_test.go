@@ -1,6 +1,9 @@
 package render
 
 import (
+	"bufio"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -60,8 +64,31 @@ func TestUnmarshalValuesMatchesSigsYAML(t *testing.T) {
 				require.Error(t, err, "sigs.k8s.io/yaml: %v", wantErr)
 				return
 			}
+			if documents(t, doc) > 1 {
+				require.Error(t, err, "a second document would be dropped by Helm")
+				assert.Contains(t, err.Error(), "more than one YAML document")
+				return
+			}
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
 		})
+	}
+}
+
+// documents counts the documents of a YAML stream that are not empty (apimachinery's reader).
+func documents(t *testing.T, stream string) int {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(stream)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		require.NoError(t, err)
+		var v any
+		if yaml.Unmarshal(doc, &v) != nil || v != nil {
+			n++
+		}
 	}
 }

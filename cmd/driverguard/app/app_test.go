@@ -78,6 +78,10 @@ func TestExitCodes(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("driver: {instances: {atom: {imgae: {tag: x}, nodeSelector: {k: a}}}}"), 0o600))
 	broken := filepath.Join(dir, "broken.yaml")
 	require.NoError(t, os.WriteFile(broken, []byte("driver: [unclosed"), 0o600))
+	twoDocs := filepath.Join(dir, "two.yaml")
+	require.NoError(t, os.WriteFile(twoDocs, []byte("driver: {image: {tag: \"3.2.2\"}}\n---\ndriver: {image: {tag: \"9.9.9\"}}\n"), 0o600))
+	trailing := filepath.Join(dir, "trailing.yaml")
+	require.NoError(t, os.WriteFile(trailing, []byte("---\ndriver: {image: {tag: \"3.2.2\"}}\n---\n# nothing\n"), 0o600))
 	tests := []struct {
 		name       string
 		args       []string
@@ -87,6 +91,10 @@ func TestExitCodes(t *testing.T) {
 		{"invalid values", []string{"render", "-f", bad}, ExitInvalid, `driver.instances.atom.imgae: Unsupported value: "imgae": unknown field, did you mean "image"?`},
 		{"unparsable values file", []string{"render", "-f", broken}, ExitUsage, "broken.yaml"},
 		{"missing values file", []string{"render", "-f", filepath.Join(dir, "nope.yaml")}, ExitUsage, "nope.yaml"},
+		{"two YAML documents in a values file (Helm drops the second)", []string{"render", "-f", twoDocs}, ExitUsage, "two.yaml: the file holds more than one YAML document (document 2"},
+		{"empty documents around one", []string{"render", "-f", trailing}, ExitOK, ""},
+		{"release name Helm refuses", []string{"render", "--release-name", "Bad_Name"}, ExitUsage, `--release-name "Bad_Name": invalid release name`},
+		{"release name over 53 characters", []string{"check", "--release-name", strings.Repeat("a", 54)}, ExitUsage, "invalid release name"},
 		{"unknown flag", []string{"render", "--bogus"}, ExitUsage, "unknown flag: --bogus"},
 		{"unknown command", []string{"rendr"}, ExitUsage, `unknown command "rendr"`},
 		{"bad output format", []string{"render", "-o", "xml"}, ExitUsage, `unsupported output format "xml"`},

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"helm.sh/helm/v3/pkg/chartutil"
 
+	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/render"
 )
@@ -47,6 +49,9 @@ func (f *valuesFlags) stdinUsers() []stdinUser {
 // them with the embedded chart. Unreadable values are a usage error (exit 2); invalid values
 // are exit 1.
 func (f *valuesFlags) render(ctx context.Context, s Streams) (*render.Result, error) {
+	if err := chartutil.ValidateReleaseName(f.releaseName); err != nil {
+		return nil, usageError(fmt.Errorf("--release-name %q: %w", validation.Truncate(f.releaseName, 80), err))
+	}
 	opts := f.values
 	opts.Stdin, opts.MaxFileBytes = s.In, int64(limitsOf(s).values)
 	defer limitMemoryForValues(opts.ValueFiles, opts.MaxFileBytes)()
