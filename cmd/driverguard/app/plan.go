@@ -31,6 +31,7 @@ import (
 
 type planOptions struct {
 	judgeFlags
+	rel        releaseFlags
 	podsFile   string
 	kubeconfig string
 	live       bool
@@ -64,12 +65,19 @@ Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets, e.g. 'kub
 pods,pdb,rs,deploy,sts -A -o json') or, with --live or --kubeconfig, from the cluster (list only,
 nothing is written). Without -f it plans "no change" and reports the drift: an audit.
 
+With --release NAME the RBLNDrivers and RBLNClusterPolicy now are the deployed release's: its
+values, read through Helm's SDK from the release's namespace (as 'helm get values' shows them),
+rendered with this driverguard's chart; -f/--set are the new values, as for 'helm upgrade'
+(not --reuse-values). This answers for nodes the question 'helm diff upgrade' answers for
+manifests. With --live the cluster's own RBLNDrivers are read instead (drift included).
+
 Exit codes: 0 the plan can proceed; 1 it cannot as is (a denial the webhook would make, a node
 that would lose its driver unacknowledged, a blocked node, a missing image, invalid values);
 2 it could not plan (unreadable input, a policy that does not compile, an unreachable cluster).`,
 		Example: `  driverguard plan -f examples/multi-driver.yaml --nodes examples/nodes.yaml
   driverguard plan -f values.yaml --live -o markdown > change-ticket.md
-  driverguard plan --live                          # no change: the drift of the cluster now`,
+  driverguard plan --live                          # no change: the drift of the cluster now
+  driverguard plan --release driverguard -n npu -f new-values.yaml --nodes nodes.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -81,6 +89,25 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 			}
 			if err := oneStdin(append(o.valuesFlags.stdinUsers(), append(o.cluster.stdinUsers(), stdinUser{"--pods", o.podsFile})...)...); err != nil {
 				return err
+			}
+			var deployed *render.Result
+			if o.rel.name != "" {
+				if o.cluster.driversFile != "" || o.cluster.clusterPolicyFile != "" {
+					return usageError(errors.New("--release reads the release's RBLNDrivers and RBLNClusterPolicy from its values; --drivers and --cluster-policy give them by hand: use one or the other"))
+				}
+				if cmd.Flags().Changed("release-name") && o.releaseName != o.rel.name {
+					return usageError(fmt.Errorf("--release-name %q and --release %q differ: the release's name is the one its objects carry", o.releaseName, o.rel.name))
+				}
+				o.releaseName = o.rel.name
+				d, err := o.rel.readRelease(ctx, o.kubeconfig)
+				if err != nil {
+					return err
+				}
+				if deployed, err = renderDeployed(ctx, d); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.Err, "Planning from release %s in namespace %s (revision %d, %s): its values are the cluster's RBLNDrivers now%s.\n",
+					d.Name, d.Namespace, d.Revision, d.Status, map[bool]string{true: " (with --live, the cluster's own RBLNDrivers are)", false: ""}[o.live])
 			}
 			var objs *release.Objects
 			var rendered *render.Result
@@ -96,6 +123,9 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 			cl, wl, err := o.readCluster(ctx, s)
 			if err != nil {
 				return err
+			}
+			if deployed != nil && !o.live {
+				cl.Drivers, cl.ClusterPolicy = deployed.Drivers, &deployed.ClusterPolicy
 			}
 			engine, err := o.policy.engine(ctx, s)
 			if err != nil {
@@ -143,6 +173,9 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 	f.StringVar(&o.podsFile, "pods", "", "Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets in one stream ('kubectl get pods,pdb,rs,deploy,sts -A -o json'; YAML too, slower on large clusters): drain blockers and the driver pods to delete")
 	f.BoolVar(&o.live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets (list only)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
+	f.StringVar(&o.rel.name, "release", "", "plan from a deployed Helm release: its values (read through Helm's SDK, as 'helm get values') rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
+	f.StringVarP(&o.rel.namespace, "namespace", "n", "", "namespace of the --release (default: HELM_NAMESPACE, else the kubeconfig context's)")
+	f.StringVar(&o.rel.context, "kube-context", "", "kubeconfig context to read the --release from (default: HELM_KUBECONTEXT, else the current context)")
 	f.BoolVar(&o.images.enabled, "check-images", false, "HEAD every image the plan needs in its registry (only a 404 counts as missing)")
 	f.DurationVar(&o.images.timeout, "image-timeout", 10*time.Second, "timeout of one registry request")
 	o.output.register(f)
