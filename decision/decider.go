@@ -113,9 +113,12 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 	return v, d.evaluate(ctx, in, before, v)
 }
 
-// oversized reports whether errs hold a size limit (validation.ValidateCount).
+// oversized reports whether errs hold a size limit (validation.ValidateCount,
+// validation.ValidateAnnotationsSize).
 func oversized(errs field.ErrorList) bool {
-	return slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Type == field.ErrorTypeTooMany })
+	return slices.ContainsFunc(errs, func(e *field.Error) bool {
+		return e.Type == field.ErrorTypeTooMany || e.Type == field.ErrorTypeTooLong
+	})
 }
 
 // beingDeleted reports an UPDATE of an object whose deletion has begun (finalizer removal,

@@ -314,4 +314,14 @@ func TestVerdictBounds(t *testing.T) {
 	assert.Equal(t, []finding{{"FieldValueTooMany", "spec.nodeSelector"}}, findings(v.Denials))
 	assert.Empty(t, v.Warnings)
 	assert.Equal(t, calls, len(eval.Inputs()), "the policies are not evaluated")
+
+	// annotations over Kubernetes' 256 KiB in all: denied for their size the same way
+	big := wt.Driver("rbln-driver-z", map[string]string{"x": "z"})
+	big.Spec.Annotations = map[string]string{"a": strings.Repeat("v", 200<<10), "b": strings.Repeat("v", 100<<10)}
+	v, err = d.Driver(ctx, routing.NewIndex(nil, nodes), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: big})
+	require.NoError(t, err)
+	assert.Equal(t, []finding{{"FieldValueTooLong", "spec.annotations"}}, findings(v.Denials))
+	assert.Contains(t, v.Denials[0].Message, "annotations size 307202 is larger than limit 262144")
+	assert.Less(t, len(v.Denials[0].Message), 500)
+	assert.Equal(t, calls, len(eval.Inputs()), "the policies are not evaluated")
 }

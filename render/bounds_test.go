@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/render"
 )
 
@@ -118,4 +120,63 @@ func TestMergedMapsWithinTheSizeLimits(t *testing.T) {
 		", a0: null, a1: null, a2: null, a3: null, a4: w, a5: w, a6: w, a7: w}\n"))
 	require.NoError(t, err)
 	assert.Len(t, driver(t, r, "rbln-driver-a").Annotations, 256)
+}
+
+// TestAnnotationBytes: the annotations an RBLNDriver carries hold at most 256 KiB of keys and
+// values (Kubernetes' limit, which the webhook applies): over it, the top-level block's, an
+// instance's own or an instance's merged with what it inherits are refused once, naming the
+// field; at the limit, and below it once a null removes an inherited one, they render.
+func TestAnnotationBytes(t *testing.T) {
+	const kib = 1 << 10
+	// entry is one annotation of n bytes, key and value: key k<name>.
+	entry := func(name string, n int) string {
+		k := "k" + name
+		return fmt.Sprintf("%s: %s", k, strings.Repeat("v", n-len(k)))
+	}
+	block := func(entries ...string) string { return "{" + strings.Join(entries, ", ") + "}" }
+	values := func(top, own string) string {
+		v := "driver:\n"
+		if top != "" {
+			v += "  annotations: " + top + "\n"
+		}
+		v += "  instances:\n    a:\n      nodeSelector: {x: z}\n"
+		if own != "" {
+			v += "      annotations: " + own + "\n"
+		}
+		return v
+	}
+	tests := []struct {
+		name   string
+		values string
+		want   string // the one error, "" when it renders
+	}{
+		{"256 KiB on the default", values(block(entry("1", 128*kib), entry("2", 128*kib)), ""), ""},
+		{"256 KiB and a byte on the default", values(block(entry("1", 128*kib), entry("2", 128*kib+1)), ""),
+			"driver.annotations: Too long: annotations size 262145 is larger than limit 262144 (bytes of keys and values together: Kubernetes' limit on the annotations of the driver pods)"},
+		{"256 KiB and a byte of an instance's own", values("", block(entry("1", 256*kib+1))),
+			"driver.instances.a.annotations: Too long: annotations size 262145 is larger than limit 262144"},
+		{"200 KiB inherited and 100 KiB of its own", values(block(entry("1", 200*kib)), block(entry("2", 100*kib))),
+			"driver.instances.a.annotations: Too long: its RBLNDriver would carry 307200 bytes of annotations (keys and values), 102400 of its own and 204800 inherited from driver.annotations; at most 262144 (256 KiB, Kubernetes' limit on the annotations of the driver pods) are allowed: set fewer, or remove inherited ones with null"},
+		{"an inherited one overridden", values(block(entry("1", 200*kib)), block(entry("1", 100*kib))), ""},
+		{"an inherited one removed with null", values(block(entry("1", 200*kib), entry("3", 10)), block(entry("2", 100*kib), "k1: null")), ""},
+		{"a 1 MiB annotation", values(block(entry("1", 1<<20)), ""), "driver.annotations: Too long: annotations size 1048576 is larger than limit 262144"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := renderYAML(t, tt.values)
+			if tt.want == "" {
+				require.NoError(t, err)
+				for _, d := range r.Drivers {
+					assert.Empty(t, validation.ValidateDriver(&d), d.Name)
+				}
+				return
+			}
+			var invalid *render.InvalidValuesError
+			require.ErrorAs(t, err, &invalid)
+			require.Len(t, invalid.Errs, 1, "%v", err)
+			assert.Equal(t, field.ErrorTypeTooLong, invalid.Errs[0].Type)
+			assert.Contains(t, err.Error(), "\n  "+tt.want)
+			assert.Less(t, len(err.Error()), 1000)
+		})
+	}
 }

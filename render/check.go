@@ -228,6 +228,7 @@ func (c *checker) driverBlock(d map[string]any, p *field.Path) {
 		c.add(dgvalidation.ValidateInstanceKey(key, ip)...)
 		c.instance(instances[key], ip)
 		c.mergedCounts(d, instances[key], ip)
+		c.mergedAnnotationBytes(d, instances[key], ip)
 	}
 	enabled, _ := d["enabled"].(bool)
 	deployDefault, _ := d["deployDefault"].(bool)
@@ -375,6 +376,9 @@ func (c *checker) inheritable(m map[string]any, p *field.Path, nullable bool) {
 				c.add(field.TypeInvalid(kp, describe(ann[k]), "annotation values are strings"+c.stringHint(": ", kp, ann[k])))
 			}
 			c.add(dgvalidation.ValidateAnnotationKeys(strs, p.Child("annotations"))...)
+			if e := dgvalidation.ValidateAnnotationsSize(strs, p.Child("annotations")); e != nil {
+				c.add(e)
+			}
 		}
 	}
 	if v, ok := m["tolerations"]; ok {
@@ -438,6 +442,55 @@ func (c *checker) mergedCounts(d map[string]any, v any, p *field.Path) {
 				n+inherited, f.what, n, inherited, strings.Join(f.path, "."), f.max)
 			c.add(e)
 		}
+	}
+}
+
+// mergedAnnotationBytes reports the annotations of an instance that are within the size limit
+// on their own and in the top-level block (count and bytes), but over MaxAnnotationBytes once
+// merged: its RBLNDriver would carry more than the webhook (and the API server, on its pods)
+// allows. Values that are not strings are reported elsewhere and not counted.
+func (c *checker) mergedAnnotationBytes(d map[string]any, v any, p *field.Path) {
+	inst, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	own, ok1 := inst["annotations"].(map[string]any)
+	base, ok2 := d["annotations"].(map[string]any)
+	if !ok1 || !ok2 || len(own) > dgvalidation.MaxAnnotations || len(base) > dgvalidation.MaxAnnotations {
+		return // one side inherits or removes the other whole, or is reported already
+	}
+	stringValues := func(m map[string]any) map[string]string {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				out[k] = s
+			}
+		}
+		return out
+	}
+	fp := p.Child("annotations")
+	ownStrs, baseStrs := stringValues(own), stringValues(base)
+	if dgvalidation.ValidateAnnotationsSize(ownStrs, fp) != nil || dgvalidation.ValidateAnnotationsSize(baseStrs, fp) != nil {
+		return // reported already
+	}
+	merged := ownStrs
+	ownBytes, inheritedBytes := 0, 0
+	for k, s := range ownStrs {
+		ownBytes += len(k) + len(s)
+	}
+	for k, s := range baseStrs {
+		if _, set := own[k]; !set {
+			merged[k] = s
+			inheritedBytes += len(k) + len(s)
+		}
+	}
+	if len(merged) > dgvalidation.MaxAnnotations {
+		return // reported by its count (mergedCounts)
+	}
+	if e := dgvalidation.ValidateAnnotationsSize(merged, fp); e != nil {
+		e.Detail = fmt.Sprintf("its RBLNDriver would carry %d bytes of annotations (keys and values), %d of its own and %d inherited from driver.annotations; at most %d (256 KiB, Kubernetes' limit on the annotations of the driver pods) are allowed: set fewer, or remove inherited ones with null",
+			ownBytes+inheritedBytes, ownBytes, inheritedBytes, dgvalidation.MaxAnnotationBytes)
+		c.add(e)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -71,6 +72,24 @@ const (
 	MaxAnnotations   = 256 // spec.annotations
 	MaxResourceNames = 64  // spec.resources.limits and spec.resources.requests, each
 )
+
+// MaxAnnotationBytes is the most bytes spec.annotations may hold, keys and values together:
+// Kubernetes' limit on the annotations of one object (apimachinery's
+// TotalAnnotationSizeLimitB, 256 KiB), which the driver pods carrying them would exceed.
+const MaxAnnotationBytes = apivalidation.TotalAnnotationSizeLimitB
+
+// ValidateAnnotationsSize checks that annotations hold at most MaxAnnotationBytes, keys and
+// values together, with apimachinery's ValidateAnnotationsSize (the API server's own check of
+// metadata.annotations). Beyond it the field is reported once, as FieldValueTooLong.
+func ValidateAnnotationsSize(ann map[string]string, fldPath *field.Path) *field.Error {
+	err := apivalidation.ValidateAnnotationsSize(ann)
+	if err == nil {
+		return nil
+	}
+	e := field.TooLong(fldPath, "", MaxAnnotationBytes)
+	e.Detail = err.Error() + " (bytes of keys and values together: Kubernetes' limit on the annotations of the driver pods)"
+	return e
+}
 
 // ValidateCount checks that a list or map of n entries holds at most max. what names the
 // entries for the message ("selector keys").
@@ -172,6 +191,11 @@ func ValidateDriverSpec(name string, spec *v1alpha1.RBLNDriverSpec, fldPath *fie
 		{len(spec.Annotations), MaxAnnotations, "annotations", fldPath.Child("annotations")},
 	} {
 		if e := ValidateCount(c.n, c.max, c.what, c.path); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if len(spec.Annotations) <= MaxAnnotations { // beyond it reported once, by its count
+		if e := ValidateAnnotationsSize(spec.Annotations, fldPath.Child("annotations")); e != nil {
 			errs = append(errs, e)
 		}
 	}

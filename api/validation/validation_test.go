@@ -156,27 +156,50 @@ func TestSizeLimits(t *testing.T) {
 		}
 		return m
 	}
+	// annotations of size bytes in all, keys and values
+	sized := func(size int) map[string]string {
+		m := map[string]string{}
+		for i := 0; size > 0; i++ {
+			k := fmt.Sprintf("k%03d", i)
+			v := strings.Repeat("v", min(size-len(k), 4096))
+			m[k] = v
+			size -= len(k) + len(v)
+		}
+		return m
+	}
 	tests := []struct {
 		name  string
 		spec  *v1alpha1.RBLNDriverSpec
 		field string // "" = no error
+		// typ is the error's type (FieldValueTooMany when empty), detail what it says.
+		typ    field.ErrorType
+		detail string
 	}{
 		{"64 selector keys", spec(func(s *v1alpha1.RBLNDriverSpec) {
 			s.NodeSelector = map[string]string{}
 			maps.Copy(s.NodeSelector, valid(64))
-		}), ""},
-		{"100,000 invalid selector keys", spec(func(s *v1alpha1.RBLNDriverSpec) { s.NodeSelector = many(100_000) }), "spec.nodeSelector"},
-		{"256 tolerations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Tolerations = make([]corev1.Toleration, MaxTolerations) }), ""},
-		{"257 tolerations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Tolerations = make([]corev1.Toleration, MaxTolerations+1) }), "spec.tolerations"},
-		{"257 env", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Env = make([]corev1.EnvVar, MaxEnv+1) }), "spec.env"},
-		{"65 pull secrets", spec(func(s *v1alpha1.RBLNDriverSpec) { s.ImagePullSecrets = make([]string, MaxPullSecrets+1) }), "spec.imagePullSecrets"},
-		{"257 annotations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Annotations = valid(MaxAnnotations + 1) }), "spec.annotations"},
+		}), "", "", ""},
+		{"100,000 invalid selector keys", spec(func(s *v1alpha1.RBLNDriverSpec) { s.NodeSelector = many(100_000) }), "spec.nodeSelector", "", ""},
+		{"256 tolerations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Tolerations = make([]corev1.Toleration, MaxTolerations) }), "", "", ""},
+		{"257 tolerations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Tolerations = make([]corev1.Toleration, MaxTolerations+1) }), "spec.tolerations", "", ""},
+		{"257 env", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Env = make([]corev1.EnvVar, MaxEnv+1) }), "spec.env", "", ""},
+		{"65 pull secrets", spec(func(s *v1alpha1.RBLNDriverSpec) { s.ImagePullSecrets = make([]string, MaxPullSecrets+1) }), "spec.imagePullSecrets", "", ""},
+		{"257 annotations", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Annotations = valid(MaxAnnotations + 1) }), "spec.annotations", "", ""},
+		{"annotations of 256 KiB", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Annotations = sized(MaxAnnotationBytes) }), "", "", ""},
+		{"annotations of 256 KiB and a byte", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Annotations = sized(MaxAnnotationBytes + 1) }), "spec.annotations",
+			field.ErrorTypeTooLong, "annotations size 262145 is larger than limit 262144 (bytes of keys and values together: Kubernetes' limit on the annotations of the driver pods)"},
+		{"one annotation of 1 MiB", spec(func(s *v1alpha1.RBLNDriverSpec) { s.Annotations = map[string]string{"a": strings.Repeat("v", 1<<20)} }), "spec.annotations",
+			field.ErrorTypeTooLong, "annotations size 1048577 is larger than limit 262144"},
+		{"257 annotations of 1 MiB: reported once, by their count", spec(func(s *v1alpha1.RBLNDriverSpec) {
+			s.Annotations = valid(MaxAnnotations + 1)
+			s.Annotations["k0"] = strings.Repeat("v", 1<<20)
+		}), "spec.annotations", "", ""},
 		{"65 resource limits", spec(func(s *v1alpha1.RBLNDriverSpec) {
 			s.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{}}
 			for k := range valid(MaxResourceNames + 1) {
 				s.Resources.Limits[corev1.ResourceName(k)] = resource.MustParse("1")
 			}
-		}), "spec.resources.limits"},
+		}), "spec.resources.limits", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,10 +208,14 @@ func TestSizeLimits(t *testing.T) {
 				assert.Empty(t, errs)
 				return
 			}
+			if tt.typ == "" {
+				tt.typ, tt.detail = field.ErrorTypeTooMany, "must have at most"
+			}
 			if assert.Len(t, errs, 1) {
-				assert.Equal(t, field.ErrorTypeTooMany, errs[0].Type)
+				assert.Equal(t, tt.typ, errs[0].Type)
 				assert.Equal(t, tt.field, errs[0].Field)
-				assert.Contains(t, errs[0].Detail, "must have at most")
+				assert.Contains(t, errs[0].Detail, tt.detail)
+				assert.Less(t, len(errs[0].Error()), 500)
 			}
 		})
 	}
