@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,10 +18,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -181,9 +184,10 @@ driver:
 
 // TestHelmLifecycle: install (a release with RBLNDrivers) → upgrade → uninstall with the real
 // helm and the chart's defaults, while the webhook's pods never run (envtest has no kubelet:
-// the case of an image that cannot be pulled). The install succeeds because Helm creates the
-// RBLNDrivers before the validating webhook configuration; once it exists, RBLNDriver writes
-// are refused (fail-closed, nothing bypasses the checks); the upgrade succeeds; the uninstall
+// the case of an image that cannot be pulled). The install succeeds because the chart's webhook
+// configurations carry no webhooks until a pod registers them; once they are registered (here
+// by the registrar, as a pod that ran once would), RBLNDriver writes are refused while no pod
+// answers (fail-closed, nothing bypasses the checks); the upgrade succeeds; the uninstall
 // leaves no webhook configuration, Secret, ClusterRole or binding of the release behind, and
 // RBLNDriver writes work again. Updates that change no spec (finalizers, annotations, Helm's
 // own) are never sent to the webhook, so they go through while it is down.
@@ -212,11 +216,25 @@ func TestHelmLifecycle(t *testing.T) {
 			t.Errorf("the release's RBLNDriver %s: %v", n, err)
 		}
 	}
-	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &admissionregistrationv1.ValidatingWebhookConfiguration{}); err != nil {
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &vwc); err != nil {
 		t.Fatalf("the release's ValidatingWebhookConfiguration: %v", err)
 	}
+	if len(vwc.Webhooks) != 0 {
+		t.Errorf("webhooks registered before any pod served: %v", vwc.Webhooks)
+	}
+	// A pod that served once registered the webhooks; then every pod went away.
+	cs, err := kubernetes.NewForConfig(suite.plane.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	registrar := &webhook.Registrar{Client: cs, Names: webhook.WebhookConfigurationNames{Validating: name, Mutating: name},
+		CAFile: filepath.Join(t.TempDir(), "ca.crt"), Log: logr.Discard()}
+	if err := registrar.Sync(t.Context()); err != nil {
+		t.Fatalf("registering the release's webhooks: %v", err)
+	}
 	extra := wt.Driver("rbln-driver-lifecycle", wt.Sel(v1alpha1.LabelFamily, "rebel"))
-	err := c.Create(t.Context(), extra.DeepCopy())
+	err = c.Create(t.Context(), extra.DeepCopy())
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Errorf("with the webhook down, an RBLNDriver write must be refused (failurePolicy Fail), got %v", err)
 	}
@@ -243,6 +261,9 @@ func TestHelmLifecycle(t *testing.T) {
 	var dep appsv1.Deployment
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &dep); err != nil || *dep.Spec.Replicas != 3 {
 		t.Errorf("the upgraded Deployment: %v %+v", err, dep.Spec.Replicas)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &vwc); err != nil || len(vwc.Webhooks) != 2 {
+		t.Errorf("the upgrade must leave the registered webhooks in place: %v, %d webhooks", err, len(vwc.Webhooks))
 	}
 
 	if out, err := h.run(t, "uninstall", release, "--namespace", ns); err != nil {

@@ -97,6 +97,7 @@ func lifecycle(t *testing.T, v variant, release string) {
 	// The webhook pod runs and registers the webhooks: every write is judged, the release's own
 	// objects included.
 	pod := startWebhookPod(t, c, ns, name)
+	waitRegistered(t, c, name)
 	identical := map[string]string{v1alpha1.LabelFamily: "rebel"} // rbln-driver-rebel's selector
 	eventuallyDenied(t, c, driver("rbln-driver-twin", "", identical), "is identical to the nodeSelector")
 	eventuallyDenied(t, c, driver("rbln-driver-twin", release, identical), "is identical to the nodeSelector")
@@ -168,6 +169,25 @@ func driver(name, release string, sel map[string]string) *v1alpha1.RBLNDriver {
 		d.Labels = map[string]string{v1alpha1.LabelRelease: release}
 	}
 	return d
+}
+
+// waitRegistered waits until the webhook pod has registered the webhooks (two validating, one
+// mutating): a pod is ready a moment before its registration lands.
+func waitRegistered(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var v admissionregistrationv1.ValidatingWebhookConfiguration
+		var m admissionregistrationv1.MutatingWebhookConfiguration
+		errV, errM := c.Get(t.Context(), client.ObjectKey{Name: name}, &v), c.Get(t.Context(), client.ObjectKey{Name: name}, &m)
+		if errV == nil && errM == nil && len(v.Webhooks) == 2 && len(m.Webhooks) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhooks were not registered within 60s: %v %v, %d validating, %d mutating", errV, errM, len(v.Webhooks), len(m.Webhooks))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // eventuallyRefused creates obj (dry run) until the API server refuses it for want of a
