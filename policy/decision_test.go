@@ -199,7 +199,7 @@ func TestLibraryDecisionEqualsEachPackagesRules(t *testing.T) {
 		require.NoError(t, err, v)
 	}
 	assert.Greater(t, evaluations, 50)
-	assert.Greater(t, messages, 16, "the breaking releases fire the library's rules")
+	assert.Greater(t, messages, 12, "the breaking releases fire the library's rules (15 since canary_selector left potential ties to Go)")
 }
 
 // directEvaluator evaluates the deny and warn rules of every policy with OPA directly, over the

@@ -61,6 +61,46 @@ func TestCheckDenyAndWarn(t *testing.T) {
 	})
 }
 
+// TestCheckTieWarnings: ties and potential ties are the built-in rules' alone. Selectors that
+// no node can carry both of (env=prod and env=canary) get no tie warning — the bundled
+// canary_selector warned there, wrongly — and a real potential tie is warned once (it was
+// warned by Go and again by the library).
+func TestCheckTieWarnings(t *testing.T) {
+	dir := t.TempDir()
+	values := func(instance string) string {
+		f := filepath.Join(dir, fmt.Sprintf("values-%d.yaml", len(instance)))
+		require.NoError(t, os.WriteFile(f, []byte("driver:\n  nodeSelector: {env: prod}\n  instances:\n    canary:\n      nodeSelector: "+instance+"\n"), 0o600))
+		return f
+	}
+	tests := []struct {
+		name     string
+		selector string
+		ties     int
+	}{
+		{"disjoint selectors", "{env: canary, rebellions.ai/npu.family: atom}", 0},
+		{"a real potential tie", "{rebellions.ai/npu.family: atom}", 1},
+		{"a strict superset", "{env: prod, rebellions.ai/npu.family: atom}", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", "check", "-f", values(tt.selector), "-o", "json")
+			require.Equal(t, ExitOK, r.code, r.stderr)
+			var rep release.Report
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+			ties := 0
+			for _, res := range rep.Resources {
+				for _, w := range res.Warn {
+					if strings.Contains(w.Message, "tie") {
+						ties++
+						assert.Equal(t, "PotentialConflict", w.Rule, w.Message)
+					}
+				}
+			}
+			assert.Equal(t, tt.ties, ties, r.stdout)
+		})
+	}
+}
+
 // TestCheckWithACustomPolicy: a policy directory changes the results.
 func TestCheckWithACustomPolicy(t *testing.T) {
 	args := []string{"check", "-f", exampleValues, "--set", "driver.instances.rebel.image.tag=3.3.0-rc1"}
