@@ -43,6 +43,7 @@ func TestSlowAndStalledClients(t *testing.T) {
 	c := newClient(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	freshServe(t) // measured on a process no other test has grown
 	stop := peakWatcher(t)
 	before := memory(t, "VmRSS")
 

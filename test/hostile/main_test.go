@@ -3,6 +3,11 @@
 // server's memory from /proc (the process's own, not the test's) and asserts the bounds of
 // docs/webhook.md. The driverguard binary is built once for the package (DRIVERGUARD_BIN
 // names another one, e.g. to measure an older build; its failures are then expected).
+//
+// The tests share one API server, but every test that measures memory starts a serve
+// process of its own (freshServe): a Go heap grown by one attack is not returned to the
+// operating system at once, so a test measured on the process the previous one attacked
+// would measure both.
 package hostile
 
 import (
@@ -12,16 +17,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/driverguard/driverguard/test/controlplane"
 )
@@ -31,12 +39,18 @@ var suite struct {
 	setupErr error
 	log      *syncBuffer
 	bin      string
+	// serve is the serve process the tests attack: the control plane's until freshServe
+	// replaces it.
+	serve *serveProcess
 }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	suite.setupErr = setup()
 	code := m.Run()
+	if err := suite.serve.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping serve:", err)
+	}
 	if suite.plane != nil {
 		if err := suite.plane.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
@@ -72,9 +86,126 @@ func setup() error {
 		ServeBinary: suite.bin,
 		ServeLog:    suite.log,
 		// GOGC and the memory limit as in the chart's pod: serve sets them itself.
-		ServeArgs: []string{"--log-level", "info"},
+		ServeArgs: serveArgs,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	suite.serve = &serveProcess{proc: suite.plane.Serve}
+	return nil
+}
+
+// serveArgs are serve's own flags besides those that point it at the control plane.
+var serveArgs = []string{"--log-level", "info"}
+
+// serveProcess is one `driverguard serve` process.
+type serveProcess struct {
+	proc *os.Process
+	// exited is closed when the process has exited; nil when the control plane started it
+	// (and waits for it).
+	exited chan struct{}
+	dir    string // its kubeconfig's directory, removed once it exited
+}
+
+// stop ends the process with SIGTERM (SIGKILL after 30 s) and waits until it has exited.
+func (s *serveProcess) stop() error {
+	if s == nil || s.proc == nil {
+		return nil
+	}
+	defer os.RemoveAll(s.dir)
+	if err := s.proc.Signal(syscall.SIGTERM); errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !s.done() {
+		if time.Now().After(deadline) {
+			_ = s.proc.Kill()
+			deadline = time.Now().Add(30 * time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// done reports whether the process has exited (and was reaped, by whoever started it).
+func (s *serveProcess) done() bool {
+	if s.exited != nil {
+		select {
+		case <-s.exited:
+			return true
+		default:
+			return false
+		}
+	}
+	return errors.Is(s.proc.Signal(syscall.Signal(0)), os.ErrProcessDone)
+}
+
+// freshServe replaces the serve process by a new one on the same addresses, certificates
+// and flags as the control plane's, and waits until it is ready: a test that measures
+// serve's memory measures a process no other test has grown. The API server is the suite's.
+func freshServe(t *testing.T) {
+	t.Helper()
+	if err := suite.serve.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := startServe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite.serve = s
+}
+
+// startServe starts `driverguard serve` as the control plane does (test/controlplane) and
+// waits up to 60 s for it to be ready.
+func startServe() (*serveProcess, error) {
+	p := suite.plane
+	user, err := p.Env.AddUser(envtest.User{Name: "driverguard-hostile-serve", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "driverguard-hostile-serve-")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	wio := &p.Env.WebhookInstallOptions
+	args := append([]string{"serve", "--kubeconfig", kubeconfig,
+		"--host", wio.LocalServingHost, "--port", strconv.Itoa(wio.LocalServingPort), "--cert-dir", wio.LocalServingCertDir,
+		"--health-addr", p.HealthAddr, "--metrics-addr", p.MetricsAddr, "--shutdown-delay", "0s", "--log-format", "text"},
+		serveArgs...)
+	cmd := exec.Command(suite.bin, args...)
+	cmd.Stdout, cmd.Stderr = suite.log, suite.log
+	if err := cmd.Start(); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting %s: %w", suite.bin, err), os.RemoveAll(dir))
+	}
+	s := &serveProcess{proc: cmd.Process, exited: make(chan struct{}), dir: dir}
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if s.done() {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("serve exited before it was ready: %w", waitErr)
+		}
+		if resp, err := http.Get("http://" + p.HealthAddr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.Join(errors.New("serve was not ready within 60s"), s.stop())
+		}
+	}
 }
 
 func requireEnv(t *testing.T) {
@@ -108,7 +239,7 @@ func memory(t *testing.T, field string) int64 {
 }
 
 func readMemory(field string) (int64, error) {
-	pid := suite.plane.Serve.Pid
+	pid := suite.serve.proc.Pid
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, fmt.Errorf("reading serve's memory: %w", err)
