@@ -198,6 +198,8 @@ func ValidateDriverSpec(name string, spec *v1alpha1.RBLNDriverSpec, fldPath *fie
 		if e := ValidateAnnotationsSize(spec.Annotations, fldPath.Child("annotations")); e != nil {
 			errs = append(errs, e)
 		}
+		// The keys the driver pods get: render refuses an invalid one, so the webhook does too.
+		errs = append(errs, ValidateAnnotationKeys(spec.Annotations, fldPath.Child("annotations"))...)
 	}
 	if r := spec.Resources; r != nil {
 		if e := ValidateCount(len(r.Limits), MaxResourceNames, "resources", fldPath.Child("resources", "limits")); e != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -101,6 +102,13 @@ func TestValidateDriverSpec(t *testing.T) {
 	pull := valid()
 	pull.ImagePullPolicy = "Sometimes"
 	assert.Contains(t, ValidateDriverSpec("x", pull, field.NewPath("spec")).ToAggregate().Error(), `spec.imagePullPolicy: Unsupported value: "Sometimes"`)
+
+	// Annotation keys are judged as render judges them (the driver pods get them).
+	ann := valid()
+	ann.Annotations = map[string]string{"team": "npu", "example.com/owner": "a", "bad key!": "x"}
+	errs := ValidateDriverSpec("x", ann, field.NewPath("spec"))
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs.ToAggregate().Error(), `spec.annotations[bad key!]: Invalid value: "bad key!": annotation key is not valid`)
 }
 
 func TestValidateDriverName(t *testing.T) {
