@@ -167,42 +167,47 @@ func (r *Registrar) Sync(ctx context.Context) error {
 	}
 	var errs []error
 	if n := r.Names.Validating; n != "" {
-		c := r.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-		errs = append(errs, r.sync(ctx, "ValidatingWebhookConfiguration", n, func() (any, any, func(any) (any, error), error) {
-			cfg, err := c.Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			want, err := ValidatingWebhooksOf(cfg, ca)
-			return want, cfg.Webhooks, func(any) (any, error) {
-				cfg.Webhooks = want
-				out, err := c.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
-				if err != nil {
-					return nil, err
-				}
-				return out.Webhooks, nil
-			}, err
-		}))
+		errs = append(errs, r.sync(ctx, "ValidatingWebhookConfiguration", n, configReader(ctx, n, ca,
+			r.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations(), ValidatingWebhooksOf,
+			func(c *admissionregistrationv1.ValidatingWebhookConfiguration) *[]admissionregistrationv1.ValidatingWebhook {
+				return &c.Webhooks
+			})))
 	}
 	if n := r.Names.Mutating; n != "" {
-		c := r.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-		errs = append(errs, r.sync(ctx, "MutatingWebhookConfiguration", n, func() (any, any, func(any) (any, error), error) {
-			cfg, err := c.Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			want, err := MutatingWebhooksOf(cfg, ca)
-			return want, cfg.Webhooks, func(any) (any, error) {
-				cfg.Webhooks = want
-				out, err := c.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
-				if err != nil {
-					return nil, err
-				}
-				return out.Webhooks, nil
-			}, err
-		}))
+		errs = append(errs, r.sync(ctx, "MutatingWebhookConfiguration", n, configReader(ctx, n, ca,
+			r.Client.AdmissionregistrationV1().MutatingWebhookConfigurations(), MutatingWebhooksOf,
+			func(c *admissionregistrationv1.MutatingWebhookConfiguration) *[]admissionregistrationv1.MutatingWebhook {
+				return &c.Webhooks
+			})))
 	}
 	return errors.Join(errs...)
+}
+
+// configClient is what the registrar needs of a typed client of webhook configurations.
+type configClient[C any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*C, error)
+	Update(ctx context.Context, cfg *C, opts metav1.UpdateOptions) (*C, error)
+}
+
+// configReader reads configuration name for sync: the webhooks its annotation wants (of), the
+// webhooks it holds (webhooks), and the write of the wanted ones.
+func configReader[C, W any](ctx context.Context, name string, ca []byte, c configClient[C], of func(*C, []byte) ([]W, error), webhooks func(*C) *[]W) func() (any, any, func(any) (any, error), error) {
+	return func() (any, any, func(any) (any, error), error) {
+		cfg, err := c.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		want, err := of(cfg, ca)
+		live := *webhooks(cfg)
+		return want, live, func(any) (any, error) {
+			*webhooks(cfg) = want
+			out, err := c.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
+			if err != nil {
+				return nil, err
+			}
+			return *webhooks(out), nil
+		}, err
+	}
 }
 
 // written is what the registrar last wrote to a configuration and what the API server stored
