@@ -26,6 +26,13 @@ type judgeFlags struct {
 func (f *judgeFlags) addFlags(fs *pflag.FlagSet) {
 	f.valuesFlags.addFlags(fs)
 	f.cluster.addFlags(fs)
+	f.addDecisionFlags(fs)
+}
+
+// addDecisionFlags registers the flags of the decision alone (the policies, --policy-fail-open,
+// --allow-driver-loss), without the values and the cluster files: post-render judges objects
+// Helm rendered.
+func (f *judgeFlags) addDecisionFlags(fs *pflag.FlagSet) {
 	f.policy.addFlags(fs, "policy")
 	fs.BoolVar(&f.failOpen, "policy-fail-open", false, "judge an object whose policy evaluation fails without its policies (with a warning), as serve --policy-fail-open admits it")
 	fs.BoolVar(&f.allowDriverLoss, "allow-driver-loss", false, "acknowledge the nodes that would lose their driver: report them as warnings instead of failing")
@@ -62,11 +69,17 @@ func (f *judgeFlags) judge(ctx context.Context, s Streams, opts release.Options)
 }
 
 func (f *judgeFlags) judgeWith(ctx context.Context, r *render.Result, cl release.Cluster, engine *policy.Engine, opts release.Options) (*judged, error) {
+	return f.judgeObjects(ctx, release.FromRender(r, f.releaseName), r, cl, engine, opts)
+}
+
+// judgeObjects applies objs to cl with the webhook's decisions; r holds the render warnings
+// the report lists (none for objects Helm rendered).
+func (f *judgeFlags) judgeObjects(ctx context.Context, objs release.Objects, r *render.Result, cl release.Cluster, engine *policy.Engine, opts release.Options) (*judged, error) {
 	if opts.Decider == nil {
 		opts.Decider = &decision.Decider{Policy: engine, PolicyFailOpen: f.failOpen}
 	}
 	opts.Data = engine
-	res, err := release.Apply(ctx, release.FromRender(r, f.releaseName), cl, opts)
+	res, err := release.Apply(ctx, objs, cl, opts)
 	if err != nil {
 		var u *decision.UnavailableError
 		if errors.As(err, &u) {
