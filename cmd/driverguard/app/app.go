@@ -164,6 +164,7 @@ an AdmissionReview within the webhook's 7 MiB.`,
 		serve,
 		newCheckCommand(s),
 		newPlanCommand(s),
+		newPostRenderCommand(s),
 		newPolicyCommand(s),
 		newVersionCommand(s),
 	)
