@@ -15,7 +15,7 @@ TEST_ENV = export PATH="$(CURDIR)/bin:$$PATH" KUBEBUILDER_ASSETS="$(CURDIR)/bin"
 GO_FILES = $$(find . \( -path ./.git -o -path ./bin -o -name node_modules \) -prune -o -type f -name '*.go' -print)
 
 .DEFAULT_GOAL := build
-.PHONY: tools generate build demo test fuzz bench lint vet fmt-check
+.PHONY: tools generate build demo test fuzz bench lint vet fmt-check plugin
 
 tools: ## build helm, kube-apiserver, kube-controller-manager, etcd and golangci-lint into bin/ (reused when current)
 	bash hack/tools.sh all
@@ -32,6 +32,14 @@ build:
 
 demo: build
 	bin/driverguard preview -f examples/multi-driver.yaml --nodes examples/nodes.yaml
+
+# The Helm plugins (README "Helm plugin"): per platform a Helm 4 CLI plugin, a Helm 4
+# post-renderer plugin (driverguard-check) and the CLI plugin in Helm 3's format, as tarballs in
+# dist/plugin with SHA256SUMS. VERSION (the chart's appVersion), PLATFORMS ("linux/amd64
+# linux/arm64 darwin/arm64") and OUT come from the environment or the command line; SIGN_KEY
+# (with SIGN_KEYRING, SIGN_PASSPHRASE_FILE) also writes Helm 4's signed packages and .prov files.
+plugin: ## Helm plugin tarballs in dist/plugin: make plugin [VERSION=0.1.0] [PLATFORMS=linux/amd64] [SIGN_KEY=...]
+	GO='$(GO)' bash hack/plugin.sh
 
 vet:
 	$(GO) vet ./...
