@@ -58,8 +58,8 @@ func TestPlanFromRelease(t *testing.T) {
 				}
 			}
 
-			// HELM_NAMESPACE is the default namespace, as for helm; a release that is not there is
-			// exit 2 naming it.
+			// Without -n the kubeconfig context's namespace ("default" here): a release that is not
+			// there is exit 2 naming it.
 			_, stderr, code := driverguard(t, h.kubeconfig, "plan", "--release", release, "--nodes", nodes)
 			assert.Equal(t, 2, code)
 			assert.Contains(t, string(stderr), "reading release planrel in namespace default")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -99,7 +100,7 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 					return usageError(fmt.Errorf("--release-name %q and --release %q differ: the release's name is the one its objects carry", o.releaseName, o.rel.name))
 				}
 				o.releaseName = o.rel.name
-				d, err := o.rel.readRelease(ctx, o.kubeconfig)
+				d, err := o.rel.readRelease(ctx, o.target())
 				if err != nil {
 					return err
 				}
@@ -174,12 +175,18 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 	f.BoolVar(&o.live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets (list only)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
 	f.StringVar(&o.rel.name, "release", "", "plan from a deployed Helm release: its values (read through Helm's SDK, as 'helm get values') rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
-	f.StringVarP(&o.rel.namespace, "namespace", "n", "", "namespace of the --release (default: HELM_NAMESPACE, else the kubeconfig context's)")
-	f.StringVar(&o.rel.context, "kube-context", "", "kubeconfig context to read the --release from (default: HELM_KUBECONTEXT, else the current context)")
+	f.StringVarP(&o.rel.namespace, "namespace", "n", "", "namespace of the --release (default: the kubeconfig context's; as a Helm plugin, Helm's -n)")
+	f.StringVar(&o.rel.context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")
 	f.BoolVar(&o.images.enabled, "check-images", false, "HEAD every image the plan needs in its registry (only a 404 counts as missing)")
 	f.DurationVar(&o.images.timeout, "image-timeout", 10*time.Second, "timeout of one registry request")
 	o.output.register(f)
 	return cmd
+}
+
+// target is the cluster plan reads (--kubeconfig, --kube-context, -n; Helm's plugin
+// environment as their defaults when run as `helm driverguard`).
+func (o *planOptions) target() kubeTarget {
+	return kubeTarget{kubeconfig: o.kubeconfig, context: o.rel.context, namespace: o.rel.namespace}.withHelmPluginEnv(os.Getenv)
 }
 
 // changes reports whether values were given; without them the plan is "no change".
@@ -190,7 +197,7 @@ func (o *planOptions) changes() bool {
 
 func (o *planOptions) readCluster(ctx context.Context, s Streams) (release.Cluster, *plan.Workloads, error) {
 	if o.live {
-		return readLive(ctx, o.kubeconfig)
+		return readLive(ctx, o.target())
 	}
 	cl, err := o.cluster.read(ctx, s)
 	if err != nil {
@@ -209,11 +216,9 @@ func (o *planOptions) readCluster(ctx context.Context, s Streams) (release.Clust
 // readLive lists what a plan reads from the cluster, nothing else: it needs list on nodes,
 // rblndrivers, rblnclusterpolicies, pods, poddisruptionbudgets, replicasets, deployments and
 // statefulsets.
-func readLive(ctx context.Context, kubeconfig string) (release.Cluster, *plan.Workloads, error) {
+func readLive(ctx context.Context, target kubeTarget) (release.Cluster, *plan.Workloads, error) {
 	var cl release.Cluster
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := target.clientConfig().ClientConfig()
 	if err != nil {
 		return cl, nil, usageError(fmt.Errorf("no cluster to read (in-cluster config, --kubeconfig or KUBECONFIG): %w", err))
 	}

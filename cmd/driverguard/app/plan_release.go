@@ -42,20 +42,20 @@ func helmStorageDriver() string {
 }
 
 // readRelease reads the latest revision of the release through Helm's SDK, as `helm get
-// values` does: from the release's namespace (--namespace, else HELM_NAMESPACE, else the
-// kubeconfig context's namespace, else "default") with the storage driver Helm uses.
-func (f *releaseFlags) readRelease(ctx context.Context, kubeconfig string) (*deployedRelease, error) {
+// values` does: from the target's namespace (else its context's, else "default") with the
+// storage driver Helm uses.
+func (f *releaseFlags) readRelease(ctx context.Context, target kubeTarget) (*deployedRelease, error) {
 	if err := chartutil.ValidateReleaseName(f.name); err != nil {
 		return nil, usageError(fmt.Errorf("--release %q: %w", validation.Truncate(f.name, 80), err))
 	}
 	getter := genericclioptions.NewConfigFlags(false)
-	if kubeconfig != "" {
-		getter.KubeConfig = &kubeconfig
+	if target.kubeconfig != "" {
+		getter.KubeConfig = &target.kubeconfig
 	}
-	if kc := orEnv(f.context, "HELM_KUBECONTEXT"); kc != "" {
-		getter.Context = &kc
+	if target.context != "" {
+		getter.Context = &target.context
 	}
-	ns := orEnv(f.namespace, "HELM_NAMESPACE")
+	ns := target.namespace
 	if ns == "" {
 		if cfgNS, _, err := getter.ToRawKubeConfigLoader().Namespace(); err == nil && cfgNS != "" {
 			ns = cfgNS
@@ -122,11 +122,4 @@ func renderDeployed(ctx context.Context, d *deployedRelease) (*render.Result, er
 		return nil, usageError(fmt.Errorf("rendering the values of release %s (revision %d): %w", d.Name, d.Revision, err))
 	}
 	return r, nil
-}
-
-func orEnv(v, env string) string {
-	if v != "" {
-		return v
-	}
-	return os.Getenv(env)
 }
