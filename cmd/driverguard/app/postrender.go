@@ -20,9 +20,10 @@ import (
 const (
 	// flagMaxManifestsSize bounds the rendered manifests post-render reads.
 	flagMaxManifestsSize = "max-manifests-size"
-	// defaultMaxManifestsBytes is far beyond what Helm stores for a release (a Secret holds at
-	// most 1 MiB of gzipped manifests).
-	defaultMaxManifestsBytes int64 = 256 << 20
+	// defaultMaxManifestsBytes is beyond what Helm can store for a release (a Secret holds at
+	// most 1 MiB of gzipped manifests, a few MiB of YAML) and keeps a worst case read well
+	// under 300 MiB of memory.
+	defaultMaxManifestsBytes int64 = 32 << 20
 
 	// helmPostRenderFilename is the annotation Helm 4 adds to every document it sends a
 	// post-renderer (to split the answer back into template files) and removes afterwards:
@@ -120,7 +121,7 @@ larger than --max-manifests-size, a policy that does not compile, no cluster wit
 	f.StringVar(&o.kube.kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
 	f.StringVar(&o.kube.context, "kube-context", "", "kubeconfig context (default: HELM_KUBECONTEXT, else the current context)")
 	f.BoolVar(&o.failOnWarn, "fail-on-warn", false, "fail on warnings too (object and policy warnings)")
-	f.Var(&o.maxSize, flagMaxManifestsSize, "the largest input read, in bytes or as a quantity (256Mi, 1Gi)")
+	f.Var(&o.maxSize, flagMaxManifestsSize, "the largest input read, in bytes or as a quantity (32Mi, 1Gi)")
 	// Helm 4 (4.3.1) never shows a post-renderer plugin's standard error: the driverguard-check
 	// plugin passes this flag so that a denial reaches the user (see writeParentStderr).
 	f.BoolVar(&o.parentStderr, "parent-stderr", false, "also write a denial to the standard error of the process that started post-render (Helm 4 discards a post-renderer plugin's own)")
