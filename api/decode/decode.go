@@ -26,10 +26,19 @@ import (
 
 // typeMeta is the part of every object that says what it is.
 type typeMeta struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Items      []rawDoc `json:"items"`
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Items      json.RawMessage `json:"items"`
 }
+
+// MaxObjects bounds the objects of one stream: documents and the items of Lists together. A
+// cluster's nodes, drivers and pods are tens of thousands at most; millions of tiny documents
+// in a few MiB would cost gigabytes of memory to hold.
+const MaxObjects = 200_000
+
+// maxListDepth bounds Lists inside Lists (kubectl flattens them; one level is what anyone
+// writes).
+const maxListDepth = 8
 
 // rawDoc keeps a document's bytes (JSON) for a second, typed decode.
 type rawDoc []byte
@@ -65,6 +74,17 @@ func parseDocuments(data []byte, source string) ([]Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
+	if len(raws) > MaxObjects { // before any is parsed (empty ones included: a bound)
+		nonEmpty := 0
+		for _, raw := range raws {
+			if len(bytes.TrimSpace(raw)) > 0 {
+				nonEmpty++
+			}
+		}
+		if nonEmpty > MaxObjects {
+			return nil, tooManyObjects(source)
+		}
+	}
 	var docs []Document
 	for i, raw := range raws {
 		n := i + 1
@@ -86,19 +106,15 @@ func parseDocuments(data []byte, source string) ([]Document, error) {
 		if tm.Kind == "" {
 			return nil, fmt.Errorf("%s: the document has no kind", src)
 		}
-		if itemKind, isList := strings.CutSuffix(tm.Kind, "List"); isList {
-			for i, item := range tm.Items {
-				var itm typeMeta
-				if err := json.Unmarshal(item, &itm); err != nil {
-					return nil, fmt.Errorf("%s: item %d: %w", src, i, capError(err))
-				}
-				kind := itm.Kind
-				if kind == "" {
-					kind = itemKind // the items of a NodeList carry no kind
-				}
-				docs = append(docs, Document{Kind: kind, APIVersion: itm.APIVersion, Data: item, Source: fmt.Sprintf("%s item %d", src, i)})
+		if isListObject(tm) {
+			var err error
+			if docs, err = appendItems(docs, tm, src, 1); err != nil {
+				return nil, err
 			}
 			continue
+		}
+		if len(docs) >= MaxObjects {
+			return nil, tooManyObjects(source)
 		}
 		d := Document{Kind: tm.Kind, APIVersion: tm.APIVersion, Data: data, Source: src}
 		if !bytes.Equal(data, bytes.TrimSpace(raw)) {
@@ -109,11 +125,70 @@ func parseDocuments(data []byte, source string) ([]Document, error) {
 	return docs, nil
 }
 
+// isListObject reports whether an object is a list whose items Helm and kubectl apply one by
+// one: any object whose items field is an array, whatever its kind (Helm's builder and
+// kubectl flatten by the field, not by a "List" kind).
+func isListObject(tm typeMeta) bool {
+	t := bytes.TrimSpace(tm.Items)
+	return len(t) > 0 && t[0] == '['
+}
+
+// appendItems appends the items of list (from src) to docs, expanding lists inside it.
+func appendItems(docs []Document, list typeMeta, src string, depth int) ([]Document, error) {
+	if depth > maxListDepth {
+		return nil, fmt.Errorf("%s: lists nested more than %d deep", src, maxListDepth)
+	}
+	var items []rawDoc
+	if err := json.Unmarshal(list.Items, &items); err != nil {
+		return nil, fmt.Errorf("%s: items: %w", src, capError(err))
+	}
+	itemKind, isKindList := strings.CutSuffix(list.Kind, "List")
+	for i, item := range items {
+		itemSrc := fmt.Sprintf("%s item %d", src, i)
+		var itm typeMeta
+		if err := json.Unmarshal(item, &itm); err != nil {
+			return nil, fmt.Errorf("%s: %w", itemSrc, capError(err))
+		}
+		if isListObject(itm) {
+			var err error
+			if docs, err = appendItems(docs, itm, itemSrc, depth+1); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		kind := itm.Kind
+		if kind == "" {
+			if !isKindList {
+				return nil, fmt.Errorf("%s: the item has no kind (the items of a %s are applied one by one)", itemSrc, validation.Truncate(list.Kind, validation.MaxQuotedValue))
+			}
+			kind = itemKind // the items of a NodeList carry no kind
+		}
+		if len(docs) >= MaxObjects {
+			return nil, tooManyObjects(src)
+		}
+		docs = append(docs, Document{Kind: kind, APIVersion: itm.APIVersion, Data: item, Source: itemSrc})
+	}
+	return docs, nil
+}
+
+func tooManyObjects(source string) error {
+	return fmt.Errorf("%s holds more than %d objects (documents and list items); split it", source, MaxObjects)
+}
+
 // toJSON converts a YAML document to JSON, once: a JSON document (`kubectl get -o json`) is
 // kept as it is, without the YAML parser's cost (seconds for 10,000 nodes).
 func toJSON(raw []byte) ([]byte, error) {
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' && json.Valid(t) {
-		return t, nil
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
+		if json.Valid(t) {
+			return t, nil
+		}
+		// Several JSON objects one after another: kubectl applies each, the YAML parser would
+		// read the first and drop the rest silently.
+		dec := json.NewDecoder(bytes.NewReader(t))
+		var first json.RawMessage
+		if dec.Decode(&first) == nil && dec.More() {
+			return nil, errors.New("several JSON objects follow one another in one document; separate them with a line \"---\" or wrap them in a List")
+		}
 	}
 	return yaml.YAMLToJSON(raw)
 }

@@ -94,6 +94,54 @@ func TestDocumentsErrors(t *testing.T) {
 	require.ErrorContains(t, err, "expected apiVersion rebellions.ai/v1alpha1")
 }
 
+// TestListsAreExpandedByTheirItems: what Helm and kubectl apply one by one is every item of
+// an object whose items field is an array, whatever its kind, and lists inside lists: each
+// such item is a document (an RBLNDriver inside a ConfigMap with items escaped judging).
+func TestListsAreExpandedByTheirItems(t *testing.T) {
+	driver := `{apiVersion: rebellions.ai/v1alpha1, kind: RBLNDriver, metadata: {name: b}}`
+	tests := []struct {
+		name    string
+		stream  string
+		kinds   []string
+		wantErr string
+	}{
+		{"a v1 List", "apiVersion: v1\nkind: List\nitems: [" + driver + "]\n", []string{"RBLNDriver"}, ""},
+		{"any kind with items", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\nitems: [" + driver + "]\n", []string{"RBLNDriver"}, ""},
+		{"a List in a List", "apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: List, items: [" + driver + "]}, {apiVersion: v1, kind: Node, metadata: {name: n}}]\n", []string{"RBLNDriver", "Node"}, ""},
+		{"items that are not a list", "apiVersion: example.com/v1\nkind: Shelf\nmetadata: {name: x}\nitems: {a: 1}\n", []string{"Shelf"}, ""},
+		{"a NodeList's kindless items", "apiVersion: v1\nkind: NodeList\nitems: [{metadata: {name: a}}]\n", []string{"Node"}, ""},
+		{"kindless items of another kind", "apiVersion: v1\nkind: ConfigMap\nitems: [{metadata: {name: a}}]\n", nil, "s.yaml#1 item 0: the item has no kind"},
+		{"lists nested too deep", strings.Repeat("{kind: List, items: [", 10) + driver + strings.Repeat("]}", 10) + "\n", nil, "lists nested more than 8 deep"},
+		{"JSON objects without ---", `{"kind": "Node", "metadata": {"name": "a"}}{"kind": "Node", "metadata": {"name": "b"}}`, nil, "several JSON objects follow one another"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := Documents(strings.NewReader(tt.stream), "s.yaml")
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var kinds []string
+			for _, d := range docs {
+				kinds = append(kinds, d.Kind)
+			}
+			assert.Equal(t, tt.kinds, kinds)
+		})
+	}
+}
+
+// TestMaxObjects: millions of tiny documents or items are refused, not held.
+func TestMaxObjects(t *testing.T) {
+	_, err := Documents(strings.NewReader(strings.Repeat("kind: A\n---\n", MaxObjects+1)), "s.yaml")
+	require.ErrorContains(t, err, "s.yaml holds more than 200000 objects")
+	_, err = Documents(strings.NewReader("kind: List\nitems: ["+strings.Repeat("{kind: A},", MaxObjects)+"{kind: A}]\n"), "l.yaml")
+	require.ErrorContains(t, err, "holds more than 200000 objects")
+	docs, err := Documents(strings.NewReader(strings.Repeat("kind: A\n---\n", 1000)), "s.yaml")
+	require.NoError(t, err)
+	assert.Len(t, docs, 1000)
+}
+
 // TestNodesYAMLScalarsAsStrings: a label value YAML 1.1 reads as a boolean or a number is
 // read as a string, as kubectl reads it (y is "true", 1.10 is "1.1"), not refused.
 func TestNodesYAMLScalarsAsStrings(t *testing.T) {

@@ -25,6 +25,11 @@ const (
 	// under 300 MiB of memory.
 	defaultMaxManifestsBytes int64 = 32 << 20
 
+	// maxManifestValues bounds the values one rendered document may hold (counted before it is
+	// parsed; a ConfigMap of 1 MiB, the API server's limit, holds far fewer), so that the
+	// parse stays within a few hundred MiB whatever the input.
+	maxManifestValues = 1_000_000
+
 	// helmPostRenderFilename is the annotation Helm 4 adds to every document it sends a
 	// post-renderer (to split the answer back into template files) and removes afterwards:
 	// it never reaches the cluster, so the objects are judged without it.
@@ -226,6 +231,9 @@ func (o *postRenderOptions) cluster(ctx context.Context) (cl release.Cluster, ag
 // Helm 4 adds for the post-renderer only.
 func renderedObjects(data []byte) (release.Objects, error) {
 	var objs release.Objects
+	if err := decode.CheckDocumentValues(data, "the rendered manifests", maxManifestValues); err != nil {
+		return objs, err
+	}
 	docs, err := decode.Documents(bytes.NewReader(data), "the rendered manifests")
 	if err != nil {
 		return objs, err

@@ -97,6 +97,28 @@ func TestPostRenderDeniesIdenticalSelectors(t *testing.T) {
 	}
 }
 
+// TestPostRenderJudgesWrappedDrivers: Helm and kubectl apply the items of any object whose
+// items field is an array, and of lists inside lists: an RBLNDriver wrapped so is judged (a
+// ConfigMap with items let a tie through to the cluster).
+func TestPostRenderJudgesWrappedDrivers(t *testing.T) {
+	noCluster(t)
+	driver := func(name string) string {
+		return `{apiVersion: rebellions.ai/v1alpha1, kind: RBLNDriver, metadata: {name: ` + name + `}, spec: {registry: r.example, image: org/drv, version: 3.2.2, nodeSelector: {rebellions.ai/npu.family: atom}}}`
+	}
+	plain := "---\napiVersion: rebellions.ai/v1alpha1\nkind: RBLNDriver\nmetadata: {name: rbln-driver-a}\nspec: {registry: r.example, image: org/drv, version: 3.2.2, nodeSelector: {rebellions.ai/npu.family: atom}}\n"
+	for name, wrapped := range map[string]string{
+		"in a ConfigMap with items": "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\nitems: [" + driver("rbln-driver-b") + "]\n",
+		"in a List in a List":       "---\napiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: List, items: [" + driver("rbln-driver-b") + "]}]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := run(t, plain+wrapped, "post-render", "--live=false")
+			assert.Equal(t, ExitInvalid, r.code, r.stderr)
+			assert.Empty(t, r.stdout)
+			assert.Contains(t, r.stderr, `is identical to the nodeSelector of RBLNDriver "rbln-driver-a"`)
+		})
+	}
+}
+
 // TestPostRenderDecidesAsCheck: post-render on Helm's output of each valid values file of the
 // corpus reaches check's verdict on the same values, with the same findings.
 func TestPostRenderDecidesAsCheck(t *testing.T) {
@@ -172,6 +194,14 @@ func TestPostRenderUnusableInput(t *testing.T) {
 		"two cluster policies": {
 			stdin: "apiVersion: rebellions.ai/v1alpha1\nkind: RBLNClusterPolicy\nmetadata: {name: a}\n---\napiVersion: rebellions.ai/v1alpha1\nkind: RBLNClusterPolicy\nmetadata: {name: b}\n",
 			want:  "the rendered manifests hold 2 RBLNClusterPolicies",
+		},
+		"a document of millions of tiny values": {
+			stdin: "kind: List\nitems: [" + strings.Repeat("{},", 400_000) + "{}]\n",
+			want:  "document 1 could hold up to",
+		},
+		"JSON objects without ---": {
+			stdin: `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}`,
+			want:  "several JSON objects follow one another",
 		},
 		"--live=true without a cluster": {
 			stdin: rendered, args: []string{"--live"},
