@@ -65,6 +65,18 @@ func TestPlanFromRelease(t *testing.T) {
 			assert.Contains(t, string(stderr), "reading release planrel in namespace default")
 			_, _, code = driverguard(t, h.kubeconfig, "plan", "--release", release, "--nodes", nodes, "--namespace", ns, "--drivers", current)
 			assert.Equal(t, 2, code, "--release with --drivers")
+
+			// A release of another chart is refused, not planned as "no change".
+			other := t.TempDir()
+			require.NoError(t, os.MkdirAll(filepath.Join(other, "templates"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(other, "Chart.yaml"), []byte("apiVersion: v2\nname: other\nversion: 0.1.0\n"), 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(other, "templates", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n"), 0o600))
+			out, err = h.run("install", "other", other, "--namespace", ns)
+			require.NoError(t, err, "helm install:\n%s", out)
+			t.Cleanup(func() { _, _ = h.run("uninstall", "other", "--namespace", ns) })
+			_, stderr, code = driverguard(t, h.kubeconfig, "plan", "--release", "other", "-n", ns, "--nodes", nodes)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, string(stderr), `release other in namespace `+ns+` is of chart "other", not driverguard's`)
 		})
 	}
 }

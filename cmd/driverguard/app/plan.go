@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -109,6 +110,9 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 				}
 				fmt.Fprintf(s.Err, "Planning from release %s in namespace %s (revision %d, %s): its values are the cluster's RBLNDrivers now%s.\n",
 					d.Name, d.Namespace, d.Revision, d.Status, map[bool]string{true: " (with --live, the cluster's own RBLNDrivers are)", false: ""}[o.live])
+				if d.Status != helmrelease.StatusDeployed {
+					fmt.Fprintf(s.Err, "Warning: revision %d of release %s is %s, not deployed: its values may not be what the cluster runs (`helm history %s -n %s`).\n", d.Revision, d.Name, d.Status, d.Name, d.Namespace)
+				}
 			}
 			var objs *release.Objects
 			var rendered *render.Result

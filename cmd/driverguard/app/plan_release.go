@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -90,6 +91,13 @@ func (f *releaseFlags) readRelease(ctx context.Context, target kubeTarget) (*dep
 	}
 	if r.err != nil {
 		return nil, usageError(fmt.Errorf("reading release %s in namespace %s (storage driver %s): %w; `helm list -n %s` lists the releases there", f.name, ns, helmStorageDriver(), r.err, ns))
+	}
+	if r.rel.Chart == nil || r.rel.Chart.Metadata == nil || r.rel.Chart.Metadata.Name != "driverguard" {
+		chartName := "no chart"
+		if r.rel.Chart != nil && r.rel.Chart.Metadata != nil {
+			chartName = "chart " + strconv.Quote(validation.Truncate(r.rel.Chart.Metadata.Name, 80))
+		}
+		return nil, usageError(fmt.Errorf("release %s in namespace %s is of %s, not driverguard's: its values are not driverguard's values", f.name, ns, chartName))
 	}
 	vals := r.rel.Config
 	if vals == nil {
