@@ -86,10 +86,15 @@ bench:
 # driverguard/driverguard:<chart appVersion>, the chart's default image) with SPDX SBOMs in
 # bin/image/sbom. The same commit and Go toolchain give the same digest.
 IMAGE_DIR := bin/image
-.PHONY: image image-push
+.PHONY: image image-push image-test
 
 image: ## the image as an OCI layout in bin/image/oci
 	$(GO) run ./hack/image build -out $(IMAGE_DIR)
+
+# `make test` builds the image for this machine's platform only (each platform is a cold
+# cross-compile of the whole binary); this runs test/image on every platform `make image` builds.
+image-test: ## test/image with every platform of the image
+	DRIVERGUARD_IMAGE_PLATFORMS=all $(GO) test ./test/image/ -count=1 -timeout 30m -v
 
 image-push: ## make image-push IMAGE=$$REGISTRY/driverguard:0.1.0 (credentials: docker config)
 	@if [ -z "$(IMAGE)" ]; then echo "usage: make image-push IMAGE=<registry>/<repository>:<tag>" >&2; exit 2; fi

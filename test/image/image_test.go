@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,24 +33,55 @@ import (
 	"github.com/driverguard/driverguard/hack/image/imagebuild"
 )
 
+// platformsEnv chooses the image platforms the test builds: "all" for every platform `make
+// image` builds (what `make image-test` runs), a comma-separated list, or unset for this
+// machine's Linux platform only — each platform is a cold cross-compile of the whole binary,
+// minutes on a fresh machine, and the code that assembles the index is the same for one or two.
+const platformsEnv = "DRIVERGUARD_IMAGE_PLATFORMS"
+
+func testPlatforms(t *testing.T) []v1.Platform {
+	t.Helper()
+	switch env := os.Getenv(platformsEnv); env {
+	case "all":
+		return imagebuild.DefaultPlatforms
+	case "":
+		for _, p := range imagebuild.DefaultPlatforms {
+			if p.OS == "linux" && p.Architecture == runtime.GOARCH {
+				return []v1.Platform{p}
+			}
+		}
+		return imagebuild.DefaultPlatforms[:1]
+	default:
+		var out []v1.Platform
+		for _, s := range strings.Split(env, ",") {
+			p, err := v1.ParsePlatform(strings.TrimSpace(s))
+			require.NoError(t, err, "%s=%q", platformsEnv, env)
+			out = append(out, *p)
+		}
+		return out
+	}
+}
+
 func TestImage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("cross-compiles driverguard twice for two platforms")
+		t.Skip("cross-compiles driverguard twice")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	wantRevision := headRevision(t, root)
+	platforms := testPlatforms(t)
+	t.Logf("platforms: %v (%s=all for every platform of make image)", platforms, platformsEnv)
 
 	started := time.Now()
-	built, err := imagebuild.Build(ctx, imagebuild.Options{Dir: root})
+	built, err := imagebuild.Build(ctx, imagebuild.Options{Dir: root, Platforms: platforms})
 	require.NoError(t, err)
 	t.Logf("first build: %s", time.Since(started).Round(time.Millisecond))
 	digest := mustDigest(t, built.Index)
 
 	t.Run("reproducible", func(t *testing.T) {
-		again, err := imagebuild.Build(ctx, imagebuild.Options{Dir: root})
+		again, err := imagebuild.Build(ctx, imagebuild.Options{Dir: root, Platforms: platforms})
 		require.NoError(t, err)
 		assert.Equal(t, digest, mustDigest(t, again.Index), "two builds of the same commit")
 	})
@@ -91,12 +123,15 @@ func TestImage(t *testing.T) {
 	}
 	assertContains(t, im.Annotations, wantAnnotations, "index annotations")
 
-	var platforms []string
+	var gotPlatforms, wantPlatforms []string
 	for _, m := range im.Manifests {
 		require.NotNil(t, m.Platform, "platform of %s", m.Digest)
-		platforms = append(platforms, m.Platform.String())
+		gotPlatforms = append(gotPlatforms, m.Platform.String())
 	}
-	assert.ElementsMatch(t, []string{"linux/amd64", "linux/arm64"}, platforms)
+	for _, p := range platforms {
+		wantPlatforms = append(wantPlatforms, p.String())
+	}
+	assert.ElementsMatch(t, wantPlatforms, gotPlatforms)
 
 	ran := false
 	for _, m := range im.Manifests {
@@ -135,7 +170,7 @@ func TestImage(t *testing.T) {
 			}
 		})
 	}
-	if runtime.GOOS == "linux" && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") {
+	if slices.ContainsFunc(platforms, func(p v1.Platform) bool { return p.OS == runtime.GOOS && p.Architecture == runtime.GOARCH }) {
 		assert.True(t, ran, "the binary of this machine's platform was run")
 	}
 }
