@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -32,7 +33,7 @@ import (
 // suite filled in) until the test ends, and returns the webhook and metrics ports.
 func runServer(t *testing.T, opts webhook.ServerOptions) (port, metrics int) {
 	t.Helper()
-	port, metrics, health := freePort(t), freePort(t), freePort(t)
+	port, metrics, health := controlplane.FreePort(t, nil), controlplane.FreePort(t, nil), controlplane.FreePort(t, nil)
 	opts.Host, opts.Port = "127.0.0.1", port
 	if opts.CertDir == "" {
 		opts.CertDir = suite.env.WebhookInstallOptions.LocalServingCertDir

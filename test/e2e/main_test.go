@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -81,16 +80,7 @@ func TestMain(m *testing.M) {
 }
 
 // requireEnv fails the test (or skips it with -short) when the control plane is not running.
-func requireEnv(t *testing.T) {
-	t.Helper()
-	if suite.setupErr == nil {
-		return
-	}
-	if testing.Short() && errors.Is(suite.setupErr, controlplane.ErrNoAssets) {
-		t.Skip(suite.setupErr)
-	}
-	t.Fatal(suite.setupErr)
-}
+func requireEnv(t *testing.T) { controlplane.RequireSetup(t, suite.setupErr) }
 
 func setup() error {
 	log := logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))

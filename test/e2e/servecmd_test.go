@@ -27,6 +27,7 @@ import (
 
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -88,10 +89,10 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 	if err := os.Mkdir(certDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	port, health := freePort(t), freePort(t)
+	port, health := controlplane.FreePort(t, nil), controlplane.FreePort(t, nil)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
+	var logs controlplane.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- app.Run(ctx, app.Streams{In: bytes.NewReader(nil), Out: io.Discard, Err: &logs}, []string{"serve",
@@ -201,7 +202,7 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 // answer; new connections are refused afterwards.
 func TestGracefulShutdown(t *testing.T) {
 	requireEnv(t)
-	port, health := freePort(t), freePort(t)
+	port, health := controlplane.FreePort(t, nil), controlplane.FreePort(t, nil)
 	slow := &wt.Evaluator{Fn: func(ctx context.Context, _ *policy.Input) (*policy.Decision, error) {
 		select {
 		case <-time.After(1500 * time.Millisecond):
@@ -286,32 +287,4 @@ func TestGracefulShutdown(t *testing.T) {
 	if _, err := hc.Post(url, "application/json", bytes.NewReader(body)); err == nil {
 		t.Error("a request after shutdown was served")
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ import (
 var suite struct {
 	plane    *controlplane.Plane
 	setupErr error
-	log      *syncBuffer
+	log      *controlplane.LogBuffer
 	bin      string
 	// serve is the serve process the tests attack: the control plane's until freshServe
 	// replaces it.
@@ -67,21 +66,10 @@ func setup() error {
 	if err != nil {
 		return err
 	}
-	suite.bin = os.Getenv("DRIVERGUARD_BIN")
-	if suite.bin == "" {
-		dir, err := os.MkdirTemp("", "driverguard-hostile-")
-		if err != nil {
-			return err
-		}
-		suite.bin = filepath.Join(dir, "driverguard")
-		// Without -race: the bounds are the product's, not the race detector's.
-		build := exec.Command("go", "build", "-o", suite.bin, "./cmd/driverguard")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("building driverguard: %w\n%s", err, out)
-		}
+	if suite.bin, err = controlplane.DriverguardBinary(root, "hostile"); err != nil {
+		return err
 	}
-	suite.log = &syncBuffer{}
+	suite.log = &controlplane.LogBuffer{}
 	suite.plane, err = controlplane.Start(controlplane.Options{
 		ServeBinary: suite.bin,
 		ServeLog:    suite.log,
@@ -208,16 +196,7 @@ func startServe() (*serveProcess, error) {
 	}
 }
 
-func requireEnv(t *testing.T) {
-	t.Helper()
-	if suite.setupErr == nil {
-		return
-	}
-	if testing.Short() && errors.Is(suite.setupErr, controlplane.ErrNoAssets) {
-		t.Skip(suite.setupErr)
-	}
-	t.Fatal(suite.setupErr)
-}
+func requireEnv(t *testing.T) { controlplane.RequireSetup(t, suite.setupErr) }
 
 func newClient(t *testing.T) client.Client {
 	t.Helper()
@@ -290,23 +269,3 @@ func peakWatcher(t *testing.T) (stop func() int64) {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-
-// syncBuffer is a goroutine-safe log buffer.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-// Tail returns the last n lines.
-func (s *syncBuffer) Tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := strings.Split(s.buf.String(), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
-}

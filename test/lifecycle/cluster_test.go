@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/driverguard/driverguard/test/controlplane"
 )
 
 // helm runs one helm binary against the suite's API server as a cluster admin, with a home of
@@ -155,7 +156,7 @@ func satisfiedPDB(ctx context.Context, c client.Client, p *policyv1.PodDisruptio
 type webhookPod struct {
 	cmd       *exec.Cmd
 	exited    chan struct{}
-	log       *syncBuffer
+	log       *controlplane.LogBuffer
 	endpoints []client.Object // the Service's endpoints that point at it
 }
 
@@ -197,8 +198,8 @@ func startWebhookPod(t *testing.T, c client.Client, ns, name string) *webhookPod
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t, suite.hostIP)
-	health := freePort(t, net.IPv4(127, 0, 0, 1))
+	port := controlplane.FreePort(t, suite.hostIP)
+	health := controlplane.FreePort(t, net.IPv4(127, 0, 0, 1))
 	var args []string
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
 		switch {
@@ -211,7 +212,7 @@ func startWebhookPod(t *testing.T, c client.Client, ns, name string) *webhookPod
 	args = append(args, "--cert-dir="+certDir, "--host="+suite.hostIP.String(), "--port="+strconv.Itoa(port),
 		"--health-addr=127.0.0.1:"+strconv.Itoa(health), "--metrics-addr=0", "--kubeconfig="+kubeconfig,
 		"--shutdown-delay=0s", "--log-format=text")
-	p := &webhookPod{cmd: exec.Command(suite.bin, args...), exited: make(chan struct{}), log: &syncBuffer{}}
+	p := &webhookPod{cmd: exec.Command(suite.bin, args...), exited: make(chan struct{}), log: &controlplane.LogBuffer{}}
 	p.cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -315,34 +316,4 @@ func serveEndpoints(t *testing.T, c client.Client, ns, svc string, port int) []c
 		}
 	})
 	return objs
-}
-
-func freePort(t *testing.T, ip net.IP) int {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer is a goroutine-safe log buffer.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-// Tail returns the last n lines.
-func (s *syncBuffer) Tail(n int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := strings.Split(s.buf.String(), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }

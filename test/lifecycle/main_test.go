@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -75,15 +74,8 @@ func setup() error {
 	if suite.hostIP, err = hostIP(); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "driverguard-lifecycle-")
-	if err != nil {
+	if suite.bin, err = controlplane.DriverguardBinary(root, "lifecycle"); err != nil {
 		return err
-	}
-	suite.bin = filepath.Join(dir, "driverguard")
-	build := exec.Command("go", "build", "-o", suite.bin, "./cmd/driverguard")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building driverguard: %w\n%s", err, out)
 	}
 
 	ctrllog.SetLogger(logr.Discard())
@@ -118,16 +110,7 @@ func hostIP() (net.IP, error) {
 	return nil, errors.New("this machine has no IPv4 address besides loopback: the API server cannot reach a webhook endpoint (Endpoints may not be loopback addresses)")
 }
 
-func requireEnv(t *testing.T) {
-	t.Helper()
-	if suite.setupErr == nil {
-		return
-	}
-	if testing.Short() && errors.Is(suite.setupErr, controlplane.ErrNoAssets) {
-		t.Skip(suite.setupErr)
-	}
-	t.Fatal(suite.setupErr)
-}
+func requireEnv(t *testing.T) { controlplane.RequireSetup(t, suite.setupErr) }
 
 func newClient(t *testing.T) client.Client {
 	t.Helper()

@@ -184,12 +184,7 @@ type stats struct {
 }
 
 func TestParity(t *testing.T) {
-	if suite.setupErr != nil {
-		if testing.Short() && errors.Is(suite.setupErr, controlplane.ErrNoAssets) {
-			t.Skip(suite.setupErr)
-		}
-		t.Fatal(suite.setupErr)
-	}
+	controlplane.RequireSetup(t, suite.setupErr)
 	dir := t.TempDir()
 	inventories := []inventory{
 		readInventory(t, "examples", filepath.Join(suite.plane.Root, "examples", "nodes.yaml")),

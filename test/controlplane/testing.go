@@ -1,0 +1,87 @@
+package controlplane
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// RequireSetup fails the test when the suite's control plane did not start (setupErr), or
+// skips it under -short when the binaries are missing (ErrNoAssets).
+func RequireSetup(t testing.TB, setupErr error) {
+	t.Helper()
+	if setupErr == nil {
+		return
+	}
+	if testing.Short() && errors.Is(setupErr, ErrNoAssets) {
+		t.Skip(setupErr)
+	}
+	t.Fatal(setupErr)
+}
+
+// FreePort returns a free TCP port on ip (nil: loopback).
+func FreePort(t testing.TB, ip net.IP) int {
+	t.Helper()
+	if ip == nil {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// LogBuffer is a goroutine-safe buffer for a process's output.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *LogBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (s *LogBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// Tail returns the last n lines.
+func (s *LogBuffer) Tail(n int) string {
+	lines := strings.Split(s.String(), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// DriverguardBinary builds cmd/driverguard of the module at root into a new temporary
+// directory named after suite, without -race (what the tests measure and run is the product,
+// not the race detector), and returns its path; DRIVERGUARD_BIN, when set, names a binary to
+// use instead. Go's build cache makes every build after a package's first one a link.
+func DriverguardBinary(root, suite string) (string, error) {
+	if bin := os.Getenv("DRIVERGUARD_BIN"); bin != "" {
+		return bin, nil
+	}
+	dir, err := os.MkdirTemp("", "driverguard-"+suite+"-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "driverguard")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/driverguard")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building driverguard: %w\n%s", err, out)
+	}
+	return bin, nil
+}
