@@ -199,7 +199,32 @@ func TestLibraryDecisionEqualsEachPackagesRules(t *testing.T) {
 		require.NoError(t, err, v)
 	}
 	assert.Greater(t, evaluations, 50)
-	assert.Greater(t, messages, 12, "the breaking releases fire the library's rules (15 since canary_selector left potential ties to Go)")
+	assert.Greater(t, messages, 12, "the breaking releases fire the library's rules (14 since reboot without drain is Go's alone)")
+}
+
+// TestRebootWithoutDrainWarnedOnce: reboot.enable without drain.enable is Go's warning
+// (api/validation, rule UpgradePolicy) and no longer the library's too: the cluster policy
+// gets it once.
+func TestRebootWithoutDrainWarnedOnce(t *testing.T) {
+	values := writeFile(t, t.TempDir(), "values.yaml", "driver:\n  upgradePolicy: {reboot: {enable: true}, drain: {enable: false}}\n")
+	vals, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{values}})
+	require.NoError(t, err)
+	ch, err := charts.Driverguard()
+	require.NoError(t, err)
+	r, err := render.Render(ch, vals, render.Options{})
+	require.NoError(t, err)
+	res, err := release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), release.Cluster{Nodes: readNodes(t, exampleNodes)},
+		release.Options{Decider: &decision.Decider{Policy: newEngine(t, policy.Options{})}})
+	require.NoError(t, err)
+	var rules []string
+	for _, o := range res.Objects {
+		for _, w := range o.Verdict.Warnings {
+			if strings.Contains(w.Message, "reboot") {
+				rules = append(rules, o.Kind+" "+w.Rule)
+			}
+		}
+	}
+	assert.Equal(t, []string{"RBLNClusterPolicy " + decision.RuleUpgradePolicy}, rules)
 }
 
 // directEvaluator evaluates the deny and warn rules of every policy with OPA directly, over the

@@ -28,7 +28,7 @@ func TestLibraryRulesHavePositiveAndNegativeTests(t *testing.T) {
 	require.NoError(t, err)
 	pkgs, problems := policyPackages(lib.policies)
 	require.Empty(t, problems)
-	require.Len(t, pkgs, 9, "a new bundled rule? add it to docs/policy-authoring.md too")
+	require.Len(t, pkgs, 8, "a new bundled rule? add it to docs/policy-authoring.md too")
 	tests := map[string][]string{}
 	for _, m := range lib.tests {
 		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
@@ -71,6 +71,5 @@ func TestLibraryPolicyNames(t *testing.T) {
 	assert.Equal(t, []string{
 		"lib.allowed_registries", "lib.canary_selector", "lib.drain_empty_dir", "lib.family_in_image",
 		"lib.kernel_tag", "lib.manager_version", "lib.max_parallel_upgrades", "lib.pinned_version",
-		"lib.reboot_requires_drain",
 	}, names)
 }
