@@ -4,8 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // TestLibrary runs every Rego unit test of the bundled library with OPA's test runner.
@@ -72,4 +75,22 @@ func TestLibraryPolicyNames(t *testing.T) {
 		"lib.allowed_registries", "lib.canary_selector", "lib.drain_empty_dir", "lib.family_in_image",
 		"lib.kernel_tag", "lib.manager_version", "lib.max_parallel_upgrades", "lib.pinned_version",
 	}, names)
+}
+
+// TestLibraryTagPatternIsGos: kernel_tag judges a pool's tag with the OCI tag grammar routing
+// composes images with (api/validation.TagPattern). Routing marks such a pool InvalidImageTag
+// but judges no RBLNDriver for it, so the rule is the library's; its grammar is Go's.
+func TestLibraryTagPatternIsGos(t *testing.T) {
+	lib, err := library()
+	require.NoError(t, err)
+	var pattern ast.Value
+	for _, r := range lib.policies[bundledPrefix+"util.rego"].Rules {
+		if r.Head.Name.String() == "oci_tag_pattern" {
+			pattern = r.Head.Value.Value
+		}
+	}
+	assert.Equal(t, ast.String(validation.TagPattern), pattern)
+	src, err := libraryFS.ReadFile("library/kernel_tag.rego")
+	require.NoError(t, err)
+	assert.Contains(t, string(src), "`"+validation.TagPattern+"`", "kernel_tag writes util.oci_tag_pattern out")
 }
