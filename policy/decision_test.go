@@ -199,7 +199,46 @@ func TestLibraryDecisionEqualsEachPackagesRules(t *testing.T) {
 		require.NoError(t, err, v)
 	}
 	assert.Greater(t, evaluations, 50)
-	assert.Greater(t, messages, 12, "the breaking releases fire the library's rules (15 since canary_selector left potential ties to Go)")
+	assert.Greater(t, messages, 12, "the breaking releases fire the library's rules (13 since reboot without drain and identical selectors are Go's alone)")
+}
+
+// TestBuiltInRulesAreNotRepeatedByTheLibrary: facts the built-in rules judge are reported
+// once, by their Go rule, with the bundled library evaluating too — reboot without drain
+// (api/validation, UpgradePolicy) and an instance's selector identical to the default's
+// (routing, IdenticalNodeSelector); the library repeated both.
+func TestBuiltInRulesAreNotRepeatedByTheLibrary(t *testing.T) {
+	ch, err := charts.Driverguard()
+	require.NoError(t, err)
+	nodes := readNodes(t, exampleNodes)
+	findings := func(t *testing.T, values, about string) []string {
+		file := writeFile(t, t.TempDir(), "values.yaml", values)
+		vals, err := render.LoadValues(render.ValuesOptions{ValueFiles: []string{file}})
+		require.NoError(t, err)
+		r, err := render.Render(ch, vals, render.Options{})
+		require.NoError(t, err)
+		e := newEngine(t, policy.Options{})
+		res, err := release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), release.Cluster{Nodes: slices.Clone(nodes)},
+			release.Options{Decider: &decision.Decider{Policy: e}, Data: e})
+		require.NoError(t, err)
+		var out []string
+		for _, o := range res.Objects {
+			for _, f := range o.Verdict.Denials {
+				if strings.Contains(f.Message, about) {
+					out = append(out, "deny "+o.Kind+"/"+o.Name+" "+f.Rule)
+				}
+			}
+			for _, f := range o.Verdict.Warnings {
+				if strings.Contains(f.Message, about) {
+					out = append(out, "warn "+o.Kind+"/"+o.Name+" "+f.Rule)
+				}
+			}
+		}
+		return out
+	}
+	assert.Equal(t, []string{"warn RBLNClusterPolicy/rbln-cluster-policy " + decision.RuleUpgradePolicy},
+		findings(t, "driver:\n  upgradePolicy: {reboot: {enable: true}, drain: {enable: false}}\n", "reboot"))
+	assert.Equal(t, []string{"deny RBLNDriver/rbln-driver-same " + decision.RuleIdenticalNodeSelector},
+		findings(t, "driver:\n  nodeSelector: {pool: npu}\n  instances:\n    same: {nodeSelector: {pool: npu}}\n", "identical"))
 }
 
 // directEvaluator evaluates the deny and warn rules of every policy with OPA directly, over the

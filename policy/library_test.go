@@ -4,8 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/api/validation"
 )
 
 // TestLibrary runs every Rego unit test of the bundled library with OPA's test runner.
@@ -28,7 +31,7 @@ func TestLibraryRulesHavePositiveAndNegativeTests(t *testing.T) {
 	require.NoError(t, err)
 	pkgs, problems := policyPackages(lib.policies)
 	require.Empty(t, problems)
-	require.Len(t, pkgs, 9, "a new bundled rule? add it to docs/policy-authoring.md too")
+	require.Len(t, pkgs, 8, "a new bundled rule? add it to docs/policy-authoring.md too")
 	tests := map[string][]string{}
 	for _, m := range lib.tests {
 		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
@@ -71,6 +74,23 @@ func TestLibraryPolicyNames(t *testing.T) {
 	assert.Equal(t, []string{
 		"lib.allowed_registries", "lib.canary_selector", "lib.drain_empty_dir", "lib.family_in_image",
 		"lib.kernel_tag", "lib.manager_version", "lib.max_parallel_upgrades", "lib.pinned_version",
-		"lib.reboot_requires_drain",
 	}, names)
+}
+
+// TestLibraryTagPatternIsGos: kernel_tag judges a pool's tag with the OCI tag grammar routing
+// composes images with (api/validation.TagPattern). Routing marks such a pool InvalidImageTag
+// but judges no RBLNDriver for it, so the rule is the library's; its grammar is Go's.
+func TestLibraryTagPatternIsGos(t *testing.T) {
+	lib, err := library()
+	require.NoError(t, err)
+	var pattern ast.Value
+	for _, r := range lib.policies[bundledPrefix+"util.rego"].Rules {
+		if r.Head.Name.String() == "oci_tag_pattern" {
+			pattern = r.Head.Value.Value
+		}
+	}
+	assert.Equal(t, ast.String(validation.TagPattern), pattern)
+	src, err := libraryFS.ReadFile("library/kernel_tag.rego")
+	require.NoError(t, err)
+	assert.Contains(t, string(src), "`"+validation.TagPattern+"`", "kernel_tag writes util.oci_tag_pattern out")
 }

@@ -3,10 +3,9 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/util"
 	authenticationv1 "k8s.io/api/authentication/v1"
 )
 
@@ -42,21 +41,24 @@ func inputValue(in *Input) (ast.Value, error) {
 	return ast.NewObject(terms...), nil
 }
 
-// objectValue converts an object: JSON text directly, anything else through its JSON text.
+// objectValue converts an object with OPA's own conversion (util.UnmarshalJSON, then
+// ast.InterfaceToValue): JSON text as it is, anything else through its JSON text. A one-pass
+// parser of our own saved 10% of an RBLNDriver CREATE through the webhook at 10,000 nodes
+// with three checks, 5% with the bundled library (BenchmarkServeHTTP, medians of 6 in one
+// run): below the 15% that would pay for keeping it.
 func objectValue(x any) (ast.Value, error) {
-	if raw, ok := x.(json.RawMessage); ok {
-		return parseJSONValue(raw)
+	raw, ok := x.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(x); err != nil {
+			return nil, err
+		}
 	}
-	return jsonValue(x)
-}
-
-// jsonValue converts any value through its JSON text.
-func jsonValue(x any) (ast.Value, error) {
-	b, err := json.Marshal(x)
-	if err != nil {
+	var doc any
+	if err := util.UnmarshalJSON(raw, &doc); err != nil {
 		return nil, err
 	}
-	return parseJSONValue(b)
+	return ast.InterfaceToValue(doc)
 }
 
 func str(k string, v string) [2]*ast.Term {
@@ -67,46 +69,6 @@ func stringArray(ss []string) *ast.Term {
 	terms := make([]*ast.Term, len(ss))
 	for i, s := range ss {
 		terms[i] = ast.StringTerm(s)
-	}
-	return ast.ArrayTerm(terms...)
-}
-
-// nodeNames caches the AST terms of node names: a driver's routing lists the nodes of each of
-// its pools in every request's input, hundreds of the same names over and over on a large
-// cluster, and a term is immutable once built. Reads take no lock (sync.Map); the cache is
-// dropped whole when it reaches its max (131,072 names), so that node churn cannot grow it
-// without bound.
-var nodeNames = &nameTerms{max: 1 << 17}
-
-type nameTerms struct {
-	terms atomic.Pointer[sync.Map]
-	size  atomic.Int64
-	max   int64
-}
-
-func (c *nameTerms) term(name string) *ast.Term {
-	m := c.terms.Load()
-	if m == nil {
-		c.terms.CompareAndSwap(nil, &sync.Map{})
-		m = c.terms.Load()
-	}
-	if t, ok := m.Load(name); ok {
-		return t.(*ast.Term)
-	}
-	t := ast.StringTerm(name)
-	if c.size.Add(1) > c.max {
-		c.terms.Store(&sync.Map{})
-		c.size.Store(0)
-	}
-	m.Store(name, t)
-	return t
-}
-
-// nodeArray is stringArray for node names, with the cached terms.
-func nodeArray(names []string) *ast.Term {
-	terms := make([]*ast.Term, len(names))
-	for i, n := range names {
-		terms[i] = nodeNames.term(n)
 	}
 	return ast.ArrayTerm(terms...)
 }
@@ -150,7 +112,7 @@ func routingValue(r *Routing) ast.Value {
 			str("name", p.Name), str("daemonSet", p.DaemonSet),
 			str("family", p.Family), str("os", p.OS), str("osVersion", p.OSVersion), str("kernel", p.Kernel),
 			str("tag", p.Tag), str("image", p.Image), str("reason", p.Reason),
-			[2]*ast.Term{ast.InternedTerm("nodes"), nodeArray(p.Nodes)},
+			[2]*ast.Term{ast.InternedTerm("nodes"), stringArray(p.Nodes)},
 		)
 	}
 	unpooled := make([]*ast.Term, len(r.Unpooled))
@@ -161,7 +123,7 @@ func routingValue(r *Routing) ast.Value {
 	for i, t := range r.Ties {
 		ties[i] = ast.ObjectTerm(
 			[2]*ast.Term{ast.InternedTerm("resources"), stringArray(t.Resources)},
-			[2]*ast.Term{ast.InternedTerm("nodes"), nodeArray(t.Nodes)},
+			[2]*ast.Term{ast.InternedTerm("nodes"), stringArray(t.Nodes)},
 			[2]*ast.Term{ast.InternedTerm("total"), ast.InternedTerm(t.Total)},
 		)
 	}

@@ -123,17 +123,3 @@ func TestClusterDataWithoutNodes(t *testing.T) {
 	c.holdNodes(false)
 	assert.Nil(t, c.nodes["n1"].term, "values are dropped when no policy reads them")
 }
-
-// TestNodeNameTerms: a node name's term is built once and shared; past the cache's bound it is
-// dropped and built again, equal.
-func TestNodeNameTerms(t *testing.T) {
-	c := &nameTerms{max: 2}
-	a := c.term("n1")
-	assert.Same(t, a, c.term("n1"))
-	assert.Equal(t, ast.StringTerm("n1"), a)
-	c.term("n2")
-	c.term("n3") // past the bound: a fresh cache
-	b := c.term("n1")
-	assert.Equal(t, a, b)
-	assert.LessOrEqual(t, c.size.Load(), int64(2))
-}

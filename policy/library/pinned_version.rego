@@ -1,10 +1,10 @@
 # METADATA
 # title: Driver versions are pinned
 # description: |
-#   spec.version (values: image.tag) must be an exact, semver-like release: not empty, not a
-#   moving tag such as latest. A moving tag makes two nodes run different drivers under one
-#   RBLNDriver and makes every rollout unreviewable. spec.manager.version must not be a moving
-#   tag either.
+#   spec.version (values: image.tag) must be an exact, semver-like release, not a moving tag
+#   such as latest. A moving tag makes two nodes run different drivers under one RBLNDriver
+#   and makes every rollout unreviewable. spec.manager.version must not be a moving tag
+#   either. An empty spec.version is the built-in rule's (it is required).
 package driverguard.lib.pinned_version
 
 import data.driverguard.lib.util
@@ -35,8 +35,8 @@ deny contains msg if {
 	msg := sprintf("%s: spec.manager.version is %q, a moving tag; pin the driver manager, e.g. \"v0.2.2\" (%s)", [util.resource, v, util.values("manager.image.tag")])
 }
 
-version_problem(v) := "is empty" if v == ""
-
+# An empty (or absent) spec.version has no problem here: it is the built-in syntax rule's
+# (api/validation: spec.version Required), denied once, by Go.
 version_problem(v) := sprintf("is %q, a moving tag", [v]) if lower(v) in moving_tags
 
 version_problem(v) := sprintf("%q is not a semver-like version (X.Y.Z, optionally with a suffix such as -rc1)", [v]) if {

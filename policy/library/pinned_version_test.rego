@@ -16,15 +16,11 @@ test_deny_latest_any_case if {
 	count(pinned_version.deny) == 1 with input as version("Latest")
 }
 
-test_deny_empty if {
-	some msg in pinned_version.deny with input as version("")
-	contains(msg, "spec.version is empty")
-}
-
-test_deny_missing_version if {
+# An empty or absent spec.version is the built-in syntax rule's (Required), not denied again.
+test_empty_is_left_to_go if {
+	count(pinned_version.deny) == 0 with input as version("")
 	obj := json.remove(fixtures.driver("rbln-driver", {}), ["spec/version"])
-	some msg in pinned_version.deny with input as fixtures.review(obj)
-	contains(msg, "RBLNDriver/rbln-driver: spec.version is empty")
+	count(pinned_version.deny) == 0 with input as fixtures.review(obj)
 }
 
 test_deny_not_semver if {

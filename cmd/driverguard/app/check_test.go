@@ -29,7 +29,7 @@ func TestCheckDenyAndWarn(t *testing.T) {
 	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  FAIL  driverguard.lib.pinned_version: spec.version is \"latest\", a moving tag;")
 	assert.Contains(t, r.stdout, "RBLNClusterPolicy/rbln-cluster-policy\n  WARN  driverguard.lib.max_parallel_upgrades:")
 	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver-rebel\n  PASS\n")
-	assert.Contains(t, r.stdout, "4 resources, 9 policies: 1 failure, 1 warning; FAILED\n")
+	assert.Contains(t, r.stdout, "4 resources, 8 policies: 1 failure, 1 warning; FAILED\n")
 	assert.Empty(t, r.stderr, "a failed check explains itself on stdout")
 
 	t.Run("json", func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestCheckWithACustomPolicy(t *testing.T) {
 	with := run(t, "", append(args, "--policy", examplePolicy)...)
 	assert.Equal(t, ExitInvalid, with.code)
 	assert.Contains(t, with.stdout, "RBLNDriver/rbln-driver-rebel\n  FAIL  driverguard.platform: version \"3.3.0-rc1\" is a pre-release")
-	assert.Contains(t, with.stdout, "4 resources, 10 policies: 1 failure, 0 warnings; FAILED")
+	assert.Contains(t, with.stdout, "4 resources, 9 policies: 1 failure, 0 warnings; FAILED")
 }
 
 func TestCheckUnusableInput(t *testing.T) {

@@ -92,7 +92,7 @@ func TestPostRenderDeniesIdenticalSelectors(t *testing.T) {
 			assert.Empty(t, r.stdout, "nothing reaches Helm")
 			assert.Contains(t, r.stderr, "driverguard post-render: the rendered objects fail the check, judged against the rendered objects alone")
 			assert.Contains(t, r.stderr, "RBLNDriver/rbln-driver-b\n  FAIL  IdenticalNodeSelector: spec.nodeSelector: Invalid value: \"{rebellions.ai/npu.family=atom}\": is identical to the nodeSelector of RBLNDriver \"rbln-driver-a\"")
-			assert.Contains(t, r.stderr, "4 resources, 9 policies: 1 failure, 0 warnings; FAILED")
+			assert.Contains(t, r.stderr, "4 resources, 8 policies: 1 failure, 0 warnings; FAILED")
 		})
 	}
 }
