@@ -11,7 +11,10 @@ import (
 	"github.com/driverguard/driverguard/routing"
 )
 
-var nodeSelectorPath = field.NewPath("spec", "nodeSelector")
+var (
+	nodeSelectorPath  = field.NewPath("spec", "nodeSelector")
+	nodeSelectorField = nodeSelectorPath.String()
+)
 
 // conflictFindings turns the conflict report of a driver (rep, and on UPDATE old, the report
 // of the stored version) into denials — an identical selector, or a tie on an existing node,
@@ -28,8 +31,7 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 		hadPotential = keysOf(old.Potential, potentialKeyOf)
 	}
 	ties, keptTies := introduced(rep.Ties, tieKey(rep.Resource), hadTies)
-	selText := FormatSelector(sel)
-	path := nodeSelectorPath.String()
+	path := nodeSelectorField
 
 	blocked := map[string]bool{} // resources already reported as a denial
 	for _, p := range rep.Potential {
@@ -37,7 +39,7 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 			continue
 		}
 		blocked[p.Resource] = true
-		denials = append(denials, conflictFinding(RuleIdenticalNodeSelector, field.Invalid(nodeSelectorPath, selText, fmt.Sprintf(
+		denials = append(denials, conflictFinding(RuleIdenticalNodeSelector, field.Invalid(nodeSelectorPath, FormatSelector(sel), fmt.Sprintf(
 			"is identical to the nodeSelector of RBLNDriver %q: two drivers with the same selector tie on every node they select, so none of those nodes gets a driver; "+
 				"change one selector (e.g. add a label that only the more specific driver selects) or delete one of the two drivers", p.Resource))))
 	}
@@ -46,7 +48,7 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 		for _, o := range others {
 			blocked[o] = true
 		}
-		denials = append(denials, conflictFinding(RuleConflictingNodeSelector, field.Invalid(nodeSelectorPath, selText, fmt.Sprintf(
+		denials = append(denials, conflictFinding(RuleConflictingNodeSelector, field.Invalid(nodeSelectorPath, FormatSelector(sel), fmt.Sprintf(
 			"ties with %s on %s: neither selector is a strict superset of the other, so no unique owner can be chosen and the node(s) would get no driver (ConflictingNodeSelector); "+
 				"make one selector a strict superset of the other, select disjoint nodes, or relabel the node(s)", quoteList(others), nodeList(c)))))
 	}

@@ -114,11 +114,22 @@ func assess(view View, d *v1alpha1.RBLNDriver, full bool) (field.ErrorList, rout
 	if errs := validation.ValidateDriver(d); len(errs) > 0 {
 		return errs, routing.Assessment{}
 	}
+	if v, ok := view.(validatedView); ok {
+		return nil, v.AssessValid(d, full)
+	}
 	if full {
 		return nil, view.Assess(d)
 	}
 	return nil, routing.Assessment{ConflictReport: view.Conflicts(*d)}
 }
+
+// validatedView is a view that can route a driver without validating it again
+// (routing.Index, admission's: validation costs more than the routing).
+type validatedView interface {
+	AssessValid(candidate *v1alpha1.RBLNDriver, full bool) routing.Assessment
+}
+
+var _ validatedView = (*routing.Index)(nil)
 
 // oversized reports whether errs hold a size limit (validation.ValidateCount,
 // validation.ValidateAnnotationsSize).
