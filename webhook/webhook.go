@@ -42,6 +42,7 @@ type Options struct {
 
 // Webhooks are the three admission webhooks over one State.
 type Webhooks struct {
+	// DaemonSets plans the mutation of driver DaemonSets.
 	DaemonSets *DaemonSetMutator
 
 	state   State
