@@ -11,52 +11,48 @@ import (
 	"github.com/driverguard/driverguard/routing"
 )
 
-var nodeSelectorPath = field.NewPath("spec", "nodeSelector")
+var (
+	nodeSelectorPath  = field.NewPath("spec", "nodeSelector")
+	nodeSelectorField = nodeSelectorPath.String()
+)
 
 // conflictFindings turns the conflict report of a driver (rep, and on UPDATE old, the report
 // of the stored version) into denials — an identical selector, or a tie on an existing node,
 // that the change introduces — and warnings: ties that could only happen on a future node,
 // and conflicts the old selector already had. sel is the driver's selector.
 func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, sel map[string]string, self string) (denials, warnings []Finding) {
-	intro := rep
+	// What the stored version had: ties by the other drivers tied, potential ties by driver
+	// and kind (a selector that becomes identical to another's is new even if the two could
+	// tie before).
+	var hadTies map[string]bool
+	var hadPotential map[potentialKey]bool
 	if old != nil {
-		intro = rep.Introduced(*old)
+		hadTies = keysOf(old.Ties, tieKey(old.Resource))
+		hadPotential = keysOf(old.Potential, potentialKeyOf)
 	}
-	selText := FormatSelector(sel)
-	path := nodeSelectorPath.String()
+	ties, keptTies := introduced(rep.Ties, tieKey(rep.Resource), hadTies)
+	path := nodeSelectorField
 
 	blocked := map[string]bool{} // resources already reported as a denial
-	for _, p := range intro.Potential {
-		if !p.Identical {
+	for _, p := range rep.Potential {
+		if !p.Identical || hadPotential[potentialKeyOf(p)] {
 			continue
 		}
 		blocked[p.Resource] = true
-		denials = append(denials, conflictFinding(RuleIdenticalNodeSelector, field.Invalid(nodeSelectorPath, selText, fmt.Sprintf(
+		denials = append(denials, conflictFinding(RuleIdenticalNodeSelector, field.Invalid(nodeSelectorPath, FormatSelector(sel), fmt.Sprintf(
 			"is identical to the nodeSelector of RBLNDriver %q: two drivers with the same selector tie on every node they select, so none of those nodes gets a driver; "+
 				"change one selector (e.g. add a label that only the more specific driver selects) or delete one of the two drivers", p.Resource))))
 	}
-	for _, c := range intro.Ties {
+	for _, c := range ties {
 		others := otherResources(c.Resources, self)
 		for _, o := range others {
 			blocked[o] = true
 		}
-		denials = append(denials, conflictFinding(RuleConflictingNodeSelector, field.Invalid(nodeSelectorPath, selText, fmt.Sprintf(
+		denials = append(denials, conflictFinding(RuleConflictingNodeSelector, field.Invalid(nodeSelectorPath, FormatSelector(sel), fmt.Sprintf(
 			"ties with %s on %s: neither selector is a strict superset of the other, so no unique owner can be chosen and the node(s) would get no driver (ConflictingNodeSelector); "+
 				"make one selector a strict superset of the other, select disjoint nodes, or relabel the node(s)", quoteList(others), nodeList(c)))))
 	}
-
-	introTies := map[string]bool{}
-	for _, c := range intro.Ties {
-		introTies[strings.Join(c.Resources, "\x00")] = true
-	}
-	introPot := map[string]bool{}
-	for _, p := range intro.Potential {
-		introPot[p.Resource] = true
-	}
-	for _, c := range rep.Ties {
-		if introTies[strings.Join(c.Resources, "\x00")] {
-			continue
-		}
+	for _, c := range keptTies {
 		others := otherResources(c.Resources, self)
 		for _, o := range others {
 			blocked[o] = true
@@ -74,7 +70,7 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 			warnings = append(warnings, warning(RulePotentialConflict, path,
 				"already identical to the nodeSelector of RBLNDriver %q before this change; allowed because the change does not introduce it, but the two drivers tie on every node they select: change one selector",
 				p.Resource))
-		case introPot[p.Resource] || old == nil:
+		case !hadPotential[potentialKeyOf(p)]:
 			warnings = append(warnings, warning(RulePotentialConflict, path,
 				"could tie with RBLNDriver %q on a future node labelled %s (no existing node ties them today); make one selector a strict superset of the other to rule it out",
 				p.Resource, FormatSelector(p.Labels)))
@@ -85,6 +81,20 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 		}
 	}
 	return denials, warnings
+}
+
+// tieKey matches a tie by the drivers tied with self.
+func tieKey(self string) func(routing.Conflict) string {
+	return func(c routing.Conflict) string { return strings.Join(otherResources(c.Resources, self), "\x00") }
+}
+
+type potentialKey struct {
+	resource  string
+	identical bool
+}
+
+func potentialKeyOf(p routing.PotentialConflict) potentialKey {
+	return potentialKey{p.Resource, p.Identical}
 }
 
 func otherResources(resources []string, self string) []string {

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-
 	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -57,40 +54,36 @@ type Decider struct {
 	PolicyFailOpen bool
 }
 
-// Driver decides on an RBLNDriver with view as the cluster.
+// Driver decides on an RBLNDriver with view as the cluster: its syntax (api/validation),
+// then, for a valid driver, its selector conflicts (the view) and the policies.
 func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.RBLNDriver]) (*Verdict, error) {
 	obj, old := req.Object, req.OldObject
 	v := &Verdict{Kind: "RBLNDriver", Name: obj.Name}
 	if beingDeleted(req.Operation, obj.DeletionTimestamp) || (old != nil && unchanged(req.Operation, obj.Spec, old.Spec)) {
 		return v, nil
 	}
-	// The view validates the driver (api/validation.ValidateDriver) before it routes it: its
-	// errors are the syntax findings, and an invalid driver is not routed.
-	var assessment routing.Assessment
-	if d.readsRouting() {
-		assessment = view.Assess(obj) // the policies get its routing verdict too
+	invalid, assessment := assess(view, obj, d.readsRouting()) // the policies get its routing too
+	if len(invalid) > 0 {
+		var had map[string]bool
+		if old != nil {
+			had = keysOf(validation.ValidateDriver(old), errorKey)
+		}
+		denials, kept := introduced(invalid, errorKey, had)
+		v.deny(FieldFindings(denials...)...)
+		for _, e := range kept {
+			v.warn(preexisting(fieldFinding(e)))
+		}
 	} else {
-		assessment.ConflictReport = view.Conflicts(*obj)
-	}
-	denials, kept := assessment.Invalid, field.ErrorList(nil)
-	if old != nil && len(denials) > 0 {
-		denials, kept = introducedErrors(denials, validation.ValidateDriver(old))
-	}
-	v.deny(FieldFindings(denials...)...)
-	for _, e := range kept {
-		v.warn(preexisting(fieldFinding(e)))
-	}
-	if len(assessment.Invalid) == 0 {
 		var oldRep *routing.ConflictReport
 		if old != nil {
-			r := view.Conflicts(*old)
-			oldRep = &r
+			_, a := assess(view, old, false)
+			oldRep = &a.ConflictReport
 		}
 		denials, warnings := conflictFindings(assessment.ConflictReport, oldRep, obj.Spec.NodeSelector, obj.Name)
 		v.deny(denials...)
 		v.warn(warnings...)
 	}
-	if d.Policy == nil || oversized(assessment.Invalid) {
+	if d.Policy == nil || oversized(invalid) {
 		// An object over a size limit is denied for its size; its contents are not handed to
 		// the policies (whose cost and messages grow with what they are given).
 		return v, nil
@@ -104,7 +97,7 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 		before = func() *policy.Input {
 			in := d.input(req.Operation, req.Source, req.UserInfo, driverObject(old, req.RawOldObject), driverObject(old, req.RawOldObject))
 			if d.readsRouting() {
-				a := view.Assess(old)
+				_, a := assess(view, old, true)
 				in.Routing = policy.RoutingOf(&a, &old.Spec)
 			}
 			return in
@@ -113,70 +106,37 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 	return v, d.evaluate(ctx, in, before, v)
 }
 
+// assess validates a driver (api/validation.ValidateDriver, its syntax findings) and, when it
+// is valid, asks the view what it would do if admitted: its conflicts and, when full, the
+// nodes and pools it would serve (the policies' input.routing). An invalid driver takes no
+// part in routing.
+func assess(view View, d *v1alpha1.RBLNDriver, full bool) (field.ErrorList, routing.Assessment) {
+	if errs := validation.ValidateDriver(d); len(errs) > 0 {
+		return errs, routing.Assessment{}
+	}
+	if v, ok := view.(validatedView); ok {
+		return nil, v.AssessValid(d, full)
+	}
+	if full {
+		return nil, view.Assess(d)
+	}
+	return nil, routing.Assessment{ConflictReport: view.Conflicts(*d)}
+}
+
+// validatedView is a view that can route a driver without validating it again
+// (routing.Index, admission's: validation costs more than the routing).
+type validatedView interface {
+	AssessValid(candidate *v1alpha1.RBLNDriver, full bool) routing.Assessment
+}
+
+var _ validatedView = (*routing.Index)(nil)
+
 // oversized reports whether errs hold a size limit (validation.ValidateCount,
 // validation.ValidateAnnotationsSize).
 func oversized(errs field.ErrorList) bool {
 	return slices.ContainsFunc(errs, func(e *field.Error) bool {
 		return e.Type == field.ErrorTypeTooMany || e.Type == field.ErrorTypeTooLong
 	})
-}
-
-// beingDeleted reports an UPDATE of an object whose deletion has begun (finalizer removal,
-// status while it terminates): always allowed, so that nothing holds an object in Terminating.
-func beingDeleted(op string, deletion *metav1.Time) bool {
-	return op == policy.OperationUpdate && deletion != nil
-}
-
-// unchanged reports an UPDATE that leaves the spec as it was (finalizers, labels, annotations,
-// Helm's ownership annotations on every upgrade): nothing the decision judges changes, so it is
-// allowed as it is. The chart's webhook configurations do not even send it (matchConditions
-// object.spec != oldObject.spec), so `check` and `review` reach the verdict the cluster does.
-func unchanged[S any](op string, spec, old S) bool {
-	return op == policy.OperationUpdate && equality.Semantic.DeepEqual(spec, old)
-}
-
-// introducedErrors splits the syntax errors of an updated object into those the update
-// introduces and those the stored object already had (the same type, field and value).
-func introducedErrors(errs, old field.ErrorList) (introduced, kept field.ErrorList) {
-	had := make(map[string]bool, len(old))
-	for _, e := range old {
-		had[errorKey(e)] = true
-	}
-	for _, e := range errs {
-		if had[errorKey(e)] {
-			kept = append(kept, e)
-		} else {
-			introduced = append(introduced, e)
-		}
-	}
-	return introduced, kept
-}
-
-func errorKey(e *field.Error) string {
-	return fmt.Sprintf("%s\x00%s\x00%#v\x00%s", e.Type, e.Field, e.BadValue, e.Detail)
-}
-
-// introducedMessages splits the policy denies of an updated object into those the update
-// introduces and those the stored object already got (the same package and message).
-func introducedMessages(deny, old []policy.Message) (introduced, kept []policy.Message) {
-	had := make(map[policy.Message]bool, len(old))
-	for _, m := range old {
-		had[m] = true
-	}
-	for _, m := range deny {
-		if had[m] {
-			kept = append(kept, m)
-		} else {
-			introduced = append(introduced, m)
-		}
-	}
-	return introduced, kept
-}
-
-// preexisting turns a denial the stored object already had into a warning.
-func preexisting(f Finding) Finding {
-	f.Message += " (the stored object already has this; the update does not introduce it, so it is allowed: fix it when you can)"
-	return f
 }
 
 // readsRouting reports whether the policies read input.routing: evaluators that say they do
@@ -198,11 +158,12 @@ func (d *Decider) ClusterPolicy(ctx context.Context, req Request[*v1alpha1.RBLNC
 	}
 	upgradePath := field.NewPath("spec", "driver", "upgradePolicy")
 	errs, warnings := validation.ValidateUpgradePolicy(&obj.Spec.Driver.UpgradePolicy, upgradePath)
-	var kept field.ErrorList
+	var had map[string]bool
 	if old := req.OldObject; old != nil && len(errs) > 0 {
 		oldErrs, _ := validation.ValidateUpgradePolicy(&old.Spec.Driver.UpgradePolicy, upgradePath)
-		errs, kept = introducedErrors(errs, oldErrs)
+		had = keysOf(oldErrs, errorKey)
 	}
+	errs, kept := introduced(errs, errorKey, had)
 	explain := func(e *field.Error) *field.Error {
 		if e.Type == field.ErrorTypeInvalid {
 			e.Detail += ": negative counts and timeouts have no meaning; use 0 for unlimited or no timeout"
@@ -250,7 +211,7 @@ func (d *Decider) evaluate(ctx context.Context, in *policy.Input, before func() 
 	if err == nil && dec != nil && len(dec.Deny) > 0 && before != nil {
 		var prev *policy.Decision
 		if prev, err = d.Policy.Evaluate(ctx, before()); err == nil && prev != nil {
-			dec.Deny, kept = introducedMessages(dec.Deny, prev.Deny)
+			dec.Deny, kept = introduced(dec.Deny, messageKey, keysOf(prev.Deny, messageKey))
 		}
 	}
 	if err != nil {

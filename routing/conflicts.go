@@ -146,15 +146,33 @@ type groupOutcome struct {
 	tie   *Conflict
 }
 
+// AssessValid is [Index.Assess] (full) or [Index.Conflicts] (not full) for a candidate that
+// validation.ValidateDriver accepts, without validating it again: package decision validates
+// every driver itself before it routes it, and validating twice would cost more than the
+// routing. An invalid candidate must not be given.
+func (ix *Index) AssessValid(candidate *v1alpha1.RBLNDriver, full bool) Assessment {
+	return ix.assessValid(candidate, ix.slotByName(candidate.Name), full)
+}
+
 func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full bool) Assessment {
-	a := Assessment{ConflictReport: ConflictReport{Resource: candidate.Name, Ties: []Conflict{}, Potential: []PotentialConflict{}}}
-	if full {
-		a.Pools, a.Unpooled = []Pool{}, []NodeResult{}
-	}
 	if errs := validation.ValidateDriver(candidate); len(errs) > 0 {
+		a := newAssessment(candidate.Name, full)
 		a.Invalid = errs
 		return a
 	}
+	return ix.assessValid(candidate, replaced, full)
+}
+
+func newAssessment(name string, full bool) Assessment {
+	a := Assessment{ConflictReport: ConflictReport{Resource: name, Ties: []Conflict{}, Potential: []PotentialConflict{}}}
+	if full {
+		a.Pools, a.Unpooled = []Pool{}, []NodeResult{}
+	}
+	return a
+}
+
+func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, full bool) Assessment {
+	a := newAssessment(candidate.Name, full)
 	cand := ix.candidate(candidate)
 	a.Potential = ix.potential(&cand.driver, replaced)
 	ix.ensurePostings()

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 	"github.com/driverguard/driverguard/webhook"
@@ -94,9 +95,15 @@ func BenchmarkAdmission(b *testing.B) {
 				b.Run(prefix+"/decision", func(b *testing.B) {
 					var lat latencies
 					ctx := context.Background()
+					decider := &decision.Decider{}
+					req := decision.Request[*v1alpha1.RBLNDriver]{Operation: policy.OperationCreate, Object: drv, Source: policy.SourceAdmission}
 					for b.Loop() {
 						start := time.Now()
-						if _, err := hooks.Drivers.ValidateCreate(ctx, drv); err != nil {
+						snap, err := state.Snapshot(ctx)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if _, err := decider.Driver(ctx, snap.Index(), req); err != nil {
 							b.Fatal(err)
 						}
 						lat = append(lat, time.Since(start))

@@ -66,35 +66,33 @@ var (
 	containersPath    = field.NewPath("spec", "template", "spec", "containers")
 )
 
-// Plan decides the mutation of ds. It returns nil (and no error) when ds is not a driver
+// Plan decides the mutation of ds. It returns no plan and no denial when ds is not a driver
 // DaemonSet: its rebellions.ai/npu.driver.component label is absent or neither driver nor smd.
-// It returns a *Rejection naming what is missing instead of guessing: the instance label, the
-// RBLNDriver it names, a pool label (driver component), the container, or a composable image.
-func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*DaemonSetPlan, error) {
+// Its denial names what is missing instead of guessing: the instance label, the RBLNDriver it
+// names, a pool label (driver component), the container, or a composable image. An error
+// means the cluster view is not ready (503).
+func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*DaemonSetPlan, *field.Error, error) {
 	component := ds.Labels[v1alpha1.LabelDriverComponent]
 	if component != ComponentDriver && component != ComponentSMD {
-		return nil, nil
-	}
-	reject := func(errs ...*field.Error) error {
-		return &Rejection{Group: "apps", Kind: "DaemonSet", Name: ds.Namespace + "/" + ds.Name, Denials: decision.FieldFindings(errs...)}
+		return nil, nil, nil
 	}
 	cr := ds.Labels[v1alpha1.LabelDriverInstance]
 	if cr == "" {
-		return nil, reject(field.Required(instanceLabelPath, fmt.Sprintf(
-			"a driver DaemonSet (label %s=%s) must name its RBLNDriver in this label; set it to the RBLNDriver's name", v1alpha1.LabelDriverComponent, component)))
+		return nil, field.Required(instanceLabelPath, fmt.Sprintf(
+			"a driver DaemonSet (label %s=%s) must name its RBLNDriver in this label; set it to the RBLNDriver's name", v1alpha1.LabelDriverComponent, component)), nil
 	}
 	snap, err := m.state.Snapshot(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	drv, ok := snap.Driver(cr)
 	if !ok {
-		return nil, reject(&field.Error{Type: field.ErrorTypeNotFound, Field: instanceLabelPath.String(), BadValue: cr, Detail: fmt.Sprintf(
-			"RBLNDriver %q does not exist, so the image cannot be composed; create the RBLNDriver first or fix the label", cr)})
+		return nil, &field.Error{Type: field.ErrorTypeNotFound, Field: instanceLabelPath.String(), BadValue: cr, Detail: fmt.Sprintf(
+			"RBLNDriver %q does not exist, so the image cannot be composed; create the RBLNDriver first or fix the label", cr)}, nil
 	}
 	if errs := validation.ValidateDriver(drv); len(errs) > 0 {
-		return nil, reject(field.Invalid(instanceLabelPath, cr, fmt.Sprintf(
-			"RBLNDriver %q is invalid and takes no part in routing (%s); fix the RBLNDriver first", cr, errs.ToAggregate().Error())))
+		return nil, field.Invalid(instanceLabelPath, cr, fmt.Sprintf(
+			"RBLNDriver %q is invalid and takes no part in routing (%s); fix the RBLNDriver first", cr, errs.ToAggregate().Error())), nil
 	}
 	plan := &DaemonSetPlan{
 		NodeSelector:   map[string]string{v1alpha1.LabelOwner: cr, v1alpha1.LabelDeployDriver: "true"},
@@ -108,33 +106,33 @@ func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*Dae
 		plan.Container = DriverContainer
 		pool, err := routing.PoolLabelsOf(ds.Spec.Template.Spec.NodeSelector)
 		if err != nil {
-			return nil, reject(field.Required(podNodeSelector, fmt.Sprintf(
+			return nil, field.Required(podNodeSelector, fmt.Sprintf(
 				"%v: a driver DaemonSet serves one pool and must select its raw pool labels %s, %s, %s and %s; add them (driverguard never guesses a pool)",
-				err, v1alpha1.LabelFamily, v1alpha1.LabelOSID, v1alpha1.LabelOSVersion, v1alpha1.LabelKernel)))
+				err, v1alpha1.LabelFamily, v1alpha1.LabelOSID, v1alpha1.LabelOSVersion, v1alpha1.LabelKernel)), nil
 		}
 		if plan.Image, err = routing.DriverImage(&drv.Spec, pool); err != nil {
-			return nil, reject(field.Invalid(podNodeSelector, decision.FormatSelector(pool.Selector()), fmt.Sprintf(
-				"no valid driver image can be composed for this pool from RBLNDriver %q (InvalidImageTag): %v", cr, err)))
+			return nil, field.Invalid(podNodeSelector, decision.FormatSelector(pool.Selector()), fmt.Sprintf(
+				"no valid driver image can be composed for this pool from RBLNDriver %q (InvalidImageTag): %v", cr, err)), nil
 		}
 	case ComponentSMD:
 		plan.Container = SMDContainer
 		if plan.Image, err = routing.SMDImage(&drv.Spec); err != nil {
-			return nil, reject(field.Invalid(instanceLabelPath, cr, fmt.Sprintf(
-				"the RSMD image cannot be composed from RBLNDriver %q: %v; set spec.smd.registry and spec.smd.image on the RBLNDriver", cr, err)))
+			return nil, field.Invalid(instanceLabelPath, cr, fmt.Sprintf(
+				"the RSMD image cannot be composed from RBLNDriver %q: %v; set spec.smd.registry and spec.smd.image on the RBLNDriver", cr, err)), nil
 		}
 	}
 	containers := ds.Spec.Template.Spec.Containers
 	if len(containers) > MaxDaemonSetContainers {
-		return nil, reject(field.TooMany(containersPath, len(containers), MaxDaemonSetContainers))
+		return nil, field.TooMany(containersPath, len(containers), MaxDaemonSetContainers), nil
 	}
 	switch n := countContainers(containers, plan.Container); {
 	case n == 0:
-		return nil, reject(field.Required(containersPath, fmt.Sprintf(
-			"a %s DaemonSet must have a container named %s, whose image driverguard sets; rename the container", component, plan.Container)))
+		return nil, field.Required(containersPath, fmt.Sprintf(
+			"a %s DaemonSet must have a container named %s, whose image driverguard sets; rename the container", component, plan.Container)), nil
 	case n > 1:
-		return nil, reject(field.Duplicate(containersPath, plan.Container))
+		return nil, field.Duplicate(containersPath, plan.Container), nil
 	}
-	return plan, nil
+	return plan, nil, nil
 }
 
 // MaxDaemonSetContainers bounds the containers of a driver DaemonSet the mutation reads: a
@@ -207,36 +205,38 @@ type daemonSetHandler struct {
 
 // Handle implements admission.Handler.
 func (h *daemonSetHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
-	ctx = admission.NewContextWithRequest(ctx, req)
-	if err := checkKind(req, daemonSetGVK); err != nil {
-		return respond(nil, err)
+	if err := checkKind(&req, daemonSetGVK); err != nil {
+		return response(daemonSetGVK.Group, nil, err)
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
 	ds, err := decodeObject[appsv1.DaemonSet](req.Object, "request.object", daemonSetGVK)
 	if err != nil {
-		return respond(nil, err)
+		return response(daemonSetGVK.Group, nil, err)
 	}
 	if req.Operation == admissionv1.Update && ds.DeletionTimestamp != nil {
 		// Finalizer removal or status while it is deleted: nothing may hold it in Terminating
 		// (its RBLNDriver may be gone already).
 		return admission.Allowed("being deleted: unchanged")
 	}
-	plan, err := h.m.Plan(ctx, &ds)
-	if err != nil {
-		return respond(nil, err)
-	}
-	if plan == nil {
+	plan, denial, err := h.m.Plan(ctx, &ds)
+	switch {
+	case err != nil:
+		return response(daemonSetGVK.Group, nil, err)
+	case denial != nil:
+		v := &decision.Verdict{Kind: daemonSetGVK.Kind, Name: ds.Namespace + "/" + ds.Name, Denials: decision.FieldFindings(denial)}
+		return response(daemonSetGVK.Group, v, nil)
+	case plan == nil:
 		return admission.Allowed("not a driver DaemonSet (no " + v1alpha1.LabelDriverComponent + "=driver|smd label): unchanged")
 	}
 	patched, err := plan.Apply(req.Object.Raw)
 	if err != nil { // decodeObject already parsed the same bytes; kept for safety
-		return respond(nil, badRequest(err, "request.object is not a JSON object"))
+		return response(daemonSetGVK.Group, nil, badRequest(err, "request.object is not a JSON object"))
 	}
 	resp := admission.PatchResponseFromRaw(req.Object.Raw, patched)
 	if !resp.Allowed && resp.Result != nil && resp.Result.Code == http.StatusInternalServerError {
-		return respond(nil, badRequest(nil, "request.object cannot be patched: %s", strings.TrimSpace(resp.Result.Message)))
+		return response(daemonSetGVK.Group, nil, badRequest(nil, "request.object cannot be patched: %s", strings.TrimSpace(resp.Result.Message)))
 	}
 	// The diff walks maps in random order; the operations touch distinct paths (no array
 	// insertions or removals), so sorting them makes the patch deterministic — the same bytes

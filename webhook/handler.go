@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 
@@ -12,62 +13,63 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/policy"
 )
 
-// The handlers below translate an admission.Request into typed objects and call a decision
-// function; respond turns the decision into the response. Transport (body limit, content type,
-// AdmissionReview decoding, panic recovery, the response UID) is controller-runtime's
-// admission.Webhook.
-
-// validator is the decision side of a validating webhook for objects of type T.
-type validator[T any] interface {
-	ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error)
-	ValidateUpdate(ctx context.Context, oldObj, newObj T) (admission.Warnings, error)
-}
-
-// validatingHandler decodes RBLNDriver or RBLNClusterPolicy requests for a validator.
-type validatingHandler[T any] struct {
-	gvk       schema.GroupVersionKind
-	validator validator[T]
+// validating is the admission handler of RBLNDrivers or RBLNClusterPolicies: it decodes the
+// AdmissionRequest once into the decision's request and answers with the verdict.
+type validating[T any] struct {
+	gvk    schema.GroupVersionKind
+	decide func(context.Context, decision.Request[T]) (*decision.Verdict, error)
 }
 
 // Handle implements admission.Handler.
-func (h *validatingHandler[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
-	ctx = admission.NewContextWithRequest(ctx, req)
-	return respond(h.decide(ctx, req))
+func (h *validating[T]) Handle(ctx context.Context, ar admission.Request) admission.Response {
+	req, err := decisionRequest[T](&ar, h.gvk)
+	if err != nil || req == nil {
+		return response(h.gvk.Group, nil, err)
+	}
+	v, err := h.decide(ctx, *req)
+	return response(h.gvk.Group, v, err)
 }
 
-func (h *validatingHandler[T]) decide(ctx context.Context, req admission.Request) (admission.Warnings, error) {
-	if err := checkKind(req, h.gvk); err != nil {
+// decisionRequest decodes an admission request into the decision's request: the typed
+// objects, their JSON as received (policies read it as sent), the operation and the user. It
+// returns nil for DELETE and CONNECT (nothing to decide; the webhook configurations do not
+// send them) and a *BadRequestError for a request it cannot read.
+func decisionRequest[T any](ar *admission.Request, gvk schema.GroupVersionKind) (*decision.Request[T], error) {
+	if err := checkKind(ar, gvk); err != nil {
 		return nil, err
 	}
-	switch req.Operation {
-	case admissionv1.Create:
-		obj, err := decodeObject[T](req.Object, "request.object", h.gvk)
-		if err != nil {
-			return nil, err
-		}
-		return h.validator.ValidateCreate(ctx, obj)
-	case admissionv1.Update:
-		obj, err := decodeObject[T](req.Object, "request.object", h.gvk)
-		if err != nil {
-			return nil, err
-		}
-		old, err := decodeObject[T](req.OldObject, "request.oldObject", h.gvk)
-		if err != nil {
-			return nil, err
-		}
-		return h.validator.ValidateUpdate(ctx, old, obj)
+	switch ar.Operation {
+	case admissionv1.Create, admissionv1.Update:
 	case admissionv1.Delete, admissionv1.Connect:
-		return nil, nil // nothing to validate; the webhook configurations do not send these
+		return nil, nil
 	default:
-		return nil, badRequest(nil, "request.operation %q is not one of CREATE, UPDATE, DELETE, CONNECT", req.Operation)
+		return nil, badRequest(nil, "request.operation %q is not one of CREATE, UPDATE, DELETE, CONNECT", ar.Operation)
 	}
+	req := &decision.Request[T]{Operation: string(ar.Operation), RawObject: ar.Object.Raw, Source: policy.SourceAdmission}
+	var err error
+	if req.Object, err = decodeObject[T](ar.Object, "request.object", gvk); err != nil {
+		return nil, err
+	}
+	if ar.Operation == admissionv1.Update {
+		if req.OldObject, err = decodeObject[T](ar.OldObject, "request.oldObject", gvk); err != nil {
+			return nil, err
+		}
+	}
+	if raw := ar.OldObject.Raw; len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		req.RawOldObject = raw
+	}
+	user := ar.UserInfo
+	req.UserInfo = &user
+	return req, nil
 }
 
 // checkKind rejects requests for another kind than the handler's: a misconfigured webhook
 // (rules pointing the wrong resource at this path) must not be silently allowed.
-func checkKind(req admission.Request, want schema.GroupVersionKind) error {
+func checkKind(req *admission.Request, want schema.GroupVersionKind) error {
 	got := req.Kind
 	if got.Group != want.Group || got.Kind != want.Kind {
 		return badRequest(nil, "request.kind is %s, but this webhook path handles %s: point the webhook configuration's rules for %s at its own path",

@@ -40,18 +40,15 @@ type Options struct {
 	Limits Limits
 }
 
-func (o Options) decider() *decision.Decider {
-	return &decision.Decider{Policy: o.Policy, PolicyFailOpen: o.PolicyFailOpen}
-}
-
 // Webhooks are the three admission webhooks over one State.
 type Webhooks struct {
-	Drivers         *DriverValidator
-	ClusterPolicies *ClusterPolicyValidator
-	DaemonSets      *DaemonSetMutator
+	// DaemonSets plans the mutation of driver DaemonSets.
+	DaemonSets *DaemonSetMutator
 
-	hooks  map[string]http.Handler
-	limits Limits
+	state   State
+	decider *decision.Decider
+	hooks   map[string]http.Handler
+	limits  Limits
 }
 
 // New returns the webhooks deciding over state.
@@ -62,22 +59,42 @@ func New(state State, opts Options) *Webhooks {
 		}
 	}
 	w := &Webhooks{
-		Drivers:         NewDriverValidator(state, opts),
-		ClusterPolicies: NewClusterPolicyValidator(state, opts),
-		DaemonSets:      NewDaemonSetMutator(state),
-		limits:          opts.Limits,
+		DaemonSets: NewDaemonSetMutator(state),
+		state:      state,
+		decider:    &decision.Decider{Policy: opts.Policy, PolicyFailOpen: opts.PolicyFailOpen},
+		limits:     opts.Limits,
 	}
 	hook := func(h admission.Handler) http.Handler {
 		return &reviewHandler{hook: &admission.Webhook{Handler: h, LogConstructor: requestLogger}}
 	}
 	w.hooks = map[string]http.Handler{
-		PathValidateDriver: hook(&validatingHandler[*v1alpha1.RBLNDriver]{
-			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), validator: w.Drivers}),
-		PathValidateClusterPolicy: hook(&validatingHandler[*v1alpha1.RBLNClusterPolicy]{
-			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), validator: w.ClusterPolicies}),
+		PathValidateDriver: hook(&validating[*v1alpha1.RBLNDriver]{
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), decide: w.driver}),
+		PathValidateClusterPolicy: hook(&validating[*v1alpha1.RBLNClusterPolicy]{
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), decide: w.clusterPolicy}),
 		PathMutateDaemonSet: hook(&daemonSetHandler{m: w.DaemonSets}),
 	}
 	return w
+}
+
+// driver decides an RBLNDriver with the snapshot's routing index as the cluster (SPEC §5).
+func (w *Webhooks) driver(ctx context.Context, req decision.Request[*v1alpha1.RBLNDriver]) (*decision.Verdict, error) {
+	snap, err := w.state.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return w.decider.Driver(ctx, snap.Index(), req)
+}
+
+// clusterPolicy decides an RBLNClusterPolicy. Policies read the cluster view: with policies,
+// it refuses (503) until the view is synced rather than decide on an empty one.
+func (w *Webhooks) clusterPolicy(ctx context.Context, req decision.Request[*v1alpha1.RBLNClusterPolicy]) (*decision.Verdict, error) {
+	if w.decider.Policy != nil {
+		if _, err := w.state.Snapshot(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return w.decider.ClusterPolicy(ctx, req)
 }
 
 // requestLogger is controller-runtime's per-request logger, with the request's fields only

@@ -219,7 +219,9 @@ func ValidateDriverSpec(name string, spec *v1alpha1.RBLNDriverSpec, fldPath *fie
 }
 
 // ValidateUpgradePolicy checks upgradePolicy sanity. It returns errors (negative counts and
-// timeouts) and warnings (settings the reference documents advise against).
+// timeouts) and warnings (settings the reference documents advise against: reboot without
+// drain, the one home of that rule). fldPath is the object's path (spec.driver.upgradePolicy)
+// or the values path (ValuesUpgradePolicy); a warning on the object names the values path too.
 func ValidateUpgradePolicy(up *v1alpha1.UpgradePolicy, fldPath *field.Path) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	nonNeg := func(v int32, p *field.Path) {
@@ -234,11 +236,19 @@ func ValidateUpgradePolicy(up *v1alpha1.UpgradePolicy, fldPath *field.Path) (fie
 	nonNeg(up.Reboot.RebootTimeoutSeconds, fldPath.Child("reboot", "rebootTimeoutSeconds"))
 	var warnings []string
 	if up.Reboot.Enable && !up.Drain.Enable {
-		warnings = append(warnings, fmt.Sprintf("%s is true but %s is false: the node would reboot without being drained; enable them together",
-			fldPath.Child("reboot", "enable"), fldPath.Child("drain", "enable")))
+		drain := fldPath.Child("drain", "enable")
+		fix := "set " + drain.String() + ": true"
+		if fldPath.String() != ValuesUpgradePolicy {
+			fix += " (values: " + ValuesUpgradePolicy + ".drain.enable)"
+		}
+		warnings = append(warnings, fmt.Sprintf("%s is true but %s is false: the node would reboot without being drained, its workloads still running; enable them together: %s, or turn reboot off",
+			fldPath.Child("reboot", "enable"), drain, fix))
 	}
 	return errs, warnings
 }
+
+// ValuesUpgradePolicy is where the chart's values hold the RBLNClusterPolicy's upgradePolicy.
+const ValuesUpgradePolicy = "driver.upgradePolicy"
 
 // MaxQuotedValue bounds a user value quoted in an error message.
 const MaxQuotedValue = 80

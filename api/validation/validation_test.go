@@ -126,6 +126,10 @@ func TestValidateUpgradePolicy(t *testing.T) {
 	assert.Contains(t, errs.ToAggregate().Error(), "spec.driver.upgradePolicy.maxParallelUpgrades: Invalid value: -1: must be 0 or greater")
 	assert.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "enable them together")
+	assert.Contains(t, warnings[0], "enable them together: set spec.driver.upgradePolicy.drain.enable: true (values: driver.upgradePolicy.drain.enable), or turn reboot off")
+	_, warnings = ValidateUpgradePolicy(up, field.NewPath("driver", "upgradePolicy"))
+	assert.Equal(t, []string{"driver.upgradePolicy.reboot.enable is true but driver.upgradePolicy.drain.enable is false: the node would reboot without being drained, " +
+		"its workloads still running; enable them together: set driver.upgradePolicy.drain.enable: true, or turn reboot off"}, warnings, "the values path is not named twice")
 
 	up = &v1alpha1.UpgradePolicy{}
 	up.Reboot.Enable, up.Drain.Enable = true, true
