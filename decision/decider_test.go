@@ -66,6 +66,8 @@ func TestDriverRules(t *testing.T) {
 		{"tie on an existing node", "CREATE", wt.Driver("rbln-driver-canary", canary), nil, []finding{{"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
 		{"future tie", "CREATE", wt.Driver("rbln-driver-zone", wt.Sel("zone", "a")), nil, []finding{}, 1},
 		{"an old tie is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-canary", canary), "3.3.0"), wt.Driver("rbln-driver-canary", canary), []finding{}, 1},
+		{"an update onto another's selector introduces the identical selector and the tie", "UPDATE", wt.Driver("rbln-driver-zone", atom), wt.Driver("rbln-driver-zone", wt.Sel("zone", "b")),
+			[]finding{{"IdenticalNodeSelector", "spec.nodeSelector"}, {"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
 		{"an old reserved key is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me")), "3.3.0"), reserved, []finding{}, 1},
 		{"a reserved key the update adds is denied", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me", "zone", "b")), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")),
 			[]finding{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},

@@ -71,8 +71,8 @@ type Assessment struct {
 // matches come from a label-pair inverted index and their other matches from the node groups,
 // so it costs O(matched nodes + drivers), not O(nodes × drivers).
 //
-// On UPDATE, call it with the old object too and keep what [ConflictReport.Introduced]
-// returns: a tie that already existed is not the change's fault.
+// On UPDATE, package decision calls it for the old object too: a tie that already existed is
+// not the change's fault.
 func (ix *Index) Conflicts(candidate v1alpha1.RBLNDriver) ConflictReport {
 	return ix.assess(&candidate, ix.slotByName(candidate.Name), false).ConflictReport
 }
@@ -613,39 +613,6 @@ func unionPairs(a, b []labelPair) []labelPair {
 			out = append(out, a[i])
 			i++
 			j++
-		}
-	}
-	return out
-}
-
-// Introduced keeps the conflicts of r (for the new object) that old (the same report for the
-// object before an UPDATE) did not have: ties whose other resources differ from every old
-// tie, and potential conflicts old did not list with the same resource and kind (a selector
-// that becomes identical to another's is new even if the two could tie before).
-func (r ConflictReport) Introduced(old ConflictReport) ConflictReport {
-	out := r
-	out.Ties = []Conflict{}
-	out.Potential = []PotentialConflict{}
-	oldTies := make(map[string]bool)
-	for _, c := range old.Ties {
-		oldTies[otherKey(c.Resources, old.Resource)] = true
-	}
-	for _, c := range r.Ties {
-		if !oldTies[otherKey(c.Resources, r.Resource)] {
-			out.Ties = append(out.Ties, c)
-		}
-	}
-	type pot struct {
-		resource  string
-		identical bool
-	}
-	oldPot := make(map[pot]bool)
-	for _, p := range old.Potential {
-		oldPot[pot{p.Resource, p.Identical}] = true
-	}
-	for _, p := range r.Potential {
-		if !oldPot[pot{p.Resource, p.Identical}] {
-			out.Potential = append(out.Potential, p)
 		}
 	}
 	return out

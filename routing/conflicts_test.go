@@ -130,37 +130,6 @@ func TestIndexConflicts(t *testing.T) {
 	}
 }
 
-func TestConflictsIntroduced(t *testing.T) {
-	t.Parallel()
-	zone := drv("rbln-driver-zone", sel(v1alpha1.LabelFamily, "atom", "zone", "a"))
-	canary := drv("rbln-driver-atom-canary", canarySel())
-	rack := drv("rbln-driver-rack", sel(v1alpha1.LabelFamily, "atom", "rack", "r1"))
-	ix := NewIndex([]v1alpha1.RBLNDriver{canary, zone, rack},
-		[]Node{node("n1", "env", "canary", "zone", "a"), node("n3", "rack", "r1")})
-
-	// A version bump keeps the old tie with canary: nothing is introduced.
-	old := ix.Conflicts(zone)
-	require.Len(t, old.Ties, 1)
-	assert.Equal(t, []string{"rbln-driver-atom-canary", "rbln-driver-zone"}, old.Ties[0].Resources)
-	bumped := ix.Conflicts(withVersion(zone, "3.3.0"))
-	assert.Equal(t, old, bumped)
-	intro := bumped.Introduced(old)
-	assert.Empty(t, intro.Ties)
-	assert.Empty(t, intro.Potential)
-
-	// Moving to the rack selector, identical to rack's, introduces a tie on n3 and an
-	// identical-selector conflict; the tie with canary on n1 disappears.
-	changed := zone
-	changed.Spec.NodeSelector = sel(v1alpha1.LabelFamily, "atom", "rack", "r1")
-	intro = ix.Conflicts(changed).Introduced(old)
-	require.Len(t, intro.Ties, 1)
-	assert.Equal(t, []string{"rbln-driver-rack", "rbln-driver-zone"}, intro.Ties[0].Resources)
-	assert.Equal(t, []string{"n3"}, intro.Ties[0].Nodes)
-	require.Len(t, intro.Potential, 1)
-	assert.Equal(t, "rbln-driver-rack", intro.Potential[0].Resource)
-	assert.True(t, intro.Potential[0].Identical)
-}
-
 func TestConflictsSampleIsCapped(t *testing.T) {
 	t.Parallel()
 	var nodes []Node
