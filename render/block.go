@@ -62,8 +62,8 @@ type resourceValues struct {
 // inherit completes an instance block from the top-level one (SPEC §2): an absent field is
 // inherited; null removes the inherited value; maps (image, resources, annotations, manager,
 // smd) merge key by key, the instance winning; lists and scalars replace ([] and "" clear);
-// the nodeSelector is the instance's own. It is Helm's chartutil.CoalesceTables, which the
-// chart's driverguard.inherit mirrors; test/differential proves them equal.
+// the nodeSelector is the instance's own. These are the rules of Helm's CoalesceTables, which
+// the chart's driverguard.inherit follows; test/differential proves the two renderings equal.
 func (b blockValues) inherit(base blockValues) blockValues {
 	return blockValues{
 		Image:             merge(b.Image, base.Image, imageValues.inherit),

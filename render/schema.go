@@ -2,11 +2,9 @@ package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -26,8 +24,6 @@ type valuesSchema struct {
 	root *jsonschema.Schema
 	// at holds every schema by location (schemaURL#/properties/driver, …).
 	at map[string]*jsonschema.Schema
-	// order lists the properties of the schema at a location in the order the file writes them.
-	order map[string][]string
 	// source is the file compiled (kept for the embedded chart's, to recognise it).
 	source []byte
 }
@@ -47,13 +43,8 @@ func newValuesSchema(data []byte) (*valuesSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling values.schema.json: %w", err)
 	}
-	vs := &valuesSchema{root: root, at: map[string]*jsonschema.Schema{}, order: map[string][]string{}}
+	vs := &valuesSchema{root: root, at: map[string]*jsonschema.Schema{}}
 	vs.index(root)
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if _, err := vs.readOrder(dec, schemaURL+"#"); err != nil {
-		return nil, fmt.Errorf("reading values.schema.json: %w", err)
-	}
 	return vs, nil
 }
 
@@ -139,45 +130,6 @@ func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
 		out = append(out, items...)
 	}
 	return out
-}
-
-// readOrder reads one JSON value at location loc and records, for every object with
-// "properties", their names in the file's order. It returns the keys of an object.
-func (vs *valuesSchema) readOrder(dec *json.Decoder, loc string) ([]string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch tok {
-	case json.Delim('{'):
-		var keys []string
-		for dec.More() {
-			t, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			k, _ := t.(string)
-			keys = append(keys, k)
-			sub, err := vs.readOrder(dec, loc+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k))
-			if err != nil {
-				return nil, err
-			}
-			if k == "properties" {
-				vs.order[loc] = sub
-			}
-		}
-		_, err := dec.Token()
-		return keys, err
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if _, err := vs.readOrder(dec, loc+"/"+strconv.Itoa(i)); err != nil {
-				return nil, err
-			}
-		}
-		_, err := dec.Token()
-		return nil, err
-	}
-	return nil, nil
 }
 
 // resolved follows s's $ref chain.

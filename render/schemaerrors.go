@@ -2,7 +2,9 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -69,44 +71,38 @@ const (
 // phrasers word a string that fails a pattern (or a length bound beside it), by pattern:
 // wherever a tag is, ValidateVersion words it. A pattern that is not here gets generic words.
 var phrasers = map[string]func(string, *field.Path) field.ErrorList{
-	dgvalidation.RegistryPattern: func(s string, p *field.Path) field.ErrorList {
-		if s == "" {
-			return field.ErrorList{field.Required(p, "the registry host of the driver image, e.g. repo.rebellions.ai")}
-		}
-		return field.ErrorList{field.Invalid(p, s, "must be a registry host with an optional port, e.g. repo.rebellions.ai or registry.local:5000 (no scheme, no path)")}
-	},
-	dgvalidation.RepositoryPattern: func(s string, p *field.Path) field.ErrorList {
-		if s == "" {
-			return field.ErrorList{field.Required(p, "the driver image repository, e.g. rebellions/rbln-driver")}
-		}
-		return field.ErrorList{field.Invalid(p, s, "must be a lowercase image repository path such as rebellions/rbln-driver (no registry, no tag)")}
-	},
+	dgvalidation.RegistryPattern: invalid("the registry host of the driver image, e.g. repo.rebellions.ai",
+		"must be a registry host with an optional port, e.g. repo.rebellions.ai or registry.local:5000 (no scheme, no path)"),
+	dgvalidation.RepositoryPattern: invalid("the driver image repository, e.g. rebellions/rbln-driver",
+		"must be a lowercase image repository path such as rebellions/rbln-driver (no registry, no tag)"),
 	dgvalidation.TagPattern:         dgvalidation.ValidateVersion,
 	dgvalidation.InstanceKeyPattern: dgvalidation.ValidateInstanceKey,
-	dgvalidation.LabelKeyPattern: func(s string, p *field.Path) field.ErrorList {
+	dgvalidation.LabelKeyPattern:    messages(validation.IsQualifiedName, "is not a valid label key: "),
+	dgvalidation.LabelValuePattern:  messages(validation.IsValidLabelValue, "is not a valid label value: "),
+	dnsSubdomainPattern:             messages(validation.IsDNS1123Subdomain, ""),
+	quantityPattern:                 invalid("", "must be a quantity such as 500m, 2 or 128Mi"),
+}
+
+// invalid words "" as a required value (when required says what it is), anything else as
+// invalid with detail.
+func invalid(required, detail string) func(string, *field.Path) field.ErrorList {
+	return func(s string, p *field.Path) field.ErrorList {
+		if s == "" && required != "" {
+			return field.ErrorList{field.Required(p, required)}
+		}
+		return field.ErrorList{field.Invalid(p, s, detail)}
+	}
+}
+
+// messages words each message of one of apimachinery's checks.
+func messages(check func(string) []string, prefix string) func(string, *field.Path) field.ErrorList {
+	return func(s string, p *field.Path) field.ErrorList {
 		var errs field.ErrorList
-		for _, msg := range validation.IsQualifiedName(s) {
-			errs = append(errs, field.Invalid(p, s, "is not a valid label key: "+msg))
+		for _, msg := range check(s) {
+			errs = append(errs, field.Invalid(p, s, prefix+msg))
 		}
 		return errs
-	},
-	dgvalidation.LabelValuePattern: func(s string, p *field.Path) field.ErrorList {
-		var errs field.ErrorList
-		for _, msg := range validation.IsValidLabelValue(s) {
-			errs = append(errs, field.Invalid(p, s, "is not a valid label value: "+msg))
-		}
-		return errs
-	},
-	dnsSubdomainPattern: func(s string, p *field.Path) field.ErrorList {
-		var errs field.ErrorList
-		for _, msg := range validation.IsDNS1123Subdomain(s) {
-			errs = append(errs, field.Invalid(p, s, msg))
-		}
-		return errs
-	},
-	quantityPattern: func(s string, p *field.Path) field.ErrorList {
-		return field.ErrorList{field.Invalid(p, s, "must be a quantity such as 500m, 2 or 128Mi")}
-	},
+	}
 }
 
 // basePattern is a pattern without its "or empty" alternative: ^$|^(X)$ is ^X$.
@@ -327,13 +323,9 @@ func (t *translator) leaf(e *jsonschema.ValidationError) {
 		s, _ := v.(string)
 		t.stringError(p, s, e)
 	case *kind.Minimum:
-		t.add(field.Invalid(p, number(v), fmt.Sprintf("must be %s or greater", k.Want.RatString())))
+		t.add(field.Invalid(p, number(v), "must be "+k.Want.RatString()+" or greater"))
 	case *kind.Maximum:
-		t.add(field.Invalid(p, number(v), fmt.Sprintf("must be at most %s", k.Want.RatString())))
-	case *kind.ExclusiveMinimum:
-		t.add(field.Invalid(p, number(v), fmt.Sprintf("must be greater than %s", k.Want.RatString())))
-	case *kind.ExclusiveMaximum:
-		t.add(field.Invalid(p, number(v), fmt.Sprintf("must be less than %s", k.Want.RatString())))
+		t.add(field.Invalid(p, number(v), "must be at most "+k.Want.RatString()))
 	case *kind.MaxItems:
 		t.add(dgvalidation.ValidateCount(k.Got, k.Want, loc[len(loc)-1], p))
 	case *kind.MaxProperties:
@@ -382,7 +374,7 @@ func (t *translator) typeError(loc, want []string, e *jsonschema.ValidationError
 	x, explained := explanations[keyword(e)]
 	detail, sep := x.detail, ": "
 	if !explained {
-		detail, sep = "must be "+t.nouns(want, s), "; "
+		detail, sep = "must be "+nouns(want, s), "; "
 	}
 	pr := problem{err: field.TypeInvalid(p, describe(v), detail), path: p, value: v, alone: key}
 	if m, isMap := v.(map[string]any); isMap && wantsString && key {
@@ -401,7 +393,7 @@ func (t *translator) required(loc []string, m string, e *jsonschema.ValidationEr
 		return
 	}
 	p, _, s := t.vs.walk(at)
-	detail := t.nouns(types(s), s)
+	detail := nouns(types(s), s)
 	if v, ok := lookup(t.defaults, at...); ok && v != nil {
 		detail += " (a null removed the chart's default)"
 	}
@@ -415,7 +407,11 @@ func (t *translator) unknown(loc []string, name string, e *jsonschema.Validation
 		return
 	}
 	p, _, _ := t.vs.walk(at)
-	t.add(unknownField(p, name, t.vs.order[e.SchemaURL]))
+	var known []string
+	if s := t.vs.at[e.SchemaURL]; s != nil {
+		known = slices.Sorted(maps.Keys(s.Properties))
+	}
+	t.add(unknownField(p, name, known))
 }
 
 func (t *translator) tooFew(p *field.Path, v any, got, want int) {
@@ -454,20 +450,16 @@ func (t *translator) words(s *stringErrors) {
 			return
 		}
 	}
-	empty := false
+	if s.value == "" {
+		t.add(field.Required(s.path, "must not be empty"))
+		return
+	}
 	for _, e := range s.errs {
 		switch k := e.ErrorKind.(type) {
-		case *kind.Pattern, *kind.MinLength:
-			if s.value == "" {
-				if !empty {
-					t.add(field.Required(s.path, "must not be empty"))
-				}
-				empty = true
-			} else if ml, ok := k.(*kind.MinLength); ok {
-				t.add(field.Invalid(s.path, s.value, fmt.Sprintf("must be at least %d characters", ml.Want)))
-			} else {
-				t.add(field.Invalid(s.path, s.value, "must match the regular expression "+s.pattern))
-			}
+		case *kind.Pattern:
+			t.add(field.Invalid(s.path, s.value, "must match the regular expression "+s.pattern))
+		case *kind.MinLength:
+			t.add(field.Invalid(s.path, s.value, fmt.Sprintf("must be at least %d characters", k.Want)))
 		case *kind.MaxLength:
 			t.add(field.Invalid(s.path, s.value, fmt.Sprintf("must be at most %d characters", k.Want)))
 		}
@@ -476,7 +468,7 @@ func (t *translator) words(s *stringErrors) {
 
 // nouns words the types of a value: "a string", "true or false", "a map"; one of the values
 // of an enum.
-func (t *translator) nouns(want []string, s *jsonschema.Schema) string {
+func nouns(want []string, s *jsonschema.Schema) string {
 	var words []string
 	for _, w := range want {
 		switch w {
@@ -499,7 +491,11 @@ func (t *translator) nouns(want []string, s *jsonschema.Schema) string {
 	}
 	if len(words) == 0 {
 		if enum := find(s, func(s *jsonschema.Schema) *jsonschema.Enum { return s.Enum }); enum != nil {
-			return "one of " + strings.Join(quotedAll(enumValues(enum.Values)), ", ")
+			vals := enumValues(enum.Values)
+			for i, v := range vals {
+				vals[i] = strconv.Quote(v)
+			}
+			return "one of " + strings.Join(vals, ", ")
 		}
 		return "a value"
 	}
@@ -531,14 +527,6 @@ func quoted(v any) string {
 		return fmt.Sprintf("%q", dgvalidation.Truncate(s, dgvalidation.MaxQuotedValue))
 	}
 	return fmt.Sprint(describe(v))
-}
-
-func quotedAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = fmt.Sprintf("%q", s)
-	}
-	return out
 }
 
 // number is a whole number as an integer (3000000000, not 3e+09).
