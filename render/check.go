@@ -42,10 +42,6 @@ func checkValues(ctx context.Context, vs *valuesSchema, vals, defaults map[strin
 	var probs []problem
 	if verr != nil {
 		probs = vs.problems(verr, vals, defaults)
-		sort.SliceStable(probs, func(i, j int) bool { // the library's order varies
-			a, b := probs[i].err, probs[j].err
-			return a.Field < b.Field || a.Field == b.Field && (a.Type < b.Type || a.Type == b.Type && a.Detail < b.Detail)
-		})
 	}
 	probs = append(probs, rules(ctx, d)...)
 	if err := ctx.Err(); err != nil {
@@ -202,7 +198,19 @@ func report(probs []problem, src *Sources) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	sort.SliceStable(kept, func(i, j int) bool { return sortKey(kept[i].err.Field) < sortKey(kept[j].err.Field) })
+	// By field; at one field the rules' problems in their order, the schema's (which come in
+	// no set order) by type and words. A field has problems of one or the other.
+	keys := make(map[*field.Error]string, len(kept))
+	for _, pr := range kept {
+		keys[pr.err] = sortKey(pr.err.Field)
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
+		a, b := kept[i], kept[j]
+		if ka, kb := keys[a.err], keys[b.err]; ka != kb || a.rule || b.rule {
+			return ka < kb
+		}
+		return a.err.Type < b.err.Type || a.err.Type == b.err.Type && a.err.Detail < b.err.Detail
+	})
 	n := min(len(kept), MaxListedErrors)
 	errs := make(field.ErrorList, n)
 	for i, pr := range kept[:n] {
