@@ -61,27 +61,29 @@ var (
 		}
 		return vs, err
 	})
-	// compiled caches the schema of each chart rendered: the embedded one for a chart that
-	// carries the same file (or none), its own compiled once otherwise.
-	compiled sync.Map // *chart.Chart -> *valuesSchema
+	// compiled holds the schemas of other charts (a chart directory whose file differs), by
+	// content, each compiled once.
+	compiled sync.Map // string -> *valuesSchema
 )
 
-// schemaFor returns the compiled schema of ch.
+// schemaFor returns the compiled schema of ch: the embedded chart's when ch carries the same
+// file (or none).
 func schemaFor(ch *chart.Chart) (*valuesSchema, error) {
-	if vs, ok := compiled.Load(ch); ok {
-		return vs.(*valuesSchema), nil
-	}
 	vs, err := embedded()
 	if err != nil {
 		return nil, fmt.Errorf("the embedded chart's values.schema.json: %w", err)
 	}
-	if ch.Schema != nil && !bytes.Equal(ch.Schema, vs.source) {
-		if vs, err = newValuesSchema(ch.Schema); err != nil {
-			return nil, fmt.Errorf("%s's %w", ch.Name(), err)
-		}
+	if ch.Schema == nil || bytes.Equal(ch.Schema, vs.source) {
+		return vs, nil
 	}
-	stored, _ := compiled.LoadOrStore(ch, vs)
-	return stored.(*valuesSchema), nil
+	if other, ok := compiled.Load(string(ch.Schema)); ok {
+		return other.(*valuesSchema), nil
+	}
+	if vs, err = newValuesSchema(ch.Schema); err != nil {
+		return nil, fmt.Errorf("%s's %w", ch.Name(), err)
+	}
+	other, _ := compiled.LoadOrStore(string(ch.Schema), vs)
+	return other.(*valuesSchema), nil
 }
 
 // validate returns the schema's verdict on the values: nil, or its errors.
