@@ -28,7 +28,8 @@ type problem struct {
 	// rule marks a problem of rules: it replaces the schema's problems at its field (the
 	// webhook's words for a label, e.g.).
 	rule bool
-	// alone marks a problem that replaces the schema's other problems at its field.
+	// alone marks a problem that replaces the schema's other problems at its field (an entry
+	// of a map of strings with the wrong type: its key is not judged).
 	alone bool
 }
 
