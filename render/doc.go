@@ -1,12 +1,15 @@
 // Package render expands driverguard chart values into RBLNDriver and RBLNClusterPolicy
 // objects, exactly as the chart in charts/driverguard does, and explains where every field
-// came from.
+// came from (docs/values.md).
 //
-// Values are loaded and coalesced by Helm's own code (pkg/cli/values, pkg/chartutil), so -f,
-// --set and the chart's values.yaml combine exactly as `helm template` combines them. The
-// driver block is then checked strictly — unknown keys (with a did-you-mean), wrong types,
-// label syntax, reserved selector keys — and every problem is reported with its values path
-// before anything is rendered: all or nothing. Finally each driver.instances entry inherits
-// from the top-level block (maps deep-merge through chartutil.CoalesceTables, lists and
-// scalars replace, null removes the inherited value, nodeSelector is never inherited).
+// Values are loaded and coalesced by Helm's own code (values.go), then validated by the
+// chart's values.schema.json, compiled once (schema.go): the schema is the single source of
+// their structural rules, and its errors become field errors at the values path, with
+// did-you-mean and quoting hints (schemaerrors.go). check.go holds only what a schema cannot
+// say (label syntax, annotation sizes, nulls that remove a required image field, merged size
+// limits); everything is reported at once, before anything is rendered. The driver block is
+// decoded once into typed values that tell null from absent (block.go): instances inherit
+// from it (maps merge, lists and scalars replace, null removes, nodeSelector is never
+// inherited) and toSpec turns each into a spec (render.go). Adding a field: the schema, its
+// typed field, toSpec, the template, a test; adding an enum value: the schema alone.
 package render

@@ -32,8 +32,7 @@ const maxValuesErrorBytes = 64 + render.MaxListedErrors*(3+2000+32) + 80
 // makes (render.Load, then render.RenderContext with the values' sources): whatever the
 // values, there is no panic, and the answer is either objects or an error, never both; an
 // error of the values is an *InvalidValuesError of at most MaxListedErrors problems with a
-// bounded text, never a *SchemaError (the chart's schema rejecting values the checks passed
-// is a bug); every RBLNDriver rendered passes validation.ValidateDriver (the webhook's rules:
+// bounded text; every RBLNDriver rendered passes validation.ValidateDriver (the webhook's rules:
 // the size limits among them) and the cluster policy ValidateUpgradePolicy. Seeds: every file
 // of test/testdata/values and the pathological cases of bounds_test.go cut down.
 // `make fuzz` runs it for a fixed time; `go test` runs the seeds.

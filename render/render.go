@@ -2,7 +2,6 @@ package render
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,9 +11,9 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kjson "sigs.k8s.io/json"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	dgvalidation "github.com/driverguard/driverguard/api/validation"
@@ -64,9 +63,6 @@ type Warning struct {
 
 func (w Warning) String() string { return w.Path + ": " + w.Message }
 
-// fields of the driver block that instances never inherit.
-var notInherited = []string{"nodeSelector", "instances", "upgradePolicy", "enabled", "deployDefault"}
-
 // Render coalesces the user's values with the chart's defaults, checks them and expands them
 // into RBLNDrivers and the RBLNClusterPolicy. On any invalid input it returns an
 // *InvalidValuesError listing every problem, and no result.
@@ -76,6 +72,15 @@ func Render(ch *chart.Chart, user map[string]any, opts Options) (*Result, error)
 
 // RenderContext is Render, ending early with ctx's error when ctx is done.
 func RenderContext(ctx context.Context, ch *chart.Chart, user map[string]any, opts Options) (*Result, error) {
+	vs, err := schemaFor(ch)
+	if err != nil {
+		return nil, err
+	}
+	return render(ctx, vs, ch, user, opts)
+}
+
+// render is RenderContext with the values schema given.
+func render(ctx context.Context, vs *valuesSchema, ch *chart.Chart, user map[string]any, opts Options) (*Result, error) {
 	if opts.ReleaseName == "" {
 		opts.ReleaseName = DefaultReleaseName
 	}
@@ -83,27 +88,16 @@ func RenderContext(ctx context.Context, ch *chart.Chart, user map[string]any, op
 	if err != nil {
 		return nil, fmt.Errorf("combining values with the chart's defaults: %w", err)
 	}
-	c := &checker{ctx: ctx, src: opts.Sources}
-	c.keys(vals, nil, rootFields)
-	d, ok := c.object(vals["driver"], field.NewPath("driver"), false, "driver settings")
-	if ok {
-		c.driverBlock(d, field.NewPath("driver"))
-	}
-	if err := ctx.Err(); err != nil {
+	d := decodeValues(vals["driver"])
+	if err := checkValues(ctx, vs, vals, ch.Values, d, opts.Sources); err != nil {
 		return nil, err
-	}
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-	if err := validateSchema(ch, vals); err != nil {
-		return nil, &SchemaError{Err: err}
 	}
 
 	r := &Result{Provenance: map[string]Provenance{}, provenance: map[string]func() Provenance{}, InstanceKeys: map[string]string{}}
 	userDriver, _ := user["driver"].(map[string]any)
 	labels := chartLabels(ch, opts.ReleaseName)
 
-	up, upWarnings, err := upgradePolicy(d["upgradePolicy"])
+	up, upWarnings, err := upgradePolicy(d.UpgradePolicy)
 	if err != nil {
 		return nil, err
 	}
@@ -116,17 +110,14 @@ func RenderContext(ctx context.Context, ch *chart.Chart, user map[string]any, op
 		r.Warnings = append(r.Warnings, Warning{Resource: v1alpha1.ClusterPolicyName, Path: "driver.upgradePolicy", Message: w})
 	}
 
-	if enabled, _ := d["enabled"].(bool); !enabled {
+	if !d.Enabled.value() {
 		return r, nil
 	}
-	base := copyMap(d)
-	for _, k := range notInherited {
-		delete(base, k)
-	}
-	prune(base)
+	base := d.blockValues
+	base.NodeSelector = opt[map[string]opt[string]]{} // never inherited
 
 	var errs field.ErrorList
-	add := func(name, key string, eff, inst map[string]any, instPath string) {
+	add := func(name, key string, eff blockValues, inst map[string]any, instPath string) {
 		spec, specErrs := toSpec(eff, instPath)
 		if len(specErrs) > 0 {
 			errs = append(errs, specErrs...)
@@ -138,33 +129,23 @@ func RenderContext(ctx context.Context, ch *chart.Chart, user map[string]any, op
 			Spec:       spec,
 		})
 		if !opts.SkipProvenance {
-			r.provenance[name] = func() Provenance { return provenance(eff, inst, userDriver, instPath) }
+			r.provenance[name] = func() Provenance { return provenance(eff.values(), inst, userDriver, instPath) }
 		}
 		r.InstanceKeys[name] = key
 	}
-	if deployDefault, _ := d["deployDefault"].(bool); deployDefault {
-		eff := maps.Clone(base) // nothing changes base or its maps from here: instances copy it
-		if eff == nil {
-			eff = map[string]any{}
-		}
-		sel, _ := deepCopy(d["nodeSelector"]).(map[string]any)
-		prune(sel)
-		eff["nodeSelector"] = sel
+	if d.DeployDefault.value() {
+		eff := base
+		eff.NodeSelector = d.NodeSelector
 		add(v1alpha1.DefaultDriverName, "", eff, nil, "driver")
 	}
-	instances, _ := d["instances"].(map[string]any)
+	instances := d.Instances.value()
 	for _, key := range slices.Sorted(maps.Keys(instances)) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		raw := instances[key].(map[string]any) // checked by driverBlock
-		inst := copyMap(raw)
-		sel := inst["nodeSelector"]
-		delete(inst, "nodeSelector")
-		eff := chartutil.CoalesceTables(inst, copyMap(base))
-		prune(eff)
-		eff["nodeSelector"] = sel
-		add(v1alpha1.InstanceNamePrefix+key, key, eff, raw, "driver.instances."+key)
+		inst := instances[key]
+		raw, _ := inst.raw.(map[string]any)
+		add(v1alpha1.InstanceNamePrefix+key, key, inst.value().inherit(base), raw, "driver.instances."+key)
 	}
 	if len(errs) > 0 {
 		return nil, &InvalidValuesError{Errs: errs}
@@ -195,102 +176,71 @@ func (r *Result) ProvenanceOf(name string) Provenance {
 
 // toSpec turns an effective driver block into a spec, the way templates/_helpers.tpl's
 // driverguard.spec does: empty values are omitted; registry, repository and tag are required.
-// The block has passed the structural checks, so every field has its expected type.
-func toSpec(eff map[string]any, path string) (v1alpha1.RBLNDriverSpec, field.ErrorList) {
+func toSpec(eff blockValues, path string) (v1alpha1.RBLNDriverSpec, field.ErrorList) {
 	var errs field.ErrorList
-	var spec v1alpha1.RBLNDriverSpec
-	img, _ := eff["image"].(map[string]any)
-	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
-	for _, f := range []struct {
-		key, field string
-		dst        *string
-	}{{"registry", "registry", &spec.Registry}, {"repository", "image", &spec.Image}, {"tag", "version", &spec.Version}} {
-		*f.dst = str(img, f.key)
-		if *f.dst == "" {
+	img := eff.Image.value()
+	spec := v1alpha1.RBLNDriverSpec{
+		Registry:          img.Registry.value(),
+		Image:             img.Repository.value(),
+		Version:           img.Tag.value(),
+		ImagePullPolicy:   corev1.PullPolicy(img.PullPolicy.value()),
+		ImagePullSecrets:  eff.ImagePullSecrets.value(),
+		NodeSelector:      entries(eff.NodeSelector),
+		Annotations:       entries(eff.Annotations),
+		PriorityClassName: eff.PriorityClassName.value(),
+		Tolerations:       eff.Tolerations.value(),
+		Env:               eff.Env.value(),
+	}
+	for _, f := range []struct{ key, field, value string }{{"registry", "registry", spec.Registry}, {"repository", "image", spec.Image}, {"tag", "version", spec.Version}} {
+		if f.value == "" { // the checks make this unreachable; report it rather than render garbage
 			errs = append(errs, field.Required(field.NewPath(path, "image", f.key),
 				fmt.Sprintf("spec.%s would be empty: a null on this instance removed the inherited driver.image.%s; remove the null to inherit it or set a value", f.field, f.key)))
 		}
 	}
-	if len(errs) > 0 {
-		return spec, errs
-	}
-	spec.ImagePullPolicy = corev1.PullPolicy(str(img, "pullPolicy"))
-	if list, _ := eff["imagePullSecrets"].([]any); len(list) > 0 {
-		spec.ImagePullSecrets = make([]string, len(list))
-		for i, v := range list {
-			spec.ImagePullSecrets[i], _ = v.(string)
+	if mgr := eff.Manager.value().Image.value(); mgr != (imageValues{}) {
+		m := v1alpha1.ManagerSpec{Registry: mgr.Registry.value(), Image: mgr.Repository.value(), Version: mgr.Tag.value(), ImagePullPolicy: corev1.PullPolicy(mgr.PullPolicy.value())}
+		if m != (v1alpha1.ManagerSpec{}) {
+			spec.Manager = &m
 		}
 	}
-	if m, ok := lookup(eff, "manager", "image"); ok {
-		m, _ := m.(map[string]any)
-		mgr := v1alpha1.ManagerSpec{Registry: str(m, "registry"), Image: str(m, "repository"), Version: str(m, "tag"), ImagePullPolicy: corev1.PullPolicy(str(m, "pullPolicy"))}
-		if mgr != (v1alpha1.ManagerSpec{}) {
-			spec.Manager = &mgr
+	if smd := eff.SMD.value().Image.value(); smd != (imageValues{}) {
+		s := v1alpha1.SMDSpec{Registry: smd.Registry.value(), Image: smd.Repository.value()}
+		if s != (v1alpha1.SMDSpec{}) {
+			spec.SMD = &s
 		}
 	}
-	if m, ok := lookup(eff, "smd", "image"); ok {
-		m, _ := m.(map[string]any)
-		smd := v1alpha1.SMDSpec{Registry: str(m, "registry"), Image: str(m, "repository")}
-		if smd != (v1alpha1.SMDSpec{}) {
-			spec.SMD = &smd
-		}
+	if res := eff.Resources.value(); res.Limits.set || res.Requests.set || res.Claims.set {
+		spec.Resources = &corev1.ResourceRequirements{Limits: resourceList(res.Limits), Requests: resourceList(res.Requests), Claims: res.Claims.value()}
 	}
-	spec.NodeSelector = stringMap(eff["nodeSelector"])
-	spec.Annotations = stringMap(eff["annotations"])
-	spec.PriorityClassName = str(eff, "priorityClassName")
-	// Kubernetes-typed fields go through JSON, as the checks decoded them.
-	typed := []struct {
-		key string
-		dst any
-	}{{"tolerations", &spec.Tolerations}, {"env", &spec.Env}}
-	if !isEmpty(eff["resources"]) {
-		spec.Resources = &corev1.ResourceRequirements{}
-		typed = append(typed, struct {
-			key string
-			dst any
-		}{"resources", spec.Resources})
+	if len(spec.ImagePullSecrets) == 0 {
+		spec.ImagePullSecrets = nil
 	}
-	for _, t := range typed {
-		if isEmpty(eff[t.key]) {
-			continue
-		}
-		data, err := json.Marshal(eff[t.key])
-		if err == nil {
-			err = json.Unmarshal(data, t.dst)
-		}
-		if err != nil {
-			// The structural checks make this unreachable; report it rather than render garbage.
-			errs = append(errs, field.InternalError(field.NewPath(path, t.key), fmt.Errorf("building the spec: %w", err)))
-		}
+	if len(spec.Tolerations) == 0 {
+		spec.Tolerations = nil
 	}
-	return spec, errs
+	if len(spec.Env) == 0 {
+		spec.Env = nil
+	}
+	return *spec.DeepCopy(), errs // instances share what they inherit; their specs do not
 }
 
-// stringMap converts a checked map of strings; an empty map is nil (omitted).
-func stringMap(v any) map[string]string {
-	m, _ := v.(map[string]any)
-	if len(m) == 0 {
+func resourceList(m opt[map[string]opt[resource.Quantity]]) corev1.ResourceList {
+	qs := entries(m)
+	if qs == nil {
 		return nil
 	}
-	out := make(map[string]string, len(m))
-	for k, val := range m {
-		out[k], _ = val.(string)
+	out := make(corev1.ResourceList, len(qs))
+	for k, q := range qs {
+		out[corev1.ResourceName(k)] = q
 	}
 	return out
 }
 
-func upgradePolicy(v any) (v1alpha1.UpgradePolicy, []string, error) {
-	var up v1alpha1.UpgradePolicy
-	data, err := json.Marshal(v)
-	if err != nil {
-		return up, nil, fmt.Errorf("reading driver.upgradePolicy: %w", err)
-	}
-	strict, err := kjson.UnmarshalStrict(data, &up)
-	if err == nil && len(strict) > 0 {
-		err = strict[0]
-	}
-	if err != nil {
-		return up, nil, fmt.Errorf("reading driver.upgradePolicy: %w", err)
+// upgradePolicy is the cluster-wide upgrade policy and its warnings.
+func upgradePolicy(v opt[v1alpha1.UpgradePolicy]) (v1alpha1.UpgradePolicy, []string, error) {
+	up, ok := v.get()
+	if !ok { // the schema requires it
+		return up, nil, fmt.Errorf("reading driver.upgradePolicy: not a valid upgrade policy")
 	}
 	errs, warnings := dgvalidation.ValidateUpgradePolicy(&up, field.NewPath("driver", "upgradePolicy"))
 	if len(errs) > 0 {

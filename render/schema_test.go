@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/driverguard/driverguard/charts"
@@ -33,4 +34,17 @@ func TestValidateSchemaAgreesWithHelm(t *testing.T) {
 			assert.Equal(t, helmErr == nil, ourErr == nil)
 		})
 	}
+}
+
+// validateSchema validates coalesced values with the compiled schema of ch.
+func validateSchema(ch *chart.Chart, vals chartutil.Values) error {
+	vs, err := schemaFor(ch)
+	if err != nil {
+		return err
+	}
+	verr, err := vs.validate(vals.AsMap())
+	if verr != nil {
+		return verr
+	}
+	return err
 }
