@@ -54,9 +54,6 @@ type Options struct {
 	// Data, when set, is kept equal to the cluster as the objects change it, so that policies
 	// read at data.driverguard_cluster what the webhook's would at the same point.
 	Data ClusterData
-	// Before, when set, is called before each object is judged (e.g. to capture the cluster
-	// view it is judged against); an error stops Apply.
-	Before func(ctx context.Context, obj Object) error
 }
 
 // Object is one object of the release in Helm's order.
@@ -158,11 +155,6 @@ func Apply(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Result
 		return nil, err
 	}
 	for _, o := range r.Objects() {
-		if opts.Before != nil {
-			if err := opts.Before(ctx, o); err != nil {
-				return nil, err
-			}
-		}
 		if _, err := r.Judge(ctx, o); err != nil {
 			return nil, err
 		}
