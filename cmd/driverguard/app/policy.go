@@ -119,11 +119,13 @@ written as it is evaluated. --name prints the one document of that object, ready
 				job.OnInput = out.write // written as it is evaluated
 			}
 			inputs, err := job.Run(cmd.Context())
-			switch {
-			case err != nil:
+			if err != nil {
 				return err
-			case job.Name != "":
-				return out.write(inputs[0])
+			}
+			for _, in := range inputs {
+				if err := out.write(in); err != nil {
+					return err
+				}
 			}
 			return out.close()
 		},
