@@ -1,7 +1,6 @@
 package action_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -452,7 +451,7 @@ func TestPostRender(t *testing.T) {
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
 			job := action.NewPostRender(config(tc.in))
 			job.Live = tc.live
-			res, err := job.Run(context.WithoutCancel(t.Context()))
+			res, err := job.Run(t.Context())
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)
 				return

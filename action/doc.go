@@ -6,10 +6,10 @@
 //	Render, Check, Preview, Route, Plan, Review, PostRender, Serve,
 //	PolicyTest, PolicyList, PolicyInput, PolicyData
 //
-// Actions render with package render, read the cluster with package cluster, judge with the
-// one decision (release, decision, policy) and plan with package plan; they print nothing.
-// An error means the job could not be done (the CLI's exit 2), except an [*InvalidError]:
-// values judged and rejected (exit 1). A verdict is part of the result, not an error.
+// Jobs render with package render, read the cluster with package cluster, judge with the one
+// decision (release, decision, policy) and plan with package plan; they print nothing (Serve
+// logs to its Logger). An error means the job could not be done (the CLI's exit 2), except an
+// [*InvalidError]: values judged and rejected (exit 1). A verdict is part of the result.
 //
 // docs/development.md maps the packages; docs/plan.md and docs/policy-authoring.md describe
 // what plan and the policy commands report.

@@ -76,23 +76,3 @@ func (c *Configuration) render(ctx context.Context, v *RenderOptions) (*render.R
 
 // Manifest is the YAML stream of a render result, as `helm template` prints it.
 func Manifest(r *Rendered) ([]byte, error) { return render.Manifest(r) }
-
-// Render renders values into the RBLNDriver and RBLNClusterPolicy objects `helm template`
-// renders with the embedded chart.
-type Render struct {
-	cfg *Configuration
-	RenderOptions
-}
-
-// NewRender returns a Render of the default release.
-func NewRender(cfg *Configuration) *Render {
-	return &Render{cfg: cfg, RenderOptions: RenderOptions{ReleaseName: DefaultReleaseName}}
-}
-
-// Run renders the values.
-func (r *Render) Run(ctx context.Context) (*Rendered, error) {
-	if err := oneStdin(r.stdinUsers()...); err != nil {
-		return nil, err
-	}
-	return r.cfg.render(ctx, &r.RenderOptions)
-}
