@@ -54,9 +54,6 @@ type Options struct {
 	// Data, when set, is kept equal to the cluster as the objects change it, so that policies
 	// read at data.driverguard_cluster what the webhook's would at the same point.
 	Data ClusterData
-	// Before, when set, is called before each object is judged (e.g. to capture the cluster
-	// view it is judged against); an error stops Apply.
-	Before func(ctx context.Context, obj Object) error
 }
 
 // Object is one object of the release in Helm's order.
@@ -153,6 +150,33 @@ func Owned(d *v1alpha1.RBLNDriver, release string) bool {
 // Apply judges and applies the objects in Helm's order, then deletes what the release no
 // longer renders.
 func Apply(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Result, error) {
+	r, err := NewReplay(ctx, objs, cl, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range r.Objects() {
+		if _, err := r.Judge(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	return r.Finish(ctx)
+}
+
+// Replay is Apply one object at a time, for a caller that looks at the cluster between the
+// objects or stops early (`policy input --name`, `policy data --name`): Judge each of
+// Objects in order, then Finish. A replay is used once, by one goroutine.
+type Replay struct {
+	objs Objects
+	cl   Cluster
+	opts Options
+	dec  *decision.Decider
+	view *routing.Cluster
+	res  *Result
+}
+
+// NewReplay builds the cluster view the objects are applied to and, with opts.Data, sets the
+// policies' view to it.
+func NewReplay(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Replay, error) {
 	dec := opts.Decider
 	if dec == nil {
 		dec = &decision.Decider{}
@@ -167,36 +191,44 @@ func Apply(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Result
 			return nil, err
 		}
 	}
-	res := &Result{Deleted: []string{}}
-	for _, o := range Order(objs, cl) {
-		if opts.Before != nil {
-			if err := opts.Before(ctx, o); err != nil {
-				return nil, err
-			}
-		}
-		var (
-			v   *decision.Verdict
-			err error
-		)
-		switch o.Kind {
-		case "RBLNClusterPolicy":
-			v, err = dec.ClusterPolicy(ctx, decision.Request[*v1alpha1.RBLNClusterPolicy]{
-				Operation: o.Operation, Object: o.ClusterPolicy, OldObject: o.OldClusterPolicy, Source: policy.SourceRender})
-		default:
-			v, err = dec.Driver(ctx, view, decision.Request[*v1alpha1.RBLNDriver]{
-				Operation: o.Operation, Object: o.Driver, OldObject: o.OldDriver, Source: policy.SourceRender})
-		}
-		if err != nil {
-			return nil, fmt.Errorf("judging %s %q: %w", o.Kind, o.Name, err)
-		}
-		res.Objects = append(res.Objects, Judged{Object: o, Verdict: v})
-		if !v.Allowed() {
-			continue
-		}
-		if err := apply(ctx, view, o, opts.Data); err != nil {
-			return nil, err
-		}
+	return &Replay{objs: objs, cl: cl, opts: opts, dec: dec, view: view, res: &Result{Deleted: []string{}}}, nil
+}
+
+// Objects are the objects to judge, in Helm's order (see [Order]).
+func (r *Replay) Objects() []Object { return Order(r.objs, r.cl) }
+
+// Judge decides on o with the cluster as the objects judged before it left it, and applies
+// it when it is allowed.
+func (r *Replay) Judge(ctx context.Context, o Object) (*decision.Verdict, error) {
+	var (
+		v   *decision.Verdict
+		err error
+	)
+	switch o.Kind {
+	case "RBLNClusterPolicy":
+		v, err = r.dec.ClusterPolicy(ctx, decision.Request[*v1alpha1.RBLNClusterPolicy]{
+			Operation: o.Operation, Object: o.ClusterPolicy, OldObject: o.OldClusterPolicy, Source: policy.SourceRender})
+	default:
+		v, err = r.dec.Driver(ctx, r.view, decision.Request[*v1alpha1.RBLNDriver]{
+			Operation: o.Operation, Object: o.Driver, OldObject: o.OldDriver, Source: policy.SourceRender})
 	}
+	if err != nil {
+		return nil, fmt.Errorf("judging %s %q: %w", o.Kind, o.Name, err)
+	}
+	r.res.Objects = append(r.res.Objects, Judged{Object: o, Verdict: v})
+	if !v.Allowed() {
+		return v, nil
+	}
+	if err := apply(ctx, r.view, o, r.opts.Data); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Finish deletes the current drivers the release owns and no longer renders, and routes the
+// nodes after the release.
+func (r *Replay) Finish(ctx context.Context) (*Result, error) {
+	res, objs, cl := r.res, r.objs, r.cl
 	rendered := make(map[string]bool, len(objs.Drivers))
 	for _, d := range objs.Drivers {
 		rendered[d.Name] = true
@@ -206,16 +238,16 @@ func Apply(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Result
 		if rendered[d.Name] || !Owned(d, objs.ReleaseName) || slices.Contains(res.Deleted, d.Name) {
 			continue
 		}
-		changes := view.Delete(d.Name)
+		changes := r.view.Delete(d.Name)
 		res.Deleted = append(res.Deleted, d.Name)
-		if opts.Data != nil {
-			if err := opts.Data.PatchCluster(ctx, &policy.ClusterPatch{DeletedDrivers: []string{d.Name}, Nodes: changes}); err != nil {
+		if r.opts.Data != nil {
+			if err := r.opts.Data.PatchCluster(ctx, &policy.ClusterPatch{DeletedDrivers: []string{d.Name}, Nodes: changes}); err != nil {
 				return nil, err
 			}
 		}
 	}
 	slices.Sort(res.Deleted)
-	res.Routing = view.Route()
+	res.Routing = r.view.Route()
 	res.DriverLoss, res.OwnerChanges = losses(res.Routing)
 	return res, nil
 }

@@ -3,7 +3,8 @@
 // decided by the one decision core (package decision) against the cluster as the objects
 // before it left it, the allowed ones are applied, the drivers the release no longer renders
 // are deleted, and the nodes that would lose their driver are found. `check` and `preview`
-// report its [Result]; `policy input` and `policy data` show what it evaluated.
+// report its [Result]; `policy input` and `policy data` show what it evaluated, stepping
+// through a [Replay] one object at a time.
 //
 // # Order
 //

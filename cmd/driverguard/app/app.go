@@ -1,6 +1,6 @@
 // Package app implements the driverguard command line: one file per command, each binding
-// flags to an options struct and calling a library package. Run returns the process exit
-// code; only main calls os.Exit.
+// flags to the fields of one job of package action, calling its Run and printing its result.
+// Run returns the process exit code; only main calls os.Exit.
 package app
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/validation"
 )
 
@@ -31,8 +32,9 @@ type Streams struct {
 	Out io.Writer
 	Err io.Writer
 
-	// limits bound what the commands read (the root's --max-*-size flags); set by Run.
-	limits *inputLimits
+	// cfg is what every job shares: standard input and the limits of the root's --max-*-size
+	// flags; set by Run.
+	cfg *action.Configuration
 }
 
 // exitError carries an exit code through cobra.
@@ -93,7 +95,7 @@ const stopsOnSignal = "driverguard.stops-on-signal"
 // Run executes the driverguard command line with args and returns the exit code.
 func Run(ctx context.Context, s Streams, args []string) int {
 	setLogDestination(newWarningHandler(s.Err))
-	s.limits = newInputLimits()
+	s.cfg = newConfiguration(s.In)
 	root := newRootCommand(s)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -105,10 +107,16 @@ func Run(ctx context.Context, s Streams, args []string) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ee *exitError
-	code := ExitUsage // cobra's own errors are about flags and arguments
-	if errors.As(err, &ee) {
+	var (
+		ee      *exitError
+		invalid *action.InvalidError
+	)
+	code := ExitUsage // cobra's own errors, and a job that could not judge its input
+	switch {
+	case errors.As(err, &ee):
 		code = ee.code
+	case errors.As(err, &invalid):
+		code = ExitInvalid
 	}
 	if !errors.Is(err, errSilent) {
 		fmt.Fprintln(s.Err, "Error:", err)
@@ -118,6 +126,14 @@ func Run(ctx context.Context, s Streams, args []string) int {
 
 // errSilent ends a command with its exit code after it printed its own explanation.
 var errSilent = errors.New("reported")
+
+// failedUnless is the end of a command that printed its verdict: exit 1 unless it passed.
+func failedUnless(passed bool) error {
+	if !passed {
+		return invalidError(errSilent)
+	}
+	return nil
+}
 
 func newRootCommand(s Streams) *cobra.Command {
 	root := &cobra.Command{
@@ -143,7 +159,10 @@ an AdmissionReview within the webhook's 7 MiB.`,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(flagError(err)) })
-	s.limits.addFlags(root.PersistentFlags())
+	if s.cfg == nil {
+		s.cfg = newConfiguration(s.In)
+	}
+	addLimitFlags(root.PersistentFlags(), s.cfg)
 	serve := newServeCommand(s)
 	// SIGTERM is how a pod is stopped: serve shuts down gracefully (its own flags say how
 	// long) and exits with its own code; main waits for it (a second signal ends it at once).

@@ -7,18 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/driverguard/driverguard/decision"
-	"github.com/driverguard/driverguard/release"
+	"github.com/driverguard/driverguard/action"
 )
 
-type checkOptions struct {
-	judgeFlags
-	failOnWarn bool
-	output     outputFlag
-}
-
 func newCheckCommand(s Streams) *cobra.Command {
-	o := &checkOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
+	job := action.NewCheck(s.cfg)
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "check -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml]",
 		Short: "Judge every rendered object exactly as the admission webhook would, before helm upgrade",
@@ -49,30 +43,26 @@ or fails to evaluate.`,
   driverguard check -f values.yaml --policy policies/ -o json > check.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			j, err := o.judge(cmd.Context(), s, release.Options{})
+			rep, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			rep := j.report(o.failOnWarn)
-			if err := o.output.print(s.Out, rep, func(w io.Writer) error { return printCheck(w, rep) }); err != nil {
+			if err := output.print(s.Out, rep, func(w io.Writer) error { return printCheck(w, rep) }); err != nil {
 				return err
 			}
-			if !rep.Passed {
-				return invalidError(errSilent)
-			}
-			return nil
+			return failedUnless(rep.Passed)
 		},
 	}
-	o.judgeFlags.addFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&o.failOnWarn, "fail-on-warn", false, "exit 1 on warnings too (object, policy and render warnings)")
-	o.output.register(cmd.Flags())
+	addJudgeFlags(cmd.Flags(), &job.Judge)
+	cmd.Flags().BoolVar(&job.FailOnWarn, "fail-on-warn", false, "exit 1 on warnings too (object, policy and render warnings)")
+	output.register(cmd.Flags())
 	return cmd
 }
 
 // printCheck prints the verdicts grouped by object, conftest style: FAIL and WARN lines with
 // the rule or policy package, PASS for an object without findings, then driver losses, render
 // warnings and a summary.
-func printCheck(w io.Writer, rep *release.Report) error {
+func printCheck(w io.Writer, rep *action.CheckReport) error {
 	for _, res := range rep.Resources {
 		title := res.Kind + "/" + res.Name
 		if res.Operation == "UPDATE" {
@@ -85,7 +75,7 @@ func printCheck(w io.Writer, rep *release.Report) error {
 		}
 		for _, group := range []struct {
 			label    string
-			findings []decision.Finding
+			findings []action.Finding
 			omitted  int
 		}{{"FAIL", res.Deny, res.OmittedDeny}, {"WARN", res.Warn, res.OmittedWarn}} {
 			for _, f := range group.findings {
@@ -135,7 +125,7 @@ func printCheck(w io.Writer, rep *release.Report) error {
 
 // findingLine is one finding under its object's title: the policy package or the rule, then
 // the message (without a repeated "<Kind>/<name>: " prefix).
-func findingLine(f decision.Finding, title string) string {
+func findingLine(f action.Finding, title string) string {
 	if f.Package != "" {
 		return f.Package + ": " + strings.TrimPrefix(f.Message, title+": ")
 	}
@@ -146,7 +136,7 @@ func findingLine(f decision.Finding, title string) string {
 	return f.Rule + ": " + line
 }
 
-func lossLine(l release.NodeLoss) string {
+func lossLine(l action.NodeLoss) string {
 	return fmt.Sprintf("%s: owned by %s now, would get no driver (%s)", l.Node, l.From, dash(l.Reason))
 }
 

@@ -235,6 +235,10 @@ func TestPolicyInput(t *testing.T) {
 	table := run(t, "", "policy", "input", "-f", exampleValues, "--nodes", exampleNodes, "-o", "table")
 	require.Equal(t, ExitOK, table.code, table.stderr)
 	assert.Regexp(t, `(?m)^RBLNDriver/rbln-driver-atom-canary\s+CREATE\s+2\s+2\s+2\s+0$`, table.stdout)
+	oneRow := run(t, "", "policy", "input", "-f", exampleValues, "--nodes", exampleNodes, "--name", "rbln-driver-atom-canary", "-o", "table")
+	require.Equal(t, ExitOK, oneRow.code, oneRow.stderr)
+	assert.Regexp(t, `\AOBJECT\s+OPERATION\s+SELECTED\s+NODES\s+POOLS\s+TIES\nRBLNDriver/rbln-driver-atom-canary\s+CREATE\s+2\s+2\s+2\s+0\n\z`, oneRow.stdout,
+		"--name -o table prints the one row (it printed nothing: the table was never flushed)")
 
 	missing := run(t, "", "policy", "input", "-f", exampleValues, "--name", "rbln-driver-nope")
 	assert.Equal(t, ExitUsage, missing.code)

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/validation"
-	"github.com/driverguard/driverguard/render"
 )
 
 // Output formats: the same words wherever -o applies (SPEC §7).
@@ -92,7 +92,7 @@ func formatSelector(sel map[string]string) string {
 
 // printWarnings writes render warnings to stderr, one line each: the first maxListedProblems,
 // then how many more.
-func printWarnings(w io.Writer, warnings []render.Warning) {
+func printWarnings(w io.Writer, warnings []action.Warning) {
 	for i, wn := range warnings {
 		if i == maxListedProblems {
 			fmt.Fprintf(w, "Warning: ... and %d more warnings (%d in all)\n", len(warnings)-i, len(warnings))
@@ -104,7 +104,7 @@ func printWarnings(w io.Writer, warnings []render.Warning) {
 
 // maxListedProblems bounds the errors or warnings a message lists (SPEC §7): the rest are
 // counted. It is the renderer's bound on value errors.
-const maxListedProblems = render.MaxListedErrors
+const maxListedProblems = action.MaxListedWarnings
 
 // maxMessageLine bounds one line of a message built from user input (each value in it is cut
 // already; this is the backstop).
@@ -114,15 +114,4 @@ const maxMessageLine = 2000
 // bound is the one every component quotes values with (validation.MaxQuotedValue).
 func truncateValue(s string) string {
 	return validation.Truncate(s, validation.MaxQuotedValue)
-}
-
-// maxListed bounds the items a message lists.
-const maxListed = 10
-
-// capList joins at most maxListed items and says how many there are in all.
-func capList(items []string) string {
-	if len(items) <= maxListed {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s, ... (%d in all)", strings.Join(items[:maxListed], ", "), len(items))
 }

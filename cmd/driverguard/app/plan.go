@@ -1,48 +1,21 @@
 package app
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	helmrelease "helm.sh/helm/v3/pkg/release"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
+	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/decision"
-	"github.com/driverguard/driverguard/plan"
-	"github.com/driverguard/driverguard/registry"
-	"github.com/driverguard/driverguard/release"
-	"github.com/driverguard/driverguard/render"
-	"github.com/driverguard/driverguard/routing"
 )
 
-type planOptions struct {
-	judgeFlags
-	rel        releaseFlags
-	podsFile   string
-	kubeconfig string
-	live       bool
-	images     imageCheckFlags
-	output     outputFlag
-}
-
 func newPlanCommand(s Streams) *cobra.Command {
-	o := &planOptions{output: newOutput(formatTable, formatTable, formatJSON, formatMarkdown)}
+	job := action.NewPlan(s.cfg)
+	output := newOutput(formatTable, formatTable, formatJSON, formatMarkdown)
 	cmd := &cobra.Command{
 		Use:   "plan [-f values.yaml] (--live | --kubeconfig FILE | --nodes nodes.yaml [--drivers current.yaml] [--cluster-policy policy.yaml] [--pods pods.yaml]) [--check-images]",
 		Short: "What applying the values does to every node: actions, rollout batches, drain blockers, missing images",
@@ -82,194 +55,57 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
   driverguard plan --release driverguard -n npu -f new-values.yaml --nodes nodes.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if o.kubeconfig != "" {
-				o.live = true
-			}
-			if o.live && (o.cluster.nodesFile != "" || o.cluster.driversFile != "" || o.cluster.clusterPolicyFile != "" || o.podsFile != "") {
-				return usageError(errors.New("--live/--kubeconfig reads the cluster; --nodes, --drivers, --cluster-policy and --pods read files: use one or the other"))
-			}
-			if err := oneStdin(append(o.valuesFlags.stdinUsers(), append(o.cluster.stdinUsers(), stdinUser{"--pods", o.podsFile})...)...); err != nil {
-				return err
-			}
-			var deployed *render.Result
-			if o.rel.name != "" {
-				if o.cluster.driversFile != "" || o.cluster.clusterPolicyFile != "" {
-					return usageError(errors.New("--release reads the release's RBLNDrivers and RBLNClusterPolicy from its values; --drivers and --cluster-policy give them by hand: use one or the other"))
-				}
-				if cmd.Flags().Changed("release-name") && o.releaseName != o.rel.name {
-					return usageError(fmt.Errorf("--release-name %q and --release %q differ: the release's name is the one its objects carry", o.releaseName, o.rel.name))
-				}
-				o.releaseName = o.rel.name
-				d, err := o.rel.readRelease(ctx, o.target())
-				if err != nil {
-					return err
-				}
-				if deployed, err = renderDeployed(ctx, d); err != nil {
-					return err
-				}
-				fmt.Fprintf(s.Err, "Planning from release %s in namespace %s (revision %d, %s): its values are the cluster's RBLNDrivers now%s.\n",
-					d.Name, d.Namespace, d.Revision, d.Status, map[bool]string{true: " (with --live, the cluster's own RBLNDrivers are)", false: ""}[o.live])
-				if d.Status != helmrelease.StatusDeployed {
-					fmt.Fprintf(s.Err, "Warning: revision %d of release %s is %s, not deployed: its values may not be what the cluster runs (`helm history %s -n %s`).\n", d.Revision, d.Name, d.Status, d.Name, d.Namespace)
-				}
-			}
-			var objs *release.Objects
-			var rendered *render.Result
-			if o.changes() {
-				r, err := o.render(ctx, s)
-				if err != nil {
-					return err
-				}
-				rendered = r
-				ro := release.FromRender(r, o.releaseName)
-				objs = &ro
-			}
-			cl, wl, err := o.readCluster(ctx, s)
+			job.ExplicitReleaseName = cmd.Flags().Changed("release-name")
+			job.OnRelease = func(d *action.DeployedRelease, live bool) { printReleaseNotice(s.Err, d, live) }
+			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if deployed != nil && !o.live {
-				cl.Drivers, cl.ClusterPolicy = deployed.Drivers, &deployed.ClusterPolicy
+			for _, w := range res.RenderWarnings {
+				fmt.Fprintln(s.Err, "Warning:", w)
 			}
-			engine, err := o.policy.engine(ctx, s)
-			if err != nil {
+			if err := printPlanAs(s.Out, output.format, res); err != nil {
 				return err
 			}
-			in := plan.Inputs{Objects: objs, Cluster: cl, Workloads: wl, AllowDriverLoss: o.allowDriverLoss,
-				Apply: release.Options{Decider: &decision.Decider{Policy: engine, PolicyFailOpen: o.failOpen}, Data: engine}}
-			if o.images.enabled {
-				in.CheckImages = func(ctx context.Context, images []string) map[string]registry.ImageResult {
-					return registry.NewChecker(registry.Options{Timeout: o.images.timeout}).Check(ctx, images)
-				}
-			}
-			p, err := plan.Make(ctx, in)
-			if err != nil {
-				var u *decision.UnavailableError
-				if errors.As(err, &u) {
-					return usageError(err)
-				}
-				return usageError(fmt.Errorf("planning: %w", err))
-			}
-			if rendered != nil {
-				for _, w := range rendered.Warnings {
-					fmt.Fprintln(s.Err, "Warning:", w)
-				}
-			}
-			switch o.output.format {
-			case formatJSON:
-				err = writeJSON(s.Out, p)
-			case formatMarkdown:
-				err = printPlanMarkdown(s.Out, p, o.releaseName)
-			default:
-				err = printPlan(s.Out, p)
-			}
-			if err != nil {
-				return err
-			}
-			if !p.Proceed {
-				return invalidError(errSilent)
-			}
-			return nil
+			return failedUnless(res.Plan.Proceed)
 		},
 	}
-	o.judgeFlags.addFlags(cmd.Flags())
+	addJudgeFlags(cmd.Flags(), &job.Judge)
 	f := cmd.Flags()
-	f.StringVar(&o.podsFile, "pods", "", "Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets in one stream ('kubectl get pods,pdb,rs,deploy,sts -A -o json'; YAML too, slower on large clusters): drain blockers and the driver pods to delete")
-	f.BoolVar(&o.live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets (list only)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
-	f.StringVar(&o.rel.name, "release", "", "plan from a deployed Helm release: its values (read through Helm's SDK, as 'helm get values') rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
-	f.StringVarP(&o.rel.namespace, "namespace", "n", "", "namespace of the --release (default: the kubeconfig context's; as a Helm plugin, Helm's -n)")
-	f.StringVar(&o.rel.context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")
-	f.BoolVar(&o.images.enabled, "check-images", false, "HEAD every image the plan needs in its registry (only a 404 counts as missing)")
-	f.DurationVar(&o.images.timeout, "image-timeout", 10*time.Second, "timeout of one registry request")
-	o.output.register(f)
+	f.StringVar(&job.Cluster.Workloads, "pods", "", "Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets in one stream ('kubectl get pods,pdb,rs,deploy,sts -A -o json'; YAML too, slower on large clusters): drain blockers and the driver pods to delete")
+	f.BoolVar(&job.Live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets (list only)")
+	f.StringVar(&job.Target.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
+	f.StringVar(&job.Release, "release", "", "plan from a deployed Helm release: its values (read through Helm's SDK, as 'helm get values') rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
+	f.StringVarP(&job.Target.Namespace, "namespace", "n", "", "namespace of the --release (default: the kubeconfig context's; as a Helm plugin, Helm's -n)")
+	f.StringVar(&job.Target.Context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")
+	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
+	output.register(f)
 	return cmd
 }
 
-// target is the cluster plan reads (--kubeconfig, --kube-context, -n; Helm's plugin
-// environment as their defaults when run as `helm driverguard`).
-func (o *planOptions) target() kubeTarget {
-	return kubeTarget{kubeconfig: o.kubeconfig, context: o.rel.context, namespace: o.rel.namespace}.withHelmPluginEnv(os.Getenv)
+// printReleaseNotice says which release plan --release read, and warns when its latest
+// revision is not deployed.
+func printReleaseNotice(w io.Writer, d *action.DeployedRelease, live bool) {
+	fmt.Fprintf(w, "Planning from release %s in namespace %s (revision %d, %s): its values are the cluster's RBLNDrivers now%s.\n",
+		d.Name, d.Namespace, d.Revision, d.Status, map[bool]string{true: " (with --live, the cluster's own RBLNDrivers are)", false: ""}[live])
+	if !d.Deployed() {
+		fmt.Fprintf(w, "Warning: revision %d of release %s is %s, not deployed: its values may not be what the cluster runs (`helm history %s -n %s`).\n", d.Revision, d.Name, d.Status, d.Name, d.Namespace)
+	}
 }
 
-// changes reports whether values were given; without them the plan is "no change".
-func (o *planOptions) changes() bool {
-	v := o.values
-	return len(v.ValueFiles)+len(v.Values)+len(v.StringValues)+len(v.JSONValues)+len(v.FileValues) > 0
+// printPlanAs prints the plan in format: JSON (the contract), a Markdown change ticket or
+// tables.
+func printPlanAs(w io.Writer, format string, res *action.PlanResult) error {
+	switch format {
+	case formatJSON:
+		return writeJSON(w, res.Plan)
+	case formatMarkdown:
+		return printPlanMarkdown(w, res.Plan, res.ReleaseName)
+	}
+	return printPlan(w, res.Plan)
 }
 
-func (o *planOptions) readCluster(ctx context.Context, s Streams) (release.Cluster, *plan.Workloads, error) {
-	if o.live {
-		return readLive(ctx, o.target())
-	}
-	cl, err := o.cluster.read(ctx, s)
-	if err != nil {
-		return cl, nil, err
-	}
-	if o.podsFile == "" {
-		return cl, nil, nil
-	}
-	wl, err := readWorkloads(ctx, o.podsFile, s)
-	if err != nil {
-		return cl, nil, err
-	}
-	return cl, wl, nil
-}
-
-// readLive lists what a plan reads from the cluster, nothing else: it needs list on nodes,
-// rblndrivers, rblnclusterpolicies, pods, poddisruptionbudgets, replicasets, deployments and
-// statefulsets.
-func readLive(ctx context.Context, target kubeTarget) (release.Cluster, *plan.Workloads, error) {
-	var cl release.Cluster
-	cfg, err := target.clientConfig().ClientConfig()
-	if err != nil {
-		return cl, nil, usageError(fmt.Errorf("no cluster to read (in-cluster config, --kubeconfig or KUBECONFIG): %w", err))
-	}
-	cfg.UserAgent = "driverguard-plan"
-	cfg.QPS, cfg.Burst = 50, 100
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return cl, nil, err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return cl, nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return cl, nil, usageError(fmt.Errorf("connecting to the cluster: %w", err))
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	var (
-		nodes    corev1.NodeList
-		drivers  v1alpha1.RBLNDriverList
-		policies v1alpha1.RBLNClusterPolicyList
-		pods     corev1.PodList
-		pdbs     policyv1.PodDisruptionBudgetList
-		rss      appsv1.ReplicaSetList
-		deploys  appsv1.DeploymentList
-		stss     appsv1.StatefulSetList
-	)
-	for _, l := range []client.ObjectList{&nodes, &drivers, &policies, &pods, &pdbs, &rss, &deploys, &stss} {
-		if err := c.List(ctx, l); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue // the CRDs are not installed: no drivers, no cluster policy
-			}
-			return cl, nil, usageError(fmt.Errorf("listing %T: %w", l, err))
-		}
-	}
-	cl.Nodes = routing.NodesFromCore(nodes.Items)
-	cl.Drivers = drivers.Items
-	for i := range policies.Items {
-		if policies.Items[i].Name == v1alpha1.ClusterPolicyName {
-			cl.ClusterPolicy = &policies.Items[i]
-		}
-	}
-	return cl, &plan.Workloads{Pods: pods.Items, PDBs: pdbs.Items, ReplicaSets: rss.Items, Deployments: deploys.Items, StatefulSets: stss.Items}, nil
-}
-
-func printPlan(w io.Writer, p *plan.Plan) error {
+func printPlan(w io.Writer, p *action.PlanReport) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "RBLNDRIVER\tACTION\tVERSION\tSELECTOR")
 	for _, d := range p.Drivers {
@@ -318,7 +154,7 @@ func printPlan(w io.Writer, p *plan.Plan) error {
 	return nil
 }
 
-func printRollout(w io.Writer, p *plan.Plan, heading, indent string) {
+func printRollout(w io.Writer, p *action.PlanReport, heading, indent string) {
 	r := p.Rollout
 	switch {
 	case len(p.Batches) > 0:
@@ -337,7 +173,7 @@ func printRollout(w io.Writer, p *plan.Plan, heading, indent string) {
 	}
 }
 
-func printBlockers(w io.Writer, p *plan.Plan, indent string) {
+func printBlockers(w io.Writer, p *action.PlanReport, indent string) {
 	first := true
 	for _, n := range p.Nodes {
 		for _, b := range n.Blockers {
@@ -356,7 +192,7 @@ func printBlockers(w io.Writer, p *plan.Plan, indent string) {
 
 // printPlanMarkdown writes the plan as a change ticket a reviewer can approve: scope, batches,
 // blockers, missing images and the rollback.
-func printPlanMarkdown(w io.Writer, p *plan.Plan, releaseName string) error {
+func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) error {
 	s := p.Summary
 	fmt.Fprintf(w, "# Driver rollout plan\n\n")
 	status := "**Can proceed.**"
@@ -375,7 +211,7 @@ func printPlanMarkdown(w io.Writer, p *plan.Plan, releaseName string) error {
 	fmt.Fprintln(w, "\n| node | action | owner | pool | image |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, n := range p.Nodes {
-		if n.Action == plan.NodeNone {
+		if n.Action == action.NodeNone {
 			continue
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | `%s` |\n", n.Name, n.Action, arrow(n.OldOwner, n.NewOwner), dash(n.Pool), arrow(n.OldImage, n.NewImage))
@@ -426,14 +262,14 @@ func printPlanMarkdown(w io.Writer, p *plan.Plan, releaseName string) error {
 
 // rollbackValues is the version and nodeSelector each changed RBLNDriver has now, as the
 // values that restore them (rbln-driver is driver.*, rbln-driver-KEY is driver.instances.KEY).
-func rollbackValues(drivers []plan.DriverPlan) string {
+func rollbackValues(drivers []action.DriverPlan) string {
 	var b strings.Builder
 	var instances []string
 	def := ""
 	for _, d := range drivers {
 		var block string
 		switch d.Action {
-		case plan.DriverUpdate, plan.DriverDelete:
+		case action.DriverUpdate, action.DriverDelete:
 			block = fmt.Sprintf("image:\n  tag: %q\n", d.OldVersion)
 			if len(d.OldNodeSelector) > 0 {
 				block += "nodeSelector:\n"
@@ -441,10 +277,10 @@ func rollbackValues(drivers []plan.DriverPlan) string {
 					block += fmt.Sprintf("  %s: %q\n", k, d.OldNodeSelector[k])
 				}
 			}
-			if d.Action == plan.DriverDelete {
+			if d.Action == action.DriverDelete {
 				block = "# deleted by this change; restore the entry:\n" + block
 			}
-		case plan.DriverCreate:
+		case action.DriverCreate:
 			block = "# created by this change: remove this entry\n"
 		default:
 			continue
@@ -487,11 +323,11 @@ func indent(s, prefix string) string {
 }
 
 // selectorChange is a driver's nodeSelector, old -> new when an update changes it.
-func selectorChange(d plan.DriverPlan) string {
+func selectorChange(d action.DriverPlan) string {
 	switch {
-	case d.Action == plan.DriverDelete:
+	case d.Action == action.DriverDelete:
 		return d.OldSelector
-	case d.Action == plan.DriverUpdate && d.SelectorChange:
+	case d.Action == action.DriverUpdate && d.SelectorChange:
 		return arrow(d.OldSelector, d.NewSelector)
 	}
 	return d.NewSelector

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/decision"
-	"github.com/driverguard/driverguard/policy"
-	"github.com/driverguard/driverguard/release"
+	"github.com/driverguard/driverguard/action"
 )
 
 func newPolicyCommand(s Streams) *cobra.Command {
@@ -34,15 +30,10 @@ the same input document. See docs/policy-authoring.md.`,
 	return cmd
 }
 
-type policyTestOptions struct {
-	run     string
-	verbose bool
-	timeout time.Duration
-	output  outputFlag
-}
-
 func newPolicyTestCommand(s Streams) *cobra.Command {
-	o := &policyTestOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
+	job := action.NewPolicyTest(s.cfg)
+	var verbose bool
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "test [DIR...]",
 		Short: "Run the Rego unit tests of policy directories together with the bundled library's",
@@ -56,54 +47,29 @@ Exit codes: 0 every test passed; 1 a test failed or errored; 2 a module does not
 		Example: `  driverguard policy test policies/
   driverguard policy test policies/ --run 'test_deny_' -v`,
 		RunE: func(cmd *cobra.Command, dirs []string) error {
-			results, err := policy.RunTests(cmd.Context(), policy.TestOptions{Dirs: dirs, Run: o.run, Timeout: o.timeout, MaxFileBytes: int64(limitsOf(s).values)})
+			job.Dirs = dirs
+			res, err := job.Run(cmd.Context())
 			if err != nil {
-				return loadError(err)
-			}
-			var yours int
-			for _, r := range results {
-				if !r.Bundled {
-					yours++
-				}
-			}
-			if len(dirs) > 0 && yours == 0 {
-				fmt.Fprintf(s.Err, "Warning: no tests (test_* rules) in %s\n", strings.Join(dirs, ", "))
-			}
-			failed := 0
-			for _, r := range results {
-				if r.Outcome == policy.TestFail || r.Outcome == policy.TestError {
-					failed++
-				}
-			}
-			report := struct {
-				Tests  []policy.TestResult `json:"tests"`
-				Failed int                 `json:"failed"`
-			}{nonNilTests(results), failed}
-			if err := o.output.print(s.Out, report, func(w io.Writer) error { printTests(w, results, o.verbose); return nil }); err != nil {
 				return err
 			}
-			if failed > 0 {
-				return invalidError(errSilent)
+			if len(dirs) > 0 && res.Yours() == 0 {
+				fmt.Fprintf(s.Err, "Warning: no tests (test_* rules) in %s\n", strings.Join(dirs, ", "))
 			}
-			return nil
+			if err := output.print(s.Out, res, func(w io.Writer) error { printTests(w, res.Tests, verbose); return nil }); err != nil {
+				return err
+			}
+			return failedUnless(res.Failed == 0)
 		},
 	}
-	cmd.Flags().StringVar(&o.run, "run", "", "run only the tests whose package.name matches this regular expression")
-	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list the bundled library's tests too")
-	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Second, "deadline of one test")
-	o.output.register(cmd.Flags())
+	cmd.Flags().StringVar(&job.Match, "run", "", "run only the tests whose package.name matches this regular expression")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list the bundled library's tests too")
+	cmd.Flags().DurationVar(&job.Timeout, "timeout", 5*time.Second, "deadline of one test")
+	output.register(cmd.Flags())
 	return cmd
 }
 
-func nonNilTests(r []policy.TestResult) []policy.TestResult {
-	if r == nil {
-		return []policy.TestResult{}
-	}
-	return r
-}
-
 // printTests lists the user's tests (and failing or, verbose, all bundled ones) and a summary.
-func printTests(w io.Writer, results []policy.TestResult, verbose bool) {
+func printTests(w io.Writer, results []action.TestResult, verbose bool) {
 	type tally struct{ passed, total int }
 	var yours, bundled tally
 	for _, r := range results {
@@ -112,17 +78,17 @@ func printTests(w io.Writer, results []policy.TestResult, verbose bool) {
 			t = &bundled
 		}
 		t.total++
-		if r.Outcome == policy.TestPass {
+		if r.Outcome == action.TestPass {
 			t.passed++
 		}
-		if r.Bundled && r.Outcome == policy.TestPass && !verbose {
+		if r.Bundled && r.Outcome == action.TestPass && !verbose {
 			continue
 		}
 		fmt.Fprintf(w, "%-5s %s.%s (%s:%d)\n", r.Outcome, r.Package, r.Name, r.File, r.Line)
 		if r.Error != "" {
 			fmt.Fprintf(w, "      %s\n", r.Error)
 		}
-		if r.Outcome != policy.TestPass && r.Output != "" {
+		if r.Outcome != action.TestPass && r.Output != "" {
 			for _, line := range strings.Split(strings.TrimRight(r.Output, "\n"), "\n") {
 				fmt.Fprintf(w, "      %s\n", line)
 			}
@@ -131,14 +97,9 @@ func printTests(w io.Writer, results []policy.TestResult, verbose bool) {
 	fmt.Fprintf(w, "%d/%d passed; bundled library: %d/%d passed\n", yours.passed, yours.total, bundled.passed, bundled.total)
 }
 
-type policyInputOptions struct {
-	judgeFlags
-	name   string
-	output outputFlag
-}
-
 func newPolicyInputCommand(s Streams) *cobra.Command {
-	o := &policyInputOptions{output: newOutput(formatJSON, formatJSON, formatYAML, formatTable)}
+	job := action.NewPolicyInput(s.cfg)
+	output := newOutput(formatJSON, formatJSON, formatYAML, formatTable)
 	cmd := &cobra.Command{
 		Use:   "input -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--name NAME] [-o json|yaml|table]",
 		Short: "Print the exact input documents check evaluates",
@@ -152,85 +113,27 @@ written as it is evaluated. --name prints the one document of that object, ready
   driverguard policy input -f values.yaml --name rbln-driver-atom-canary > input.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), s)
+			out := newDocumentStream(s.Out, output.format, job.Name == "")
+			job.OnRenderWarnings = func(w []action.Warning) { printWarnings(s.Err, w) }
+			if job.Name == "" {
+				job.OnInput = out.write // written as it is evaluated
+			}
+			inputs, err := job.Run(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, in := range inputs {
+				if err := out.write(in); err != nil {
+					return err
+				}
+			}
+			return out.close()
 		},
 	}
-	o.judgeFlags.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.name, "name", "", "print only the input document of the object with this name")
-	o.output.register(cmd.Flags())
+	addJudgeFlags(cmd.Flags(), &job.Judge)
+	cmd.Flags().StringVar(&job.Name, "name", "", "print only the input document of the object with this name")
+	output.register(cmd.Flags())
 	return cmd
-}
-
-// errFound ends a replay once the one object asked for was seen.
-var errFound = errors.New("found")
-
-func (o *policyInputOptions) run(ctx context.Context, s Streams) error {
-	engine, err := o.policy.engine(ctx, s)
-	if err != nil {
-		return err
-	}
-	out := newDocumentStream(s.Out, o.output.format, o.name == "")
-	var names []string
-	rec := &recordingEvaluator{Evaluator: engine, record: func(in *policy.Input) error {
-		name := inputName(in)
-		names = append(names, name)
-		if o.name != "" && name != o.name {
-			return nil
-		}
-		if err := out.write(in); err != nil {
-			return err
-		}
-		if o.name != "" {
-			return errFound
-		}
-		return nil
-	}}
-	if err := oneStdin(append(o.valuesFlags.stdinUsers(), o.cluster.stdinUsers()...)...); err != nil {
-		return err
-	}
-	r, err := o.render(ctx, s)
-	if err != nil {
-		return err
-	}
-	printWarnings(s.Err, r.Warnings)
-	cl, err := o.cluster.read(ctx, s)
-	if err != nil {
-		return err
-	}
-	_, err = o.judgeWith(ctx, r, cl, engine, release.Options{Decider: &decision.Decider{Policy: rec, PolicyFailOpen: o.failOpen}})
-	switch {
-	case errors.Is(err, errFound):
-		return nil
-	case err != nil:
-		return err
-	case o.name != "":
-		return usageError(fmt.Errorf("no rendered object is named %q; the objects are %s", truncateValue(o.name), capList(names)))
-	}
-	return out.close()
-}
-
-// recordingEvaluator hands every input to record before evaluating it.
-type recordingEvaluator struct {
-	policy.Evaluator
-	record func(*policy.Input) error
-}
-
-func (r *recordingEvaluator) Evaluate(ctx context.Context, in *policy.Input) (*policy.Decision, error) {
-	if err := r.record(in); err != nil {
-		return nil, err
-	}
-	return r.Evaluator.Evaluate(ctx, in)
-}
-
-// inputName is the name of an input's object.
-func inputName(in *policy.Input) string {
-	switch o := in.Object.(type) {
-	case *v1alpha1.RBLNDriver:
-		return o.Name
-	case *v1alpha1.RBLNClusterPolicy:
-		return o.Name
-	}
-	return ""
 }
 
 // documentStream writes documents one at a time: a JSON array (or one JSON document), a YAML
@@ -247,7 +150,7 @@ func newDocumentStream(w io.Writer, format string, array bool) *documentStream {
 	return &documentStream{w: w, format: format, array: array}
 }
 
-func (d *documentStream) write(in *policy.Input) error {
+func (d *documentStream) write(in *action.Input) error {
 	defer func() { d.n++ }()
 	switch d.format {
 	case formatYAML:
@@ -268,7 +171,7 @@ func (d *documentStream) write(in *policy.Input) error {
 			kind = "RBLNDriver"
 			sel, nodes, pools, ties = fmt.Sprint(r.Selected), fmt.Sprint(r.Nodes), fmt.Sprint(len(r.Pools)), fmt.Sprint(len(r.Ties))
 		}
-		fmt.Fprintf(d.tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", kind, inputName(in), in.Operation, sel, nodes, pools, ties)
+		fmt.Fprintf(d.tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", kind, action.InputName(in), in.Operation, sel, nodes, pools, ties)
 		return nil
 	}
 	b, err := json.MarshalIndent(in, "  ", "  ")
@@ -305,14 +208,9 @@ func (d *documentStream) close() error {
 	return err
 }
 
-type policyDataOptions struct {
-	judgeFlags
-	name   string
-	output outputFlag
-}
-
 func newPolicyDataCommand(s Streams) *cobra.Command {
-	o := &policyDataOptions{output: newOutput(formatJSON, formatJSON, formatYAML)}
+	job := action.NewPolicyData(s.cfg)
+	output := newOutput(formatJSON, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "data -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--name NAME] [-o json|yaml]",
 		Short: "Print the cluster view (data.driverguard_cluster) policies read",
@@ -326,92 +224,41 @@ before it applied).`,
   opa eval -d policies/ -d data.json -i input.json 'data.driverguard.platform.deny'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), s)
+			job.OnRenderWarnings = func(w []action.Warning) { printWarnings(s.Err, w) }
+			doc, err := job.Run(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return output.print(s.Out, doc, nil)
 		},
 	}
-	o.judgeFlags.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.name, "name", "", "print the view the object with this name was judged against")
-	o.output.register(cmd.Flags())
+	addJudgeFlags(cmd.Flags(), &job.Judge)
+	cmd.Flags().StringVar(&job.Name, "name", "", "print the view the object with this name was judged against")
+	output.register(cmd.Flags())
 	return cmd
 }
 
-func (o *policyDataOptions) run(ctx context.Context, s Streams) error {
-	var (
-		doc   any
-		names []string
-	)
-	var engine *policy.Engine
-	before := func(_ context.Context, obj release.Object) error {
-		names = append(names, obj.Name)
-		if obj.Name != o.name {
-			return nil
-		}
-		var err error
-		if doc, err = engine.ClusterDocument(); err != nil {
-			return err
-		}
-		return errFound
-	}
-	if err := oneStdin(append(o.valuesFlags.stdinUsers(), o.cluster.stdinUsers()...)...); err != nil {
-		return err
-	}
-	r, err := o.render(ctx, s)
-	if err != nil {
-		return err
-	}
-	printWarnings(s.Err, r.Warnings)
-	cl, err := o.cluster.read(ctx, s)
-	if err != nil {
-		return err
-	}
-	if engine, err = o.policy.engine(ctx, s); err != nil {
-		return err
-	}
-	opts := release.Options{}
-	if o.name != "" {
-		opts.Before = before
-	}
-	_, err = o.judgeWith(ctx, r, cl, engine, opts)
-	switch {
-	case errors.Is(err, errFound):
-	case err != nil:
-		return err
-	case o.name != "":
-		return usageError(fmt.Errorf("no rendered object is named %q; the objects are %s", truncateValue(o.name), capList(names)))
-	default:
-		if doc, err = engine.ClusterDocument(); err != nil {
-			return err
-		}
-	}
-	return o.output.print(s.Out, map[string]any{policy.ClusterKey: doc}, nil)
-}
-
-type policyListOptions struct {
-	policy policyFlags
-	output outputFlag
-}
-
 func newPolicyListCommand(s Streams) *cobra.Command {
-	o := &policyListOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
+	job := action.NewPolicyList(s.cfg)
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "list [--policy DIR] [--disable NAME]",
 		Short: "List the policies check and the webhook evaluate, with the names --disable takes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			engine, err := o.policy.engine(cmd.Context(), s)
+			infos, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			infos := engine.Policies()
-			return o.output.print(s.Out, infos, func(w io.Writer) error { return printPolicies(w, infos) })
+			return output.print(s.Out, infos, func(w io.Writer) error { return printPolicies(w, infos) })
 		},
 	}
-	o.policy.addFlags(cmd.Flags(), "policy")
-	o.output.register(cmd.Flags())
+	addPolicyFlags(cmd.Flags(), &job.Policy, "policy")
+	output.register(cmd.Flags())
 	return cmd
 }
 
-func printPolicies(w io.Writer, infos []policy.PolicyInfo) error {
+func printPolicies(w io.Writer, infos []action.PolicyInfo) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NAME\tRULES\tSTATE\tFILE\tTITLE")
 	for _, p := range infos {

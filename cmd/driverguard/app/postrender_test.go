@@ -59,7 +59,7 @@ func TestPostRenderPassesTheManifestsThroughUnchanged(t *testing.T) {
 	require.Contains(t, rendered, "kind: RBLNDriver")
 	// What Helm 4 sends: every document annotated with its template file (Helm removes the
 	// annotation from the answer), written back by kyaml.
-	helm4 := strings.ReplaceAll(rendered, "\nmetadata:\n", "\nmetadata:\n  annotations:\n    "+helmPostRenderFilename+": driverguard/templates/x.yaml\n")
+	helm4 := strings.ReplaceAll(rendered, "\nmetadata:\n", "\nmetadata:\n  annotations:\n    postrenderer.helm.sh/postrender-filename: driverguard/templates/x.yaml\n")
 	for name, in := range map[string]string{
 		"the chart's output":           rendered,
 		"without a final newline":      strings.TrimSuffix(rendered, "\n"),
@@ -221,52 +221,24 @@ func TestPostRenderUnusableInput(t *testing.T) {
 	}
 }
 
-func TestRenderedObjects(t *testing.T) {
-	in := `apiVersion: rebellions.ai/v1alpha1
-kind: RBLNClusterPolicy
-metadata:
-  name: rbln-cluster-policy
-  annotations:
-    postrenderer.helm.sh/postrender-filename: driverguard/templates/rblnclusterpolicy.yaml
-  labels:
-    app.kubernetes.io/instance: prod
----
-apiVersion: rebellions.ai/v1alpha1
-kind: RBLNDriver
-metadata:
-  name: rbln-driver
-  annotations:
-    postrenderer.helm.sh/postrender-filename: driverguard/templates/rblndrivers.yaml
-    team: npu
-  labels:
-    app.kubernetes.io/instance: prod
-spec:
-  version: "3.2.2"
----
-apiVersion: rebellions.ai/v1alpha1
-kind: RBLNDriver
-metadata:
-  name: rbln-driver-a
-  annotations:
-    postrenderer.helm.sh/postrender-filename: driverguard/templates/rblndrivers.yaml
-spec:
-  version: "3.3.0"
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: svc
+// twoContexts is a kubeconfig of two clusters; its current context "one" sets namespace ns-one.
+const twoContexts = `apiVersion: v1
+kind: Config
+clusters:
+- name: one
+  cluster: {server: "https://one.example:6443"}
+- name: two
+  cluster: {server: "https://two.example:6443"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: one
+  context: {cluster: one, user: u, namespace: ns-one}
+- name: two
+  context: {cluster: two, user: u}
+current-context: one
 `
-	objs, err := renderedObjects([]byte(in))
-	require.NoError(t, err)
-	require.NotNil(t, objs.ClusterPolicy)
-	assert.Nil(t, objs.ClusterPolicy.Annotations, "Helm 4's annotation never reaches the cluster")
-	require.Len(t, objs.Drivers, 2)
-	assert.Equal(t, "rbln-driver", objs.Drivers[0].Name, "Helm's order is kept")
-	assert.Equal(t, map[string]string{"team": "npu"}, objs.Drivers[0].Annotations)
-	assert.Nil(t, objs.Drivers[1].Annotations)
-	assert.Equal(t, "prod", releaseNameOf(objs))
-}
 
 // TestPostRenderReadsTheClusterHelmWould: KUBECONFIG, HELM_KUBECONTEXT and the flags select the
 // cluster (--live true reports the one that did not answer); --live auto falls back to the
@@ -284,8 +256,8 @@ func TestPostRenderReadsTheClusterHelmWould(t *testing.T) {
 	}{
 		"KUBECONFIG":                        {env: map[string]string{"KUBECONFIG": kubeconfig}, want: `context "one" (https://127.0.0.1:1)`},
 		"--kubeconfig":                      {args: []string{"--kubeconfig", kubeconfig}, want: `context "one" (https://127.0.0.1:1)`},
-		"HELM_KUBECONTEXT":                  {env: map[string]string{"KUBECONFIG": kubeconfig, envHelmKubeContext: "two"}, want: `context "two" (https://127.0.0.1:2)`},
-		"--kube-context over the variable":  {env: map[string]string{"KUBECONFIG": kubeconfig, envHelmKubeContext: "two"}, args: []string{"--kube-context", "one"}, want: `context "one" (https://127.0.0.1:1)`},
+		"HELM_KUBECONTEXT":                  {env: map[string]string{"KUBECONFIG": kubeconfig, "HELM_KUBECONTEXT": "two"}, want: `context "two" (https://127.0.0.1:2)`},
+		"--kube-context over the variable":  {env: map[string]string{"KUBECONFIG": kubeconfig, "HELM_KUBECONTEXT": "two"}, args: []string{"--kube-context", "one"}, want: `context "one" (https://127.0.0.1:1)`},
 		"--kube-context without the plugin": {args: []string{"--kubeconfig", kubeconfig, "--kube-context=two"}, want: `context "two" (https://127.0.0.1:2)`},
 	} {
 		t.Run(name, func(t *testing.T) {

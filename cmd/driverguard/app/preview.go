@@ -3,24 +3,16 @@ package app
 import (
 	"fmt"
 	"io"
-	"time"
+	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/driverguard/driverguard/release"
-	"github.com/driverguard/driverguard/render"
-	"github.com/driverguard/driverguard/render/preview"
+	"github.com/driverguard/driverguard/action"
 )
 
-type previewOptions struct {
-	judgeFlags
-	images imageCheckFlags
-	output outputFlag
-}
-
 func newPreviewCommand(s Streams) *cobra.Command {
-	o := &previewOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
-	o.provenance = true // preview explains where each field came from
+	job := action.NewPreview(s.cfg) // with provenance: preview explains where each field came from
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "preview -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--check-images] [--allow-driver-loss]",
 		Short: "Explain what values will render and, with a node inventory, which driver each node gets",
@@ -42,38 +34,23 @@ Exit codes: as check: 0 passed, 1 a denial or an unacknowledged driver loss (or 
   kubectl get nodes -o yaml | driverguard preview -f values.yaml --nodes - -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.images.enabled && o.cluster.nodesFile == "" {
-				return usageError(fmt.Errorf("--check-images needs --nodes: images are composed per node pool"))
-			}
-			j, err := o.judge(cmd.Context(), s, release.Options{})
+			rep, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			rep := preview.Build(j.rendered)
-			rep.Verdict = j.report(false)
-			if o.cluster.nodesFile != "" {
-				rep.WithNodes(j.result)
-				if o.images.enabled {
-					rep.Nodes.Images = o.images.check(cmd.Context(), rep.Nodes.Routing)
-				}
-			}
-			if err := o.output.print(s.Out, rep, func(w io.Writer) error { return printPreview(w, rep) }); err != nil {
+			if err := output.print(s.Out, rep, func(w io.Writer) error { return printPreview(w, rep) }); err != nil {
 				return err
 			}
-			if !rep.Verdict.Passed {
-				return invalidError(errSilent)
-			}
-			return nil
+			return failedUnless(rep.Verdict.Passed)
 		},
 	}
-	o.judgeFlags.addFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&o.images.enabled, "check-images", false, "HEAD every composed driver image in its registry (needs --nodes)")
-	cmd.Flags().DurationVar(&o.images.timeout, "image-timeout", 10*time.Second, "timeout of one registry request")
-	o.output.register(cmd.Flags())
+	addJudgeFlags(cmd.Flags(), &job.Judge)
+	addImageFlags(cmd.Flags(), &job.CheckImages, &job.ImageTimeout, "HEAD every composed driver image in its registry (needs --nodes)", "timeout of one registry request")
+	output.register(cmd.Flags())
 	return cmd
 }
 
-func printPreview(w io.Writer, rep *preview.Report) error {
+func printPreview(w io.Writer, rep *action.PreviewReport) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "RESOURCE\tVERSION\tSELECTOR\tSET ON INSTANCE\tINHERITED")
 	for _, r := range rep.Resources {
@@ -90,7 +67,7 @@ func printPreview(w io.Writer, rep *preview.Report) error {
 		fmt.Fprintf(w, "\n%s (version %s)\n", r.Name, r.Version)
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  FIELD\tVALUE\tORIGIN\tFROM")
-		for _, f := range append(append([]render.FieldOrigin(nil), r.Overridden...), r.Inherited...) {
+		for _, f := range slices.Concat(r.Overridden, r.Inherited) {
 			if f.Field == "nodeSelector" {
 				continue
 			}
@@ -120,7 +97,7 @@ func printPreview(w io.Writer, rep *preview.Report) error {
 
 // printVerdict prints the check verdict of the previewed release: the objects denied or
 // warned, then the summary.
-func printVerdict(w io.Writer, rep *release.Report) error {
+func printVerdict(w io.Writer, rep *action.CheckReport) error {
 	var lines []string
 	for _, res := range rep.Resources {
 		title := res.Kind + "/" + res.Name
@@ -150,7 +127,7 @@ func printVerdict(w io.Writer, rep *release.Report) error {
 	return err
 }
 
-func printNodeReport(w io.Writer, nr *preview.NodeReport) error {
+func printNodeReport(w io.Writer, nr *action.NodeReport) error {
 	fmt.Fprintln(w)
 	printRouting(w, nr.Routing)
 	var lines []string

@@ -9,16 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/driverguard/driverguard/render"
+	"github.com/driverguard/driverguard/action"
 )
 
-type renderOptions struct {
-	valuesFlags
-	output outputFlag
-}
-
 func newRenderCommand(s Streams) *cobra.Command {
-	o := &renderOptions{output: newOutput(formatYAML, formatYAML, formatJSON, formatTable)}
+	job := action.NewRender(s.cfg)
+	output := newOutput(formatYAML, formatYAML, formatJSON, formatTable)
 	cmd := &cobra.Command{
 		Use:   "render -f values.yaml [-f more.yaml] [--set key=value]",
 		Short: "Render the RBLNDriver and RBLNClusterPolicy objects helm template would render",
@@ -30,40 +26,42 @@ silently. On any invalid input nothing is printed to stdout and the exit code is
   driverguard render -f values.yaml --set driver.instances.atom-canary.image.tag=3.3.1 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := oneStdin(o.stdinUsers()...); err != nil {
-				return err
-			}
-			r, err := o.render(cmd.Context(), s)
+			r, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
 			printWarnings(s.Err, r.Warnings)
-			switch o.output.format {
-			case formatJSON:
-				list, err := asList(r)
-				if err != nil {
-					return err
-				}
-				return writeJSON(s.Out, list)
-			case formatTable:
-				return printRendered(s.Out, r)
-			default:
-				data, err := render.Manifest(r)
-				if err != nil {
-					return err
-				}
-				_, err = s.Out.Write(data)
-				return err
-			}
+			return printRender(s.Out, output.format, r)
 		},
 	}
-	o.addFlags(cmd.Flags())
-	o.output.register(cmd.Flags())
+	addValuesFlags(cmd.Flags(), &job.RenderOptions)
+	output.register(cmd.Flags())
 	return cmd
 }
 
+// printRender prints the rendered objects: a YAML stream as helm template prints it, a v1
+// List in JSON, or a table.
+func printRender(w io.Writer, format string, r *action.Rendered) error {
+	switch format {
+	case formatJSON:
+		list, err := asList(r)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, list)
+	case formatTable:
+		return printRendered(w, r)
+	}
+	data, err := action.Manifest(r)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
 // asList wraps the rendered objects in a v1 List, as kubectl prints several objects in JSON.
-func asList(r *render.Result) (*metav1.List, error) {
+func asList(r *action.Rendered) (*metav1.List, error) {
 	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
 	objs := []any{&r.ClusterPolicy}
 	for i := range r.Drivers {
@@ -80,7 +78,7 @@ func asList(r *render.Result) (*metav1.List, error) {
 }
 
 // printRendered lists the rendered objects, one line each.
-func printRendered(w io.Writer, r *render.Result) error {
+func printRendered(w io.Writer, r *action.Rendered) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tSELECTOR")
 	fmt.Fprintf(tw, "RBLNClusterPolicy\t%s\t-\t-\n", r.ClusterPolicy.Name)

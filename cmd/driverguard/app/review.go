@@ -1,8 +1,6 @@
 package app
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,22 +8,12 @@ import (
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/driverguard/driverguard/api/decode"
-	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/webhook"
+	"github.com/driverguard/driverguard/action"
 )
 
-type reviewOptions struct {
-	file    string
-	cluster clusterFlags
-	// webhook configures the decisions; the policy flags set its Policy.
-	webhook webhook.Options
-	policy  policyFlags
-	output  outputFlag
-}
-
 func newReviewCommand(s Streams) *cobra.Command {
-	o := &reviewOptions{output: newOutput(formatJSON, formatJSON, formatYAML, formatTable)}
+	job := action.NewReview(s.cfg)
+	output := newOutput(formatJSON, formatJSON, formatYAML, formatTable)
 	cmd := &cobra.Command{
 		Use:   "review -f admissionreview.json [--drivers drivers.yaml] [--nodes nodes.yaml] [--cluster-policy cp.yaml] [--policy DIR]",
 		Short: "Answer one AdmissionReview offline, exactly as the webhook would",
@@ -53,46 +41,24 @@ not read past the limit).`,
   driverguard review -f request.json --drivers drivers.yaml --nodes nodes.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.file == "" {
-				return usageError(errors.New("-f is required: the AdmissionReview JSON file ('-' for stdin)"))
-			}
-			if err := oneStdin(append(o.cluster.stdinUsers(), stdinUser{"-f", o.file})...); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			body, err := decode.ReadFile(ctx, o.file, s.In, reviewLimit)
-			if tl := (*decode.TooLargeError)(nil); errors.As(err, &tl) {
-				return usageError(fmt.Errorf("%w, the webhook's: it would refuse the request (413) unread", err))
-			}
-			if err != nil {
-				return usageError(fmt.Errorf("reading the AdmissionReview: %w", err))
-			}
-			state, err := o.state(ctx, s)
+			review, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			engine, err := o.policy.engine(ctx, s)
-			if err != nil {
-				return err
-			}
-			o.webhook.Policy = engine
-			review, err := webhook.New(state, o.webhook).Review(ctx, body)
-			if err != nil {
-				return usageError(fmt.Errorf("%s: %w", o.file, err))
-			}
-			if err := o.output.print(s.Out, review, func(w io.Writer) error { return printReview(w, review) }); err != nil {
+			if err := output.print(s.Out, review, func(w io.Writer) error { return printReview(w, review) }); err != nil {
 				return err
 			}
 			return reviewExit(review.Response)
 		},
 	}
-	cmd.Flags().StringVarP(&o.file, "filename", "f", "", "AdmissionReview JSON ('-' for stdin)")
-	cmd.Flags().StringVar(&o.cluster.driversFile, "drivers", "", "RBLNDrivers in the cluster ('-' for stdin)")
-	cmd.Flags().StringVar(&o.cluster.nodesFile, "nodes", "", "nodes in the cluster: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
-	cmd.Flags().StringVar(&o.cluster.clusterPolicyFile, "cluster-policy", "", "the RBLNClusterPolicy ('-' for stdin)")
-	o.policy.addFlags(cmd.Flags(), "policy")
-	cmd.Flags().BoolVar(&o.webhook.PolicyFailOpen, "policy-fail-open", false, "admit (with a warning) a request whose policy evaluation fails, as serve --policy-fail-open does")
-	o.output.register(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVarP(&job.File, "filename", "f", "", "AdmissionReview JSON ('-' for stdin)")
+	f.StringVar(&job.Cluster.Drivers, "drivers", "", "RBLNDrivers in the cluster ('-' for stdin)")
+	f.StringVar(&job.Cluster.Nodes, "nodes", "", "nodes in the cluster: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
+	f.StringVar(&job.Cluster.ClusterPolicy, "cluster-policy", "", "the RBLNClusterPolicy ('-' for stdin)")
+	addPolicyFlags(f, &job.Policy, "policy")
+	f.BoolVar(&job.PolicyFailOpen, "policy-fail-open", false, "admit (with a warning) a request whose policy evaluation fails, as serve --policy-fail-open does")
+	output.register(f)
 	return cmd
 }
 
@@ -140,17 +106,4 @@ func printReview(w io.Writer, review *admissionv1.AdmissionReview) error {
 		fmt.Fprintf(w, "  PATCH %s\n", resp.Patch)
 	}
 	return nil
-}
-
-// state reads the cluster state files; each is optional.
-func (o *reviewOptions) state(ctx context.Context, s Streams) (webhook.State, error) {
-	cl, err := o.cluster.read(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	var cps []v1alpha1.RBLNClusterPolicy
-	if cl.ClusterPolicy != nil {
-		cps = append(cps, *cl.ClusterPolicy)
-	}
-	return webhook.NewStaticState(cl.Drivers, cl.Nodes, cps), nil
 }

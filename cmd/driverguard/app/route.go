@@ -4,23 +4,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/driverguard/driverguard/registry"
-	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/action"
 )
 
-type routeOptions struct {
-	driversFile string
-	nodesFile   string
-	images      imageCheckFlags
-	output      outputFlag
-}
-
 func newRouteCommand(s Streams) *cobra.Command {
-	o := &routeOptions{output: newOutput(formatTable, formatTable, formatJSON, formatYAML)}
+	job := action.NewRoute(s.cfg)
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "route --drivers drivers.yaml --nodes nodes.yaml [-o json|table] [--check-images]",
 		Short: "Decide the owner, pool, DaemonSet and image of every node from files",
@@ -40,42 +32,26 @@ output for ties and invalid resources.`,
   driverguard route --drivers drivers.yaml --nodes nodes.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.driversFile == "" || o.nodesFile == "" {
-				return usageError(fmt.Errorf("both --drivers and --nodes are required"))
-			}
-			if err := oneStdin(stdinUser{"--drivers", o.driversFile}, stdinUser{"--nodes", o.nodesFile}); err != nil {
-				return err
-			}
-			drivers, err := readDrivers(cmd.Context(), o.driversFile, s)
+			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			nodes, err := readNodes(cmd.Context(), o.nodesFile, s)
-			if err != nil {
-				return err
-			}
-			res := routing.Route(drivers, nodes)
-			var images []registry.ImageResult
-			if o.images.enabled {
-				images = o.images.check(cmd.Context(), res)
-			}
-			return o.output.print(s.Out, res.Contract(), func(w io.Writer) error {
-				printRouting(w, res)
-				printImages(w, images)
+			return output.print(s.Out, res.Routing.Contract(), func(w io.Writer) error {
+				printRouting(w, res.Routing)
+				printImages(w, res.Images)
 				return nil
 			})
 		},
 	}
-	cmd.Flags().StringVar(&o.driversFile, "drivers", "", "RBLNDriver documents, e.g. the output of render ('-' for stdin)")
-	cmd.Flags().StringVar(&o.nodesFile, "nodes", "", "node inventory: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
-	cmd.Flags().BoolVar(&o.images.enabled, "check-images", false, "HEAD every composed driver image in its registry; only a 404 fails a pool")
-	cmd.Flags().DurationVar(&o.images.timeout, "image-timeout", 10*time.Second, "timeout of one image check")
-	o.output.register(cmd.Flags())
+	cmd.Flags().StringVar(&job.Drivers, "drivers", "", "RBLNDriver documents, e.g. the output of render ('-' for stdin)")
+	cmd.Flags().StringVar(&job.Nodes, "nodes", "", "node inventory: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
+	addImageFlags(cmd.Flags(), &job.CheckImages, &job.ImageTimeout, "HEAD every composed driver image in its registry; only a 404 fails a pool", "timeout of one image check")
+	output.register(cmd.Flags())
 	return cmd
 }
 
 // printRouting prints nodes, pools, ties and invalid resources as aligned tables.
-func printRouting(w io.Writer, res *routing.Result) {
+func printRouting(w io.Writer, res *action.Routing) {
 	fmt.Fprintln(w, "NODES")
 	tw := newTable(w)
 	fmt.Fprintln(tw, "  NODE\tOWNER\tPOOL\tIMAGE\tREASON")
@@ -106,10 +82,10 @@ func printRouting(w io.Writer, res *routing.Result) {
 	printSection(w, "INVALID RESOURCES (take no part in routing)", lines)
 }
 
-func printImages(w io.Writer, images []registry.ImageResult) {
+func printImages(w io.Writer, images []action.ImageResult) {
 	var lines []string
 	for _, img := range images {
-		if img.Status != registry.Found {
+		if img.Status != action.ImageFound {
 			lines = append(lines, fmt.Sprintf("%s: %s %s", img.Image, img.Status, img.Message))
 		}
 	}

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -11,25 +10,21 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/driverguard/driverguard/policy"
-	"github.com/driverguard/driverguard/webhook"
+	"github.com/driverguard/driverguard/action"
 )
 
+// serveOptions are the flags of serve that are not the job's.
 type serveOptions struct {
-	server        webhook.ServerOptions
-	kubeconfig    string
 	tlsMinVersion string
 	logFormat     string
 	logLevel      string
 	certRotation  bool
-	rotation      webhook.CertRotation
-	policy        policyFlags
-	policyPoll    time.Duration
+	rotation      action.CertRotation
 }
 
 func newServeCommand(s Streams) *cobra.Command {
+	job := action.NewServe()
 	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
@@ -74,93 +69,72 @@ caBundle, and writes them again whenever they change or disappear.`,
 			// controller-runtime, cert-controller and client-go already log through the
 			// process-wide handler; point it at the structured log.
 			setLogDestination(h)
-			log := processLogger()
-			switch o.tlsMinVersion {
-			case "1.3":
-				o.server.TLSMinVersion = tls.VersionTLS13
-			case "1.2":
-				o.server.TLSMinVersion = tls.VersionTLS12
-			default:
-				return usageError(fmt.Errorf("--tls-min-version %q: use 1.2 or 1.3", o.tlsMinVersion))
+			job.Logger = processLogger()
+			if err := o.complete(&job.Server); err != nil {
+				return usageError(err)
 			}
-			if o.certRotation {
-				if o.rotation.Namespace == "" {
-					o.rotation.Namespace = os.Getenv("POD_NAMESPACE")
-				}
-				if o.rotation.Namespace == "" || o.rotation.SecretName == "" || o.rotation.ServiceName == "" {
-					return usageError(errors.New("--cert-rotation needs --namespace (or POD_NAMESPACE), --cert-secret and --service-name"))
-				}
-				o.server.CertRotation = &o.rotation
-			}
-			// Policies first: a directory that does not compile is refused before anything
-			// connects. The engine registers its metrics with controller-runtime's registry,
-			// which the webhook's metrics endpoint serves.
-			engine, err := o.policy.newEngine(cmd.Context(), policy.Options{Logger: log.WithName("policy"), PollInterval: o.policyPoll})
-			if err != nil {
-				return err
-			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = o.kubeconfig
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-			if err != nil {
-				return usageError(fmt.Errorf("no cluster to watch (in-cluster config, --kubeconfig or KUBECONFIG): %w", err))
-			}
-			cfg.UserAgent = "driverguard-webhook"
-			o.server.Logger = log.WithName("webhook")
-			o.server.Policy, o.server.PolicyStatus = engine, engine.Status
-			ctx, stop := context.WithCancel(cmd.Context())
-			defer stop()
-			go func() { _ = engine.Start(ctx) }() // returns when ctx ends
-			setMemoryLimit(log)
-			o.server.OnState = func(st *webhook.CacheState) {
-				// The first sync (every node listed and converted) is the one burst of
-				// garbage; it runs at Go's default target, steady serving at serve's.
-				go func() {
-					if st.WaitFor(ctx, func(*webhook.Snapshot) bool { return true }) == nil {
-						setGCPercent(log)
-					}
-				}()
-			}
-			return webhook.Run(ctx, cfg, o.server)
+			return job.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, or KUBECONFIG)")
-	f.StringVar(&o.server.Host, "host", "", "address to serve the webhook on (default: all)")
-	f.IntVar(&o.server.Port, "port", 9443, "port to serve the webhook on")
-	f.StringVar(&o.server.CertDir, "cert-dir", "/certs", "directory holding the serving certificate and key; reloaded when they change")
-	f.StringVar(&o.server.CertName, "cert-name", "tls.crt", "certificate file in --cert-dir")
-	f.StringVar(&o.server.KeyName, "key-name", "tls.key", "key file in --cert-dir")
+	f.StringVar(&job.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, or KUBECONFIG)")
+	f.StringVar(&job.Server.Host, "host", "", "address to serve the webhook on (default: all)")
+	f.IntVar(&job.Server.Port, "port", 9443, "port to serve the webhook on")
+	f.StringVar(&job.Server.CertDir, "cert-dir", "/certs", "directory holding the serving certificate and key; reloaded when they change")
+	f.StringVar(&job.Server.CertName, "cert-name", "tls.crt", "certificate file in --cert-dir")
+	f.StringVar(&job.Server.KeyName, "key-name", "tls.key", "key file in --cert-dir")
 	f.StringVar(&o.tlsMinVersion, "tls-min-version", "1.3", "lowest TLS version accepted: 1.2 or 1.3")
-	f.BoolVar(&o.server.EnableHTTP2, "enable-http2", false, "also serve HTTP/2 (off: the API server uses HTTP/1.1, and HTTP/2 has had denial-of-service advisories)")
-	f.StringVar(&o.server.ClientCAFile, "client-ca-file", "", "require callers to present a client certificate signed by a CA in this PEM file (the API server's, from its AdmissionConfiguration)")
-	f.IntVar(&o.server.Limits.MaxInFlight, "max-requests-in-flight", webhook.DefaultMaxInFlight, "admission requests served at once; more are answered 429 before their body is read")
-	f.IntVar(&o.server.Limits.MaxInFlightPerClient, "max-requests-in-flight-per-client", webhook.DefaultMaxInFlightPerClient, "admission requests served at once for one client address; more are answered 429 before their body is read")
-	f.DurationVar(&o.server.Limits.BodyTimeout, "request-body-timeout", webhook.DefaultBodyTimeout, "time to read one request body; a slower body fails its request")
-	f.DurationVar(&o.server.Limits.HeaderTimeout, "header-timeout", webhook.DefaultHeaderTimeout, "time for a connection's TLS handshake and request headers; a slower connection is closed")
-	f.DurationVar(&o.server.Limits.IdleTimeout, "idle-timeout", webhook.DefaultIdleTimeout, "time a kept-alive connection may wait for its next request")
-	f.IntVar(&o.server.Limits.MaxConnections, "max-connections", webhook.DefaultMaxConnections, "open connections at once; more are closed as soon as they are accepted")
-	f.IntVar(&o.server.Limits.MaxConnectionsPerClient, "max-connections-per-client", webhook.DefaultMaxConnectionsPerClient, "open connections from one client address; more are closed as soon as they are accepted")
-	f.StringVar(&o.server.MetricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
-	f.BoolVar(&o.server.MetricsSecure, "metrics-secure", false, "serve --metrics-addr over HTTPS (the webhook's certificate) to callers whose token the API server authenticates and authorizes (get on the path, e.g. nonResourceURLs /metrics)")
-	f.StringVar(&o.server.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz; 0 disables them")
-	f.BoolVar(&o.server.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --metrics-addr (for diagnosing CPU and memory)")
-	f.DurationVar(&o.server.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
-	f.DurationVar(&o.server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time for in-flight requests to finish after the delay")
-	o.policy.addFlags(f, "policy-dir")
-	f.DurationVar(&o.policyPoll, "policy-poll-interval", policy.DefaultPollInterval, "how often the policy directories are re-read besides file system events")
-	f.BoolVar(&o.server.PolicyFailOpen, "policy-fail-open", false, "admit RBLNDriver and RBLNClusterPolicy requests (with a warning) when policy evaluation fails; default: refuse them")
+	f.BoolVar(&job.Server.EnableHTTP2, "enable-http2", false, "also serve HTTP/2 (off: the API server uses HTTP/1.1, and HTTP/2 has had denial-of-service advisories)")
+	f.StringVar(&job.Server.ClientCAFile, "client-ca-file", "", "require callers to present a client certificate signed by a CA in this PEM file (the API server's, from its AdmissionConfiguration)")
+	f.IntVar(&job.Server.Limits.MaxInFlight, "max-requests-in-flight", job.Server.Limits.MaxInFlight, "admission requests served at once; more are answered 429 before their body is read")
+	f.IntVar(&job.Server.Limits.MaxInFlightPerClient, "max-requests-in-flight-per-client", job.Server.Limits.MaxInFlightPerClient, "admission requests served at once for one client address; more are answered 429 before their body is read")
+	f.DurationVar(&job.Server.Limits.BodyTimeout, "request-body-timeout", job.Server.Limits.BodyTimeout, "time to read one request body; a slower body fails its request")
+	f.DurationVar(&job.Server.Limits.HeaderTimeout, "header-timeout", job.Server.Limits.HeaderTimeout, "time for a connection's TLS handshake and request headers; a slower connection is closed")
+	f.DurationVar(&job.Server.Limits.IdleTimeout, "idle-timeout", job.Server.Limits.IdleTimeout, "time a kept-alive connection may wait for its next request")
+	f.IntVar(&job.Server.Limits.MaxConnections, "max-connections", job.Server.Limits.MaxConnections, "open connections at once; more are closed as soon as they are accepted")
+	f.IntVar(&job.Server.Limits.MaxConnectionsPerClient, "max-connections-per-client", job.Server.Limits.MaxConnectionsPerClient, "open connections from one client address; more are closed as soon as they are accepted")
+	f.StringVar(&job.Server.MetricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	f.BoolVar(&job.Server.MetricsSecure, "metrics-secure", false, "serve --metrics-addr over HTTPS (the webhook's certificate) to callers whose token the API server authenticates and authorizes (get on the path, e.g. nonResourceURLs /metrics)")
+	f.StringVar(&job.Server.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz; 0 disables them")
+	f.BoolVar(&job.Server.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --metrics-addr (for diagnosing CPU and memory)")
+	f.DurationVar(&job.Server.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
+	f.DurationVar(&job.Server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time for in-flight requests to finish after the delay")
+	addPolicyFlags(f, &job.Policy, "policy-dir")
+	f.DurationVar(&job.PolicyPoll, "policy-poll-interval", action.DefaultPolicyPoll, "how often the policy directories are re-read besides file system events")
+	f.BoolVar(&job.Server.PolicyFailOpen, "policy-fail-open", false, "admit RBLNDriver and RBLNClusterPolicy requests (with a warning) when policy evaluation fails; default: refuse them")
 	f.BoolVar(&o.certRotation, "cert-rotation", false, "bootstrap and rotate a self-signed certificate (clusters without cert-manager)")
 	f.StringVar(&o.rotation.Namespace, "namespace", "", "namespace of the certificate Secret (default: POD_NAMESPACE)")
 	f.StringVar(&o.rotation.SecretName, "cert-secret", "", "Secret that holds the self-signed CA and serving certificate (--cert-rotation)")
 	f.StringVar(&o.rotation.ServiceName, "service-name", "", "the webhook Service; the certificate is issued for <service>.<namespace>.svc (--cert-rotation)")
-	f.StringVar(&o.server.WebhookConfigurations.Validating, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to register the webhooks in (--register-webhooks) and inject the CA into (--cert-rotation)")
-	f.StringVar(&o.server.WebhookConfigurations.Mutating, "mutating-webhook-configuration", "", "MutatingWebhookConfiguration to register the webhooks in (--register-webhooks) and inject the CA into (--cert-rotation)")
-	f.BoolVar(&o.server.RegisterWebhooks, "register-webhooks", false, "once serving, write the webhooks that the configurations' "+webhook.AnnotationWebhooks+" annotation holds into them, and keep them there (the chart's configurations carry no webhooks until a pod serves)")
-	f.StringVar(&o.server.CAFile, "ca-file", "", "CA written into webhooks that have no caBundle yet (--register-webhooks; default <cert-dir>/ca.crt)")
+	f.StringVar(&job.Server.WebhookConfigurations.Validating, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to register the webhooks in (--register-webhooks) and inject the CA into (--cert-rotation)")
+	f.StringVar(&job.Server.WebhookConfigurations.Mutating, "mutating-webhook-configuration", "", "MutatingWebhookConfiguration to register the webhooks in (--register-webhooks) and inject the CA into (--cert-rotation)")
+	f.BoolVar(&job.Server.RegisterWebhooks, "register-webhooks", false, "once serving, write the webhooks that the configurations' "+action.WebhooksAnnotation+" annotation holds into them, and keep them there (the chart's configurations carry no webhooks until a pod serves)")
+	f.StringVar(&job.Server.CAFile, "ca-file", "", "CA written into webhooks that have no caBundle yet (--register-webhooks; default <cert-dir>/ca.crt)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: error, info, or debug (debug also logs every admission request)")
 	return cmd
+}
+
+// complete sets the server's TLS version and certificate rotation from the flags.
+func (o *serveOptions) complete(server *action.ServerOptions) error {
+	switch o.tlsMinVersion {
+	case "1.3":
+		server.TLSMinVersion = tls.VersionTLS13
+	case "1.2":
+		server.TLSMinVersion = tls.VersionTLS12
+	default:
+		return fmt.Errorf("--tls-min-version %q: use 1.2 or 1.3", o.tlsMinVersion)
+	}
+	if o.certRotation {
+		if o.rotation.Namespace == "" {
+			o.rotation.Namespace = os.Getenv("POD_NAMESPACE")
+		}
+		if o.rotation.Namespace == "" || o.rotation.SecretName == "" || o.rotation.ServiceName == "" {
+			return errors.New("--cert-rotation needs --namespace (or POD_NAMESPACE), --cert-secret and --service-name")
+		}
+		server.CertRotation = &o.rotation
+	}
+	return nil
 }
 
 // newLogHandler returns the structured log handler of --log-format and --log-level.

@@ -13,6 +13,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/release"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -53,17 +54,17 @@ func TestTieAmongInstancesFailsEverywhere(t *testing.T) {
 	require.Equal(t, ExitOK, rendered.code)
 	drivers := writeTemp(t, "drivers.yaml", rendered.stdout)
 	var canary *v1alpha1.RBLNDriver
-	cl, err := (&clusterFlags{driversFile: drivers}).read(context.Background(), Streams{})
+	stored, err := cluster.ReadDrivers(context.Background(), drivers, cluster.ReadOptions{})
 	require.NoError(t, err)
 	var before []string
-	for i := range cl.Drivers {
-		if cl.Drivers[i].Name == "rbln-driver-canary" {
-			canary = &cl.Drivers[i]
+	for i := range stored {
+		if stored[i].Name == "rbln-driver-canary" {
+			canary = &stored[i]
 		}
 	}
 	require.NotNil(t, canary)
 	var others strings.Builder
-	for _, d := range cl.Drivers {
+	for _, d := range stored {
 		if d.Name != "rbln-driver-canary" {
 			before = append(before, d.Name)
 			others.WriteString("---\n")

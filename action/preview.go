@@ -1,30 +1,67 @@
-// Package preview explains what a set of values will do before it is applied: per rendered
-// RBLNDriver its version, selector and which fields the instance set versus inherited; with a
-// node inventory, who owns each node, the pools and images, ties, unowned nodes, nodes
-// without a family label, and the nodes that would lose (or change) their driver compared
-// with their current owner labels; and the verdict `check` gives the same release. It only
-// assembles results of render and release.
-package preview
+package action
 
 import (
+	"context"
+	"errors"
+	"time"
+
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
 )
 
-// Report is the preview of one set of values.
-type Report struct {
-	Resources []Resource       `json:"resources"`
-	Warnings  []render.Warning `json:"warnings,omitempty"`
+// Preview explains what a set of values will do before it is applied (`driverguard
+// preview`): per rendered RBLNDriver its version, selector and which fields the instance set
+// versus inherited; with a node inventory, who owns each node, the pools and images, ties,
+// unowned nodes, nodes without a family label, and the nodes that would lose (or change) their
+// driver compared with their current owner labels; and the verdict Check gives the same
+// release. It only assembles results of render and release.
+type Preview struct {
+	cfg *Configuration
+	Judge
+	// CheckImages asks the registry for every composed image (needs Cluster.Nodes).
+	CheckImages  bool
+	ImageTimeout time.Duration
+}
+
+// NewPreview returns a Preview of the default release, with provenance.
+func NewPreview(cfg *Configuration) *Preview {
+	return &Preview{cfg: cfg, Judge: Judge{RenderOptions: RenderOptions{ReleaseName: DefaultReleaseName, Provenance: true}}}
+}
+
+// Run previews the values; the report's Verdict says whether they pass.
+func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
+	if p.CheckImages && p.Cluster.Nodes == "" {
+		return nil, errors.New("--check-images needs --nodes: images are composed per node pool")
+	}
+	j, err := p.cfg.judge(ctx, &p.Judge)
+	if err != nil {
+		return nil, err
+	}
+	rep := buildPreview(j.rendered)
+	rep.Verdict = j.report(false)
+	if p.Cluster.Nodes != "" {
+		rep.withNodes(j.result)
+		if p.CheckImages {
+			rep.Nodes.Images = registry.Check(ctx, rep.Nodes.Routing, registry.Options{Timeout: p.ImageTimeout})
+		}
+	}
+	return rep, nil
+}
+
+// PreviewReport is the preview of one set of values.
+type PreviewReport struct {
+	Resources []PreviewResource `json:"resources"`
+	Warnings  []render.Warning  `json:"warnings,omitempty"`
 	// Nodes is present when a node inventory was given.
 	Nodes *NodeReport `json:"nodes,omitempty"`
-	// Verdict is what `check` says of the same values and cluster.
+	// Verdict is what Check says of the same values and cluster.
 	Verdict *release.Report `json:"verdict,omitempty"`
 }
 
-// Resource summarises one rendered RBLNDriver.
-type Resource struct {
+// PreviewResource summarises one rendered RBLNDriver.
+type PreviewResource struct {
 	Name        string            `json:"name"`
 	InstanceKey string            `json:"instanceKey,omitempty"`
 	Version     string            `json:"version"`
@@ -47,15 +84,15 @@ type NodeReport struct {
 	LosingDriver []release.NodeLoss `json:"losingDriver"`
 	// ChangingDriver are nodes that move from their current owner to another driver.
 	ChangingDriver []release.OwnerChange `json:"changingDriver"`
-	// Images are the registry check results (with --check-images).
+	// Images are the registry check results (with CheckImages).
 	Images []registry.ImageResult `json:"images,omitempty"`
 }
 
-// Build summarises a render result.
-func Build(r *render.Result) *Report {
-	rep := &Report{Warnings: r.Warnings, Resources: make([]Resource, 0, len(r.Drivers))}
+// buildPreview summarises a render result.
+func buildPreview(r *render.Result) *PreviewReport {
+	rep := &PreviewReport{Warnings: r.Warnings, Resources: make([]PreviewResource, 0, len(r.Drivers))}
 	for _, d := range r.Drivers {
-		res := Resource{
+		res := PreviewResource{
 			Name:        d.Name,
 			InstanceKey: r.InstanceKeys[d.Name],
 			Version:     d.Spec.Version,
@@ -79,8 +116,8 @@ func Build(r *render.Result) *Report {
 	return rep
 }
 
-// WithNodes adds the node report of a release applied to a node inventory.
-func (rep *Report) WithNodes(res *release.Result) {
+// withNodes adds the node report of a release applied to a node inventory.
+func (rep *PreviewReport) withNodes(res *release.Result) {
 	nr := &NodeReport{
 		Routing:            res.Routing,
 		Unowned:            []routing.NodeResult{},

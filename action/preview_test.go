@@ -1,4 +1,4 @@
-package preview
+package action
 
 import (
 	"testing"
@@ -50,7 +50,7 @@ func TestBuildSplitsOverriddenAndInherited(t *testing.T) {
 			},
 		},
 	}
-	rep := Build(r)
+	rep := buildPreview(r)
 	require.Len(t, rep.Resources, 2)
 	def, inst := rep.Resources[0], rep.Resources[1]
 	assert.Equal(t, map[string]string{}, def.Selector, "the empty selector is {} in JSON, not null")
@@ -83,8 +83,8 @@ func TestWithNodesReportsChanges(t *testing.T) {
 	}
 	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers}, release.Cluster{Nodes: nodes}, release.Options{})
 	require.NoError(t, err)
-	rep := &Report{}
-	rep.WithNodes(res)
+	rep := &PreviewReport{}
+	rep.withNodes(res)
 	nr := rep.Nodes
 	require.NotNil(t, nr)
 	assert.Equal(t, []release.NodeLoss{{Node: "loses", From: "rbln-driver", Reason: routing.ReasonNoMatchingDriver}}, nr.LosingDriver)

@@ -1,4 +1,4 @@
-package app
+package cluster
 
 import (
 	"os"
@@ -33,42 +33,42 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func TestKubeTargetHelmPluginEnv(t *testing.T) {
-	plugin := map[string]string{envHelmPluginDir: "/p", envHelmKubeContext: "two", envHelmNamespace: "npu"}
+	plugin := map[string]string{EnvHelmPluginDir: "/p", EnvHelmKubeContext: "two", EnvHelmNamespace: "npu"}
 	for name, tc := range map[string]struct {
-		flags kubeTarget
+		flags Target
 		env   map[string]string
-		want  kubeTarget
+		want  Target
 	}{
 		"outside Helm the environment is not read": {
-			env:  map[string]string{envHelmKubeContext: "two", envHelmNamespace: "npu"},
-			want: kubeTarget{},
+			env:  map[string]string{EnvHelmKubeContext: "two", EnvHelmNamespace: "npu"},
+			want: Target{},
 		},
 		"a plugin (HELM_PLUGIN_DIR) takes Helm's context and namespace": {
 			env:  plugin,
-			want: kubeTarget{context: "two", namespace: "npu"},
+			want: Target{Context: "two", Namespace: "npu"},
 		},
 		"a CLI plugin (HELM_BIN) too": {
-			env:  map[string]string{envHelmBin: "helm", envHelmKubeContext: "two", envHelmNamespace: "npu"},
-			want: kubeTarget{context: "two", namespace: "npu"},
+			env:  map[string]string{EnvHelmBin: "helm", EnvHelmKubeContext: "two", EnvHelmNamespace: "npu"},
+			want: Target{Context: "two", Namespace: "npu"},
 		},
 		"flags win over the environment": {
-			flags: kubeTarget{kubeconfig: "k", context: "one", namespace: "other"},
+			flags: Target{Kubeconfig: "k", Context: "one", Namespace: "other"},
 			env:   plugin,
-			want:  kubeTarget{kubeconfig: "k", context: "one", namespace: "other"},
+			want:  Target{Kubeconfig: "k", Context: "one", Namespace: "other"},
 		},
 		"empty variables leave the kubeconfig's choice": {
-			env:  map[string]string{envHelmBin: "helm", envHelmKubeContext: "", envHelmNamespace: ""},
-			want: kubeTarget{},
+			env:  map[string]string{EnvHelmBin: "helm", EnvHelmKubeContext: "", EnvHelmNamespace: ""},
+			want: Target{},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, tc.flags.withHelmPluginEnv(envOf(tc.env)))
+			assert.Equal(t, tc.want, tc.flags.WithHelmPluginEnv(envOf(tc.env)))
 		})
 	}
-	t.Run("withHelmEnv reads the variables without the plugin's", func(t *testing.T) {
-		env := envOf(map[string]string{envHelmKubeContext: "two", envHelmNamespace: "npu"})
-		assert.Equal(t, kubeTarget{context: "two", namespace: "npu"}, kubeTarget{}.withHelmEnv(env))
-		assert.Equal(t, kubeTarget{context: "one", namespace: "npu"}, kubeTarget{context: "one"}.withHelmEnv(env))
+	t.Run("WithHelmEnv reads the variables without the plugin's", func(t *testing.T) {
+		env := envOf(map[string]string{EnvHelmKubeContext: "two", EnvHelmNamespace: "npu"})
+		assert.Equal(t, Target{Context: "two", Namespace: "npu"}, Target{}.WithHelmEnv(env))
+		assert.Equal(t, Target{Context: "one", Namespace: "npu"}, Target{Context: "one"}.WithHelmEnv(env))
 	})
 }
 
@@ -78,25 +78,25 @@ func TestKubeTargetClientConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config")
 	require.NoError(t, os.WriteFile(path, []byte(twoContexts), 0o600))
 	for name, tc := range map[string]struct {
-		target     kubeTarget
+		target     Target
 		kubeconfig string // KUBECONFIG
 		env        map[string]string
 		host, ns   string
 	}{
 		"KUBECONFIG, current context":         {kubeconfig: path, host: "https://one.example:6443", ns: "ns-one"},
-		"--kubeconfig, current context":       {target: kubeTarget{kubeconfig: path}, host: "https://one.example:6443", ns: "ns-one"},
-		"--kube-context":                      {target: kubeTarget{context: "two"}, kubeconfig: path, host: "https://two.example:6443", ns: "default"},
-		"HELM_KUBECONTEXT and HELM_NAMESPACE": {kubeconfig: path, env: map[string]string{envHelmPluginDir: "/p", envHelmKubeContext: "two", envHelmNamespace: "npu"}, host: "https://two.example:6443", ns: "npu"},
-		"HELM_NAMESPACE over the context's":   {kubeconfig: path, env: map[string]string{envHelmBin: "helm", envHelmNamespace: "npu"}, host: "https://one.example:6443", ns: "npu"},
+		"--kubeconfig, current context":       {target: Target{Kubeconfig: path}, host: "https://one.example:6443", ns: "ns-one"},
+		"--kube-context":                      {target: Target{Context: "two"}, kubeconfig: path, host: "https://two.example:6443", ns: "default"},
+		"HELM_KUBECONTEXT and HELM_NAMESPACE": {kubeconfig: path, env: map[string]string{EnvHelmPluginDir: "/p", EnvHelmKubeContext: "two", EnvHelmNamespace: "npu"}, host: "https://two.example:6443", ns: "npu"},
+		"HELM_NAMESPACE over the context's":   {kubeconfig: path, env: map[string]string{EnvHelmBin: "helm", EnvHelmNamespace: "npu"}, host: "https://one.example:6443", ns: "npu"},
 		"--kube-context over HELM_KUBECONTEXT": {
-			target: kubeTarget{context: "one"}, kubeconfig: path,
-			env:  map[string]string{envHelmBin: "helm", envHelmKubeContext: "two"},
+			target: Target{Context: "one"}, kubeconfig: path,
+			env:  map[string]string{EnvHelmBin: "helm", EnvHelmKubeContext: "two"},
 			host: "https://one.example:6443", ns: "ns-one",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("KUBECONFIG", tc.kubeconfig)
-			cc := tc.target.withHelmPluginEnv(envOf(tc.env)).clientConfig()
+			cc := tc.target.WithHelmPluginEnv(envOf(tc.env)).ClientConfig()
 			cfg, err := cc.ClientConfig()
 			require.NoError(t, err)
 			assert.Equal(t, tc.host, cfg.Host)
@@ -108,7 +108,7 @@ func TestKubeTargetClientConfig(t *testing.T) {
 
 	t.Run("an unknown context is an error", func(t *testing.T) {
 		t.Setenv("KUBECONFIG", path)
-		_, err := kubeTarget{context: "three"}.clientConfig().ClientConfig()
+		_, err := Target{Context: "three"}.ClientConfig().ClientConfig()
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `context "three" does not exist`)
 	})

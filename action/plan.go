@@ -1,0 +1,163 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/plan"
+	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/release"
+	"github.com/driverguard/driverguard/render"
+)
+
+// Plan computes what applying values does to every node (`driverguard plan`, SPEC §8): it
+// judges the values like Check against the cluster now — read from files or live — and
+// reports the rollout; without values, "no change" and the drift.
+type Plan struct {
+	cfg *Configuration
+	// Judge are the values (none: no change), the cluster files (Cluster.Workloads too) and
+	// the decision.
+	Judge
+	// Release, when set, plans from that deployed Helm release: its values rendered are the
+	// RBLNDrivers and RBLNClusterPolicy now (unless Live reads the cluster's own).
+	Release string
+	// ExplicitReleaseName says ReleaseName was given: with Release, they must agree.
+	ExplicitReleaseName bool
+	// Target is the cluster read live and the release's (Helm's plugin environment as its
+	// defaults); Live reads the cluster, as does a Target.Kubeconfig.
+	Target cluster.Target
+	Live   bool
+	// CheckImages asks the registry for every image the plan needs.
+	CheckImages  bool
+	ImageTimeout time.Duration
+	// OnRelease, when set, is told about the release read for Release (and whether the
+	// cluster's own RBLNDrivers are read instead of its values) before anything else is read.
+	OnRelease func(d *DeployedRelease, live bool)
+}
+
+// NewPlan returns a Plan of the default release.
+func NewPlan(cfg *Configuration) *Plan {
+	return &Plan{cfg: cfg, Judge: Judge{RenderOptions: RenderOptions{ReleaseName: DefaultReleaseName}}}
+}
+
+// PlanResult is a plan and what it was made from.
+type PlanResult struct {
+	Plan *plan.Plan
+	// ReleaseName is the release planned (Release when given).
+	ReleaseName string
+	// RenderWarnings are the warnings of the new values.
+	RenderWarnings []render.Warning
+}
+
+// liveTimeout bounds reading the cluster for a plan.
+const liveTimeout = 2 * time.Minute
+
+// Run makes the plan; the plan says whether it can proceed.
+func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
+	live := p.Live || p.Target.Kubeconfig != ""
+	files := p.Cluster
+	if live && (files.Nodes != "" || files.Drivers != "" || files.ClusterPolicy != "" || files.Workloads != "") {
+		return nil, errors.New("--live/--kubeconfig reads the cluster; --nodes, --drivers, --cluster-policy and --pods read files: use one or the other")
+	}
+	if err := oneStdin(append(p.stdinUsers(), stdinUser{"--pods", files.Workloads})...); err != nil {
+		return nil, err
+	}
+	res := &PlanResult{ReleaseName: p.ReleaseName}
+	target := p.Target.WithHelmPluginEnv(os.Getenv)
+	deployed, err := p.readRelease(ctx, target, live)
+	if err != nil {
+		return nil, err
+	}
+	if deployed != nil {
+		res.ReleaseName = p.Release
+	}
+	var objs *release.Objects
+	if p.given() {
+		v := p.RenderOptions
+		v.ReleaseName = res.ReleaseName
+		r, err := p.cfg.render(ctx, &v)
+		if err != nil {
+			return nil, err
+		}
+		res.RenderWarnings = r.Warnings
+		ro := release.FromRender(r, res.ReleaseName)
+		objs = &ro
+	}
+	st, err := p.readCluster(ctx, target, live)
+	if err != nil {
+		return nil, err
+	}
+	cl := releaseCluster(st)
+	if deployed != nil && !live {
+		cl.Drivers, cl.ClusterPolicy = deployed.Drivers, &deployed.ClusterPolicy
+	}
+	engine, err := p.cfg.engine(ctx, p.Policy)
+	if err != nil {
+		return nil, err
+	}
+	in := plan.Inputs{Objects: objs, Cluster: cl, Workloads: st.Workloads(), AllowDriverLoss: p.AllowDriverLoss,
+		Apply: release.Options{Decider: p.decider(engine), Data: engine}}
+	if p.CheckImages {
+		in.CheckImages = func(ctx context.Context, images []string) map[string]registry.ImageResult {
+			return registry.NewChecker(registry.Options{Timeout: p.ImageTimeout}).Check(ctx, images)
+		}
+	}
+	if res.Plan, err = plan.Make(ctx, in); err != nil {
+		var u *decision.UnavailableError
+		if errors.As(err, &u) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("planning: %w", err)
+	}
+	return res, nil
+}
+
+// readRelease reads and renders the deployed release of p.Release (nil without one).
+func (p *Plan) readRelease(ctx context.Context, target cluster.Target, live bool) (*render.Result, error) {
+	if p.Release == "" {
+		return nil, nil
+	}
+	if p.Cluster.Drivers != "" || p.Cluster.ClusterPolicy != "" {
+		return nil, errors.New("--release reads the release's RBLNDrivers and RBLNClusterPolicy from its values; --drivers and --cluster-policy give them by hand: use one or the other")
+	}
+	if p.ExplicitReleaseName && p.ReleaseName != p.Release {
+		return nil, fmt.Errorf("--release-name %q and --release %q differ: the release's name is the one its objects carry", p.ReleaseName, p.Release)
+	}
+	d, err := readRelease(ctx, p.Release, target)
+	if err != nil {
+		return nil, err
+	}
+	r, err := renderDeployed(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if p.OnRelease != nil {
+		p.OnRelease(d, live)
+	}
+	return r, nil
+}
+
+// readCluster reads the cluster now: live, or from the files given.
+func (p *Plan) readCluster(ctx context.Context, target cluster.Target, live bool) (*cluster.State, error) {
+	if !live {
+		return cluster.FromFiles(ctx, p.Cluster, p.cfg.readOptions())
+	}
+	cfg, err := target.ClientConfig().ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to read (in-cluster config, --kubeconfig or KUBECONFIG): %w", err)
+	}
+	st, err := cluster.ReadLive(ctx, cfg, cluster.LiveOptions{UserAgent: "driverguard-plan", Timeout: liveTimeout, Workloads: true})
+	var le *cluster.LiveError
+	switch {
+	case errors.As(err, &le) && le.Op == "connecting":
+		return nil, fmt.Errorf("connecting to the cluster: %w", le.Err)
+	case errors.As(err, &le):
+		return nil, fmt.Errorf("listing %s: %w", le.ListType, le.Err)
+	}
+	return st, err
+}

@@ -1,0 +1,66 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/driverguard/driverguard/api/decode"
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/webhook"
+)
+
+// Review answers one AdmissionReview offline through the webhook's own handler, with the
+// cluster read from files instead of informer caches (`driverguard review`).
+type Review struct {
+	cfg *Configuration
+	// File is the AdmissionReview JSON ("-": Stdin), read within the webhook's limit.
+	File string
+	// Cluster are the cluster files (Nodes, Drivers, ClusterPolicy), each optional.
+	Cluster cluster.Files
+	Policy  Policy
+	// PolicyFailOpen admits (with a warning) a request whose policy evaluation fails.
+	PolicyFailOpen bool
+}
+
+// NewReview returns a Review.
+func NewReview(cfg *Configuration) *Review { return &Review{cfg: cfg} }
+
+// Run answers the review: the AdmissionReview with its response. An error means there is no
+// answer: unusable input, or a request the webhook cannot read at all.
+func (r *Review) Run(ctx context.Context) (*admissionv1.AdmissionReview, error) {
+	if r.File == "" {
+		return nil, errors.New("-f is required: the AdmissionReview JSON file ('-' for stdin)")
+	}
+	if err := oneStdin(append(clusterStdinUsers(r.Cluster), stdinUser{"-f", r.File})...); err != nil {
+		return nil, err
+	}
+	body, err := decode.ReadFile(ctx, r.File, r.cfg.Stdin, webhook.MaxReviewBytes)
+	if tl := (*decode.TooLargeError)(nil); errors.As(err, &tl) {
+		return nil, fmt.Errorf("%w, the webhook's: it would refuse the request (413) unread", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the AdmissionReview: %w", err)
+	}
+	st, err := cluster.FromFiles(ctx, r.Cluster, r.cfg.readOptions())
+	if err != nil {
+		return nil, err
+	}
+	var cps []v1alpha1.RBLNClusterPolicy
+	if cp := st.ClusterPolicy(); cp != nil {
+		cps = append(cps, *cp)
+	}
+	engine, err := r.cfg.engine(ctx, r.Policy)
+	if err != nil {
+		return nil, err
+	}
+	state := webhook.NewStaticState(st.Drivers(), st.Nodes(), cps)
+	review, err := webhook.New(state, webhook.Options{Policy: engine, PolicyFailOpen: r.PolicyFailOpen}).Review(ctx, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.File, err)
+	}
+	return review, nil
+}

@@ -1,0 +1,54 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// Route decides the owner, pool, DaemonSet and image of every node from RBLNDrivers and Nodes
+// read from files (`driverguard route`).
+type Route struct {
+	cfg *Configuration
+	// Drivers is any stream of RBLNDriver documents; Nodes a node inventory. Both are needed.
+	Drivers, Nodes string
+	// CheckImages asks the registry for every composed image.
+	CheckImages  bool
+	ImageTimeout time.Duration
+}
+
+// NewRoute returns a Route.
+func NewRoute(cfg *Configuration) *Route { return &Route{cfg: cfg} }
+
+// RouteResult is the routing of the nodes and, with CheckImages, the registry's answers.
+type RouteResult struct {
+	Routing *routing.Result
+	Images  []registry.ImageResult
+}
+
+// Run routes the nodes.
+func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
+	if r.Drivers == "" || r.Nodes == "" {
+		return nil, errors.New("both --drivers and --nodes are required")
+	}
+	if err := oneStdin(stdinUser{"--drivers", r.Drivers}, stdinUser{"--nodes", r.Nodes}); err != nil {
+		return nil, err
+	}
+	drivers, err := cluster.ReadDrivers(ctx, r.Drivers, r.cfg.readOptions())
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := cluster.ReadNodes(ctx, r.Nodes, r.cfg.readOptions())
+	if err != nil {
+		return nil, err
+	}
+	res := &RouteResult{Routing: routing.Route(drivers, nodes)}
+	if r.CheckImages {
+		res.Images = registry.Check(ctx, res.Routing, registry.Options{Timeout: r.ImageTimeout})
+	}
+	return res, nil
+}

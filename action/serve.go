@@ -1,0 +1,88 @@
+package action
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/webhook"
+)
+
+// ServerOptions configure the admission webhook server.
+type ServerOptions = webhook.ServerOptions
+
+// WebhooksAnnotation is the annotation of a webhook configuration that holds the webhooks
+// Serve registers (ServerOptions.RegisterWebhooks).
+const WebhooksAnnotation = webhook.AnnotationWebhooks
+
+// Serve runs the admission webhook (`driverguard serve`): it loads the policies (refusing to
+// start when they do not compile), watches the cluster of Kubeconfig and serves until ctx
+// ends.
+type Serve struct {
+	// Server configures the server; Run sets its Logger and Policy.
+	Server ServerOptions
+	// Kubeconfig is the cluster to watch (empty: the in-cluster config, or KUBECONFIG).
+	Kubeconfig string
+	// Policy are the policy directories, watched and reloaded every PolicyPoll too.
+	Policy     Policy
+	PolicyPoll time.Duration
+	// Logger is the server's structured log.
+	Logger logr.Logger
+}
+
+// CertRotation configures the self-signed certificate Serve bootstraps and rotates.
+type CertRotation = webhook.CertRotation
+
+// NewServe returns a Serve with the server's default limits.
+func NewServe() *Serve {
+	s := &Serve{PolicyPoll: DefaultPolicyPoll, Policy: Policy{Timeout: DefaultPolicyTimeout}}
+	s.Server.Limits = webhook.Limits{
+		MaxInFlight:             webhook.DefaultMaxInFlight,
+		MaxInFlightPerClient:    webhook.DefaultMaxInFlightPerClient,
+		BodyTimeout:             webhook.DefaultBodyTimeout,
+		HeaderTimeout:           webhook.DefaultHeaderTimeout,
+		IdleTimeout:             webhook.DefaultIdleTimeout,
+		MaxConnections:          webhook.DefaultMaxConnections,
+		MaxConnectionsPerClient: webhook.DefaultMaxConnectionsPerClient,
+	}
+	return s
+}
+
+// Run serves until ctx ends.
+func (s *Serve) Run(ctx context.Context) error {
+	log := s.Logger
+	// Policies first: a directory that does not compile is refused before anything connects.
+	// The engine registers its metrics with controller-runtime's registry, which the
+	// webhook's metrics endpoint serves.
+	engine, err := s.Policy.newEngine(ctx, policy.Options{Logger: log.WithName("policy"), PollInterval: s.PolicyPoll})
+	if err != nil {
+		return err
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = s.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("no cluster to watch (in-cluster config, --kubeconfig or KUBECONFIG): %w", err)
+	}
+	cfg.UserAgent = "driverguard-webhook"
+	s.Server.Logger = log.WithName("webhook")
+	s.Server.Policy, s.Server.PolicyStatus = engine, engine.Status
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = engine.Start(ctx) }() // returns when ctx ends
+	setMemoryLimit(log)
+	s.Server.OnState = func(st *webhook.CacheState) {
+		// The first sync (every node listed and converted) is the one burst of garbage; it
+		// runs at Go's default target, steady serving at serve's.
+		go func() {
+			if st.WaitFor(ctx, func(*webhook.Snapshot) bool { return true }) == nil {
+				setGCPercent(log)
+			}
+		}()
+	}
+	return webhook.Run(ctx, cfg, s.Server)
+}

@@ -1,0 +1,65 @@
+package action
+
+import (
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/plan"
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/release"
+	"github.com/driverguard/driverguard/render"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// The results of the actions are the core's own types: these names let a front end print
+// them without reaching into the core.
+type (
+	// Rendered is what Render returns: the objects, their provenance and the render warnings.
+	Rendered = render.Result
+	// Warning is a render warning: legal but suspicious values.
+	Warning = render.Warning
+	// CheckReport is the verdict of Check (and of Preview and PostRender) on a release.
+	CheckReport = release.Report
+	// Finding is one deny or warn finding of a decision.
+	Finding = decision.Finding
+	// NodeLoss is a node that would lose its driver.
+	NodeLoss = release.NodeLoss
+	// Routing is the routing of nodes to drivers, pools and images.
+	Routing = routing.Result
+	// ImageResult is the registry's answer for one image.
+	ImageResult = registry.ImageResult
+	// PlanReport is what Plan computes (the `plan -o json` contract).
+	PlanReport = plan.Plan
+	// DriverPlan is what a plan does to one RBLNDriver.
+	DriverPlan = plan.DriverPlan
+	// Input is the input document a policy evaluates.
+	Input = policy.Input
+	// PolicyInfo describes one policy of the set.
+	PolicyInfo = policy.PolicyInfo
+	// TestResult is the outcome of one Rego test.
+	TestResult = policy.TestResult
+)
+
+// Values of the result types, for their printers.
+const (
+	ImageFound = registry.Found
+
+	NodeNone     = plan.NodeNone
+	DriverCreate = plan.DriverCreate
+	DriverUpdate = plan.DriverUpdate
+	DriverDelete = plan.DriverDelete
+
+	TestPass  = policy.TestPass
+	TestFail  = policy.TestFail
+	TestError = policy.TestError
+
+	// ClusterKey is the data document policies read the cluster at (data.driverguard_cluster).
+	ClusterKey = policy.ClusterKey
+	// DefaultReleaseName is the release name when none is given.
+	DefaultReleaseName = render.DefaultReleaseName
+	// DefaultPolicyTimeout is the deadline of one policy evaluation; DefaultPolicyPoll how
+	// often Serve re-reads the policy directories besides file system events.
+	DefaultPolicyTimeout = policy.DefaultTimeout
+	DefaultPolicyPoll    = policy.DefaultPollInterval
+	// MaxListedWarnings bounds the problems a message lists; the others are counted.
+	MaxListedWarnings = render.MaxListedErrors
+)

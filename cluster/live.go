@@ -1,0 +1,112 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// LiveOptions say what ReadLive reads and how.
+type LiveOptions struct {
+	// UserAgent identifies the reader to the API server.
+	UserAgent string
+	// Timeout bounds the whole read (0: none but ctx's).
+	Timeout time.Duration
+	// Workloads also lists Pods, PodDisruptionBudgets, ReplicaSets, Deployments and
+	// StatefulSets (what a plan reads for drain blockers).
+	Workloads bool
+}
+
+// LiveError is a cluster that could not be read: connecting to it, or listing Resource.
+type LiveError struct {
+	// Op is "connecting" or "listing".
+	Op string
+	// Resource is what was listed (Nodes, RBLNDrivers, ...); ListType the Go type of its list
+	// (*v1.NodeList).
+	Resource, ListType string
+	Err                error
+}
+
+func (e *LiveError) Error() string {
+	if e.Op == "connecting" {
+		return "connecting: " + e.Err.Error()
+	}
+	return fmt.Sprintf("listing %s: %v", e.Resource, e.Err)
+}
+
+func (e *LiveError) Unwrap() error { return e.Err }
+
+// ReadLive lists what a decision reads from the cluster of cfg — Nodes, RBLNDrivers and the
+// RBLNClusterPolicy named rbln-cluster-policy — and, with o.Workloads, what a plan reads too;
+// nothing else, and it writes nothing (list only). Without the CRDs the cluster holds no
+// drivers and no cluster policy.
+func ReadLive(ctx context.Context, cfg *rest.Config, o LiveOptions) (*State, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = o.UserAgent
+	cfg.QPS, cfg.Burst = 50, 100
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, &LiveError{Op: "connecting", Err: err}
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	var (
+		nodes    corev1.NodeList
+		drivers  v1alpha1.RBLNDriverList
+		policies v1alpha1.RBLNClusterPolicyList
+		pods     corev1.PodList
+		pdbs     policyv1.PodDisruptionBudgetList
+		rss      appsv1.ReplicaSetList
+		deploys  appsv1.DeploymentList
+		stss     appsv1.StatefulSetList
+	)
+	type list struct {
+		what string
+		list client.ObjectList
+	}
+	lists := []list{{"Nodes", &nodes}, {"RBLNDrivers", &drivers}, {"RBLNClusterPolicies", &policies}}
+	if o.Workloads {
+		lists = append(lists, list{"Pods", &pods}, list{"PodDisruptionBudgets", &pdbs}, list{"ReplicaSets", &rss},
+			list{"Deployments", &deploys}, list{"StatefulSets", &stss})
+	}
+	for _, l := range lists {
+		if err := c.List(ctx, l.list); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // the CRDs are not installed: no drivers, no cluster policy
+			}
+			return nil, &LiveError{Op: "listing", Resource: l.what, ListType: fmt.Sprintf("%T", l.list), Err: err}
+		}
+	}
+	s := &State{nodes: routing.NodesFromCore(nodes.Items), drivers: drivers.Items}
+	for _, cp := range policies.Items {
+		if cp.Name == v1alpha1.ClusterPolicyName {
+			s.policies = []v1alpha1.RBLNClusterPolicy{cp}
+		}
+	}
+	if o.Workloads {
+		s.workloads = &Workloads{Pods: pods.Items, PDBs: pdbs.Items, ReplicaSets: rss.Items, Deployments: deploys.Items, StatefulSets: stss.Items}
+	}
+	return s, nil
+}

@@ -1,0 +1,98 @@
+package cluster
+
+import (
+	"slices"
+
+	"github.com/driverguard/driverguard/api/decode"
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// Workloads are the Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets a
+// plan reads for drain blockers.
+type Workloads = decode.Workloads
+
+// State is a cluster: its nodes, RBLNDrivers, RBLNClusterPolicies and (when known) workloads.
+//
+// Lists keep the order they were given in, duplicate names included (routing reports a
+// duplicate driver; a cluster never holds one): Set replaces the first object of a name or
+// appends, Delete removes every object of a name. The zero value is an empty cluster. A State
+// is not safe for concurrent use.
+type State struct {
+	nodes     []routing.Node
+	drivers   []v1alpha1.RBLNDriver
+	policies  []v1alpha1.RBLNClusterPolicy
+	workloads *Workloads
+}
+
+// FromLists is the cluster of the given objects; wl is nil when the workloads are not known.
+func FromLists(nodes []routing.Node, drivers []v1alpha1.RBLNDriver, policies []v1alpha1.RBLNClusterPolicy, wl *Workloads) *State {
+	return &State{nodes: nodes, drivers: drivers, policies: policies, workloads: wl}
+}
+
+// Nodes are the nodes, in the order they were set. The slice is the State's: read it only.
+func (s *State) Nodes() []routing.Node { return s.nodes }
+
+// Drivers are the RBLNDrivers, in the order they were set. The slice is the State's: read it
+// only.
+func (s *State) Drivers() []v1alpha1.RBLNDriver { return s.drivers }
+
+// ClusterPolicy is the RBLNClusterPolicy that applies: the one named rbln-cluster-policy,
+// else the first by name; nil for none.
+func (s *State) ClusterPolicy() *v1alpha1.RBLNClusterPolicy {
+	var best *v1alpha1.RBLNClusterPolicy
+	for i := range s.policies {
+		switch cp := &s.policies[i]; {
+		case cp.Name == v1alpha1.ClusterPolicyName:
+			return cp
+		case best == nil || cp.Name < best.Name:
+			best = cp
+		}
+	}
+	return best
+}
+
+// Workloads are the workloads; nil when they are not known.
+func (s *State) Workloads() *Workloads { return s.workloads }
+
+// SetNode adds n, or replaces the node of its name.
+func (s *State) SetNode(n routing.Node) {
+	s.nodes = set(s.nodes, n, func(m routing.Node) string { return m.Name })
+}
+
+// DeleteNode removes the node named name.
+func (s *State) DeleteNode(name string) {
+	s.nodes = slices.DeleteFunc(s.nodes, func(n routing.Node) bool { return n.Name == name })
+}
+
+// SetDriver adds d, or replaces the RBLNDriver of its name.
+func (s *State) SetDriver(d v1alpha1.RBLNDriver) {
+	s.drivers = set(s.drivers, d, func(m v1alpha1.RBLNDriver) string { return m.Name })
+}
+
+// DeleteDriver removes the RBLNDriver named name.
+func (s *State) DeleteDriver(name string) {
+	s.drivers = slices.DeleteFunc(s.drivers, func(d v1alpha1.RBLNDriver) bool { return d.Name == name })
+}
+
+// SetClusterPolicy adds cp, or replaces the RBLNClusterPolicy of its name.
+func (s *State) SetClusterPolicy(cp v1alpha1.RBLNClusterPolicy) {
+	s.policies = set(s.policies, cp, func(m v1alpha1.RBLNClusterPolicy) string { return m.Name })
+}
+
+// DeleteClusterPolicy removes the RBLNClusterPolicy named name.
+func (s *State) DeleteClusterPolicy(name string) {
+	s.policies = slices.DeleteFunc(s.policies, func(cp v1alpha1.RBLNClusterPolicy) bool { return cp.Name == name })
+}
+
+// SetWorkloads sets the workloads (nil: not known).
+func (s *State) SetWorkloads(wl *Workloads) { s.workloads = wl }
+
+// set replaces the first element of list named as v, or appends v.
+func set[T any](list []T, v T, name func(T) string) []T {
+	if i := slices.IndexFunc(list, func(e T) bool { return name(e) == name(v) }); i >= 0 {
+		list[i] = v
+		return list
+	}
+	return append(list, v)
+}

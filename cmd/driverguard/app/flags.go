@@ -1,0 +1,59 @@
+package app
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/cluster"
+)
+
+// addValuesFlags adds Helm's value flags and --release-name (render, preview, check, plan,
+// policy input and data).
+func addValuesFlags(fs *pflag.FlagSet, v *action.RenderOptions) {
+	fs.StringArrayVarP(&v.ValueFiles, "values", "f", nil, "values file (can repeat; later files win), as for helm template")
+	fs.StringArrayVar(&v.Values, "set", nil, "set a value on the command line (can repeat or be comma-separated: key1=val1,key2=val2)")
+	fs.StringArrayVar(&v.StringValues, "set-string", nil, "set a STRING value on the command line")
+	fs.StringArrayVar(&v.JSONValues, "set-json", nil, "set a JSON value on the command line")
+	fs.StringArrayVar(&v.FileValues, "set-file", nil, "set a value from a file (key=path)")
+	fs.StringVar(&v.ReleaseName, "release-name", action.DefaultReleaseName, "Helm release name used for the app.kubernetes.io/instance label")
+}
+
+// addClusterFlags adds the cluster a release is judged against (check, preview, plan, policy
+// input and data): the node inventory and, for an upgrade, the current drivers and policy.
+func addClusterFlags(fs *pflag.FlagSet, f *cluster.Files) {
+	fs.StringVar(&f.Nodes, "nodes", "", "node inventory: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin); without it conflicts are judged on the selectors alone")
+	fs.StringVar(&f.Drivers, "drivers", "", "the RBLNDrivers in the cluster now ('kubectl get rblndrivers -o yaml'): rendered drivers of the same name are judged as UPDATEs, and those the release owns and no longer renders are deleted")
+	fs.StringVar(&f.ClusterPolicy, "cluster-policy", "", "the RBLNClusterPolicy in the cluster now ('kubectl get rblnclusterpolicies -o yaml')")
+}
+
+// addJudgeFlags adds the inputs of a release judged as the webhook would (check, preview,
+// plan, policy input and data): the values, the cluster and the decision.
+func addJudgeFlags(fs *pflag.FlagSet, j *action.Judge) {
+	addValuesFlags(fs, &j.RenderOptions)
+	addClusterFlags(fs, &j.Cluster)
+	addDecisionFlags(fs, &j.Decision)
+}
+
+// addDecisionFlags adds the flags of the decision alone (the policies, --policy-fail-open,
+// --allow-driver-loss), without the values and the cluster files: post-render judges objects
+// Helm rendered.
+func addDecisionFlags(fs *pflag.FlagSet, d *action.Decision) {
+	addPolicyFlags(fs, &d.Policy, "policy")
+	fs.BoolVar(&d.PolicyFailOpen, "policy-fail-open", false, "judge an object whose policy evaluation fails without its policies (with a warning), as serve --policy-fail-open admits it")
+	fs.BoolVar(&d.AllowDriverLoss, "allow-driver-loss", false, "acknowledge the nodes that would lose their driver: report them as warnings instead of failing")
+}
+
+// addPolicyFlags adds --<dirFlag> (repeatable), --disable and --policy-timeout.
+func addPolicyFlags(fs *pflag.FlagSet, p *action.Policy, dirFlag string) {
+	fs.StringArrayVar(&p.Dirs, dirFlag, nil, "directory of Rego policies (packages under driverguard.) and data documents, evaluated with the bundled library (can repeat)")
+	fs.StringArrayVar(&p.Disable, "disable", nil, "turn off a policy by name, e.g. lib.max_parallel_upgrades (can repeat; 'driverguard policy list' shows the names)")
+	fs.DurationVar(&p.Timeout, "policy-timeout", action.DefaultPolicyTimeout, "deadline of one policy evaluation (every policy on one object)")
+}
+
+// addImageFlags adds --check-images (described by what) and --image-timeout (by timeout).
+func addImageFlags(fs *pflag.FlagSet, enabled *bool, timeout *time.Duration, what, timeoutWhat string) {
+	fs.BoolVar(enabled, "check-images", false, what)
+	fs.DurationVar(timeout, "image-timeout", 10*time.Second, timeoutWhat)
+}
