@@ -41,3 +41,41 @@ func isEmpty(v any) bool {
 	}
 	return false
 }
+
+// deepCopy copies a values tree.
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return copyMap(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
+}
+
+func copyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopy(v)
+	}
+	return out
+}
+
+// prune removes every null value from m, recursively (null means "remove this key").
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			prune(t)
+		}
+	}
+}
