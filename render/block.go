@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -125,19 +127,17 @@ func (o *opt[T]) decodeNode(v any) {
 // whether the node had dst's shape. Structs of this package are read field by field (json
 // tags); Kubernetes types through JSON, as their own decoding defines them.
 func decodeInto(v any, dst reflect.Value) bool {
-	if reflect.PointerTo(dst.Type()).Implements(nodeDecoderType) {
-		dst.Addr().Interface().(nodeDecoder).decodeNode(v)
-		return true
-	}
 	t := dst.Type()
 	switch {
+	case t.Kind() == reflect.Struct && t.PkgPath() == thisPackage && reflect.PointerTo(t).Implements(nodeDecoderType):
+		dst.Addr().Interface().(nodeDecoder).decodeNode(v)
+		return true
 	case t.Kind() == reflect.Struct && t.PkgPath() == thisPackage:
 		m, ok := v.(map[string]any)
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Anonymous {
+		for i, name := range keysOf(t) {
+			if name == "" { // embedded
 				decodeInto(v, dst.Field(i))
-			} else if e, present := m[jsonName(f)]; present {
+			} else if e, present := m[name]; present {
 				decodeInto(e, dst.Field(i))
 			}
 		}
@@ -177,19 +177,38 @@ func decodeInto(v any, dst reflect.Value) bool {
 		dst.Set(out)
 		return true
 	}
+	if s, ok := v.(string); ok && t == quantityType {
+		// A quantity as written is what its JSON decoding would parse; anything else (spaces,
+		// escapes) takes that path.
+		if q, err := resource.ParseQuantity(s); err == nil {
+			dst.Set(reflect.ValueOf(q))
+			return true
+		}
+	}
 	// Kubernetes types (tolerations, env, quantities, claims, the upgrade policy).
 	data, err := json.Marshal(v)
 	return err == nil && json.Unmarshal(data, dst.Addr().Interface()) == nil
 }
 
-var thisPackage = reflect.TypeFor[blockValues]().PkgPath()
+var (
+	thisPackage  = reflect.TypeFor[blockValues]().PkgPath()
+	quantityType = reflect.TypeFor[resource.Quantity]()
+)
 
-func jsonName(f reflect.StructField) string {
-	name := f.Tag.Get("json")
-	for i := range len(name) {
-		if name[i] == ',' {
-			return name[:i]
+// keys caches the values keys of the fields of this package's structs (their json tags; ""
+// for an embedded struct), by type.
+var keys sync.Map // reflect.Type → []string
+
+func keysOf(t reflect.Type) []string {
+	if k, ok := keys.Load(t); ok {
+		return k.([]string)
+	}
+	k := make([]string, t.NumField())
+	for i := range k {
+		if f := t.Field(i); !f.Anonymous {
+			k[i], _, _ = strings.Cut(f.Tag.Get("json"), ",")
 		}
 	}
-	return name
+	keys.Store(t, k)
+	return k
 }

@@ -186,9 +186,10 @@ func inheritable(driver map[string]any) map[string]any {
 	base := make(map[string]any, len(driver))
 	for k, v := range driver {
 		if !slices.Contains(notInherited, k) {
-			base[k] = deepCopy(v)
+			base[k] = v
 		}
 	}
+	base = copyTables(base)
 	prune(base)
 	return base
 }
@@ -197,11 +198,11 @@ func inheritable(driver map[string]any) map[string]any {
 // instance over what it inherits — maps merge key by key, the instance winning; lists and
 // scalars replace; a null removes the inherited value — with its own nodeSelector, never
 // inherited. The chart's driverguard.inherit follows the same rules; test/differential
-// proves the two renderings equal. Both maps are copied: CoalesceTables changes them.
+// proves the two renderings equal. The maps of both are copied: CoalesceTables changes them.
 func inherit(inst, base map[string]any) map[string]any {
-	own := copyMap(inst)
+	own := copyTables(inst)
 	delete(own, "nodeSelector")
-	eff := chartutil.CoalesceTables(own, copyMap(base))
+	eff := chartutil.CoalesceTables(own, copyTables(base))
 	prune(eff)
 	return withSelector(eff, inst["nodeSelector"])
 }
@@ -211,7 +212,8 @@ func withSelector(eff map[string]any, sel any) map[string]any {
 	if eff == nil {
 		eff = map[string]any{}
 	}
-	s, _ := deepCopy(sel).(map[string]any)
+	s, _ := sel.(map[string]any)
+	s = copyTables(s)
 	prune(s)
 	eff["nodeSelector"] = s
 	return eff

@@ -42,28 +42,18 @@ func isEmpty(v any) bool {
 	return false
 }
 
-// deepCopy copies a values tree.
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return copyMap(t)
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = deepCopy(e)
-		}
-		return out
-	}
-	return v
-}
-
-func copyMap(m map[string]any) map[string]any {
+// copyTables copies the maps of a values tree, the maps in its maps included: what
+// CoalesceTables and prune change. Lists and scalars, which nothing here changes, are shared.
+func copyTables(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[k] = deepCopy(v)
+		if t, ok := v.(map[string]any); ok {
+			v = copyTables(t)
+		}
+		out[k] = v
 	}
 	return out
 }
