@@ -7,9 +7,10 @@
 // their structural rules, and its errors become field errors at the values path, with
 // did-you-mean and quoting hints (schemaerrors.go). check.go holds only what a schema cannot
 // say (label syntax, annotation sizes, nulls that remove a required image field, merged size
-// limits); everything is reported at once, before anything is rendered. The driver block is
-// decoded once into typed values that tell null from absent (block.go): instances inherit
-// from it (maps merge, lists and scalars replace, null removes, nodeSelector is never
-// inherited) and toSpec turns each into a spec (render.go). Adding a field: the schema, its
-// typed field, toSpec, the template, a test; adding an enum value: the schema alone.
+// limits); everything is reported at once, before anything is rendered. Instances inherit the
+// driver block by Helm's chartutil.CoalesceTables (maps merge, lists and scalars replace, null
+// removes; nodeSelector is never inherited), and each RBLNDriver's effective block is decoded
+// once into typed values (block.go) that toSpec turns into a spec (render.go). Adding a field:
+// the schema, its typed field and where toSpec reads it, the template, a test; adding an enum
+// value: the schema alone.
 package render

@@ -113,11 +113,11 @@ func render(ctx context.Context, vs *valuesSchema, ch *chart.Chart, user map[str
 	if !d.Enabled.value() {
 		return r, nil
 	}
-	base := d.blockValues
-	base.NodeSelector = opt[map[string]opt[string]]{} // never inherited
+	driver, _ := vals["driver"].(map[string]any) // maps: the schema says so
+	instances, _ := driver["instances"].(map[string]any)
 
 	var errs field.ErrorList
-	add := func(name, key string, eff blockValues, inst map[string]any, instPath string) {
+	add := func(name, key string, eff blockValues, effMap func() map[string]any, inst map[string]any, instPath string) {
 		spec, specErrs := toSpec(eff, instPath)
 		if len(specErrs) > 0 {
 			errs = append(errs, specErrs...)
@@ -129,23 +129,26 @@ func render(ctx context.Context, vs *valuesSchema, ch *chart.Chart, user map[str
 			Spec:       spec,
 		})
 		if !opts.SkipProvenance {
-			r.provenance[name] = func() Provenance { return provenance(eff.values(), inst, userDriver, instPath) }
+			r.provenance[name] = func() Provenance { return provenance(effMap(), inst, userDriver, instPath) }
 		}
 		r.InstanceKeys[name] = key
 	}
 	if d.DeployDefault.value() {
-		eff := base
-		eff.NodeSelector = d.NodeSelector
-		add(v1alpha1.DefaultDriverName, "", eff, nil, "driver")
+		// The default's effective block is the driver block itself, decoded already.
+		effMap := func() map[string]any { return withSelector(inheritable(driver), driver["nodeSelector"]) }
+		add(v1alpha1.DefaultDriverName, "", d.blockValues, effMap, nil, "driver")
 	}
-	instances := d.Instances.value()
+	var base map[string]any
+	if len(instances) > 0 {
+		base = inheritable(driver)
+	}
 	for _, key := range slices.Sorted(maps.Keys(instances)) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		inst := instances[key]
-		raw, _ := inst.raw.(map[string]any)
-		add(v1alpha1.InstanceNamePrefix+key, key, inst.value().inherit(base), raw, "driver.instances."+key)
+		raw, _ := instances[key].(map[string]any)
+		eff := inherit(raw, base)
+		add(v1alpha1.InstanceNamePrefix+key, key, decodeBlock(eff), func() map[string]any { return eff }, raw, "driver.instances."+key)
 	}
 	if len(errs) > 0 {
 		return nil, &InvalidValuesError{Errs: errs}
@@ -172,6 +175,48 @@ func (r *Result) ProvenanceOf(name string) Provenance {
 	r.Provenance[name] = p
 	delete(r.provenance, name)
 	return p
+}
+
+// notInherited are the fields of the driver block that instances do not inherit.
+var notInherited = []string{"nodeSelector", "instances", "upgradePolicy", "enabled", "deployDefault"}
+
+// inheritable is what instances inherit of the driver block: a copy without the fields they do
+// not inherit, nulls removed.
+func inheritable(driver map[string]any) map[string]any {
+	base := make(map[string]any, len(driver))
+	for k, v := range driver {
+		if !slices.Contains(notInherited, k) {
+			base[k] = v
+		}
+	}
+	base = copyTables(base)
+	prune(base)
+	return base
+}
+
+// inherit is an instance's effective block (SPEC §2): Helm's chartutil.CoalesceTables of the
+// instance over what it inherits — maps merge key by key, the instance winning; lists and
+// scalars replace; a null removes the inherited value — with its own nodeSelector, never
+// inherited. The chart's driverguard.inherit follows the same rules; test/differential
+// proves the two renderings equal. The maps of both are copied: CoalesceTables changes them.
+func inherit(inst, base map[string]any) map[string]any {
+	own := copyTables(inst)
+	delete(own, "nodeSelector")
+	eff := chartutil.CoalesceTables(own, copyTables(base))
+	prune(eff)
+	return withSelector(eff, inst["nodeSelector"])
+}
+
+// withSelector sets a copy of sel, nulls removed, as eff's nodeSelector.
+func withSelector(eff map[string]any, sel any) map[string]any {
+	if eff == nil {
+		eff = map[string]any{}
+	}
+	s, _ := sel.(map[string]any)
+	s = copyTables(s)
+	prune(s)
+	eff["nodeSelector"] = s
+	return eff
 }
 
 // toSpec turns an effective driver block into a spec, the way templates/_helpers.tpl's
@@ -221,7 +266,7 @@ func toSpec(eff blockValues, path string) (v1alpha1.RBLNDriverSpec, field.ErrorL
 	if len(spec.Env) == 0 {
 		spec.Env = nil
 	}
-	return *spec.DeepCopy(), errs // instances share what they inherit; their specs do not
+	return spec, errs // each block is decoded on its own: specs share nothing
 }
 
 func resourceList(m opt[map[string]opt[resource.Quantity]]) corev1.ResourceList {

@@ -41,3 +41,31 @@ func isEmpty(v any) bool {
 	}
 	return false
 }
+
+// copyTables copies the maps of a values tree, the maps in its maps included: what
+// CoalesceTables and prune change. Lists and scalars, which nothing here changes, are shared.
+func copyTables(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if t, ok := v.(map[string]any); ok {
+			v = copyTables(t)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// prune removes every null value from m, recursively (null means "remove this key").
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			prune(t)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 {{/*
-Shared helpers. The inheritance rules here are restated in Go by the render package; the
-differential test (test/differential) proves both produce the same objects.
+Shared helpers. The render package expands the same values in Go (inheriting with Helm's
+chartutil.CoalesceTables, which driverguard.inherit restates); the differential test
+(test/differential) proves both produce the same objects.
 */}}
 
 {{- define "driverguard.chart" -}}
