@@ -19,6 +19,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -53,10 +54,11 @@ type CacheState struct {
 	syncer policy.ClusterSyncer
 }
 
-func (s *CacheState) syncTo(syncer policy.ClusterSyncer) { s.syncer = syncer }
+// SyncTo makes syncer's cluster view (data.driverguard_cluster) follow the snapshots.
+func (s *CacheState) SyncTo(syncer policy.ClusterSyncer) { s.syncer = syncer }
 
 type versionSnap struct {
-	snap *Snapshot
+	snap *cluster.Snapshot
 	gen  uint64
 }
 
@@ -177,7 +179,7 @@ func generationChanged(o, n any) bool {
 }
 
 // Snapshot implements State. Before the caches have synced it returns a 503 error.
-func (s *CacheState) Snapshot(ctx context.Context) (*Snapshot, error) {
+func (s *CacheState) Snapshot(ctx context.Context) (*cluster.Snapshot, error) {
 	if !s.synced.Load() {
 		return nil, unavailable("the webhook's cluster view (Nodes, RBLNDrivers, RBLNClusterPolicies) is not synced yet; retry in a few seconds")
 	}
@@ -189,7 +191,7 @@ func (s *CacheState) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // WaitFor waits until the current snapshot satisfies cond (the caches caught up with a write,
 // say), polling every few milliseconds, or until ctx ends.
-func (s *CacheState) WaitFor(ctx context.Context, cond func(*Snapshot) bool) error {
+func (s *CacheState) WaitFor(ctx context.Context, cond func(*cluster.Snapshot) bool) error {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -216,7 +218,7 @@ func (s *CacheState) Ready(*http.Request) error {
 }
 
 // rebuild builds a snapshot from the caches unless a current one exists.
-func (s *CacheState) rebuild(ctx context.Context) (*Snapshot, error) {
+func (s *CacheState) rebuild(ctx context.Context) (*cluster.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gen := s.gen.Load() // read before listing: later changes make the result stale, never wrong
@@ -239,7 +241,7 @@ func (s *CacheState) rebuild(ctx context.Context) (*Snapshot, error) {
 	for i := range nodes.Items {
 		rn[i] = routing.Node{Name: nodes.Items[i].Name, Labels: nodes.Items[i].Labels}
 	}
-	snap := NewSnapshot(drivers.Items, rn, cps.Items)
+	snap := cluster.NewSnapshot(drivers.Items, rn, cps.Items)
 	if s.syncer != nil {
 		// Before the snapshot is published, so a request that sees it sees its cluster view.
 		if err := s.syncer.SyncCluster(ctx, snap.ClusterView()); err != nil {
