@@ -76,7 +76,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	defer stop()
 	go func() { _ = engine.Start(ctx) }() // returns when ctx ends
 	setMemoryLimit(log)
-	s.Server.OnState = func(st *webhook.CacheState) {
+	s.Server.OnState = func(st *cluster.Informed) {
 		// The first sync (every node listed and converted) is the one burst of garbage; it
 		// runs at Go's default target, steady serving at serve's.
 		go func() {

@@ -29,7 +29,7 @@ type Snapshot struct {
 // Snapshot is the State's current view; it copies the lists, so later changes to the State do
 // not reach it (the objects themselves are shared: change them only through Set*).
 func (s *State) Snapshot() *Snapshot {
-	return NewSnapshot(slices.Clone(s.drivers), slices.Clone(s.nodes), s.policies)
+	return NewSnapshot(slices.Clone(s.drivers), slices.Clone(s.nodes), slices.Clone(s.policies))
 }
 
 // NewSnapshot builds a snapshot and its routing index. It takes ownership of the slices and

@@ -211,7 +211,7 @@ func writeCert(b testing.TB, dir string) []byte {
 	return ca.PEM
 }
 
-// BenchmarkNewSnapshot is the cost of one rebuild of the cluster view (what CacheState pays
+// BenchmarkNewSnapshot is the cost of one rebuild of the cluster view (what cluster.Informed pays
 // after a change, never per request).
 func BenchmarkNewSnapshot(b *testing.B) {
 	state := benchState(10_000, 500)

@@ -16,7 +16,7 @@
 //     or 403 Forbidden with causes typed by rule; 503 while the cluster view or the policies are
 //     unavailable; 400 for a request that cannot be read.
 //
-// The cluster view is a [CacheState] (informers) for `serve` and a cluster.Static (files) for
+// The cluster view is a cluster.Informed (informers) for `serve` and a cluster.Static (files) for
 // `review`; [Webhooks.Review] answers an AdmissionReview through the same handler. [Run] serves
 // the webhooks (TLS, certificate reload or rotation, health, metrics, graceful stop, webhook
 // registration); docs/webhook.md describes all of it.

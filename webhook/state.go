@@ -11,7 +11,7 @@ import (
 // per admission request, so a request sees drivers, nodes, the cluster policy and the routing
 // index of the same moment.
 //
-// [CacheState] (informer caches of a live cluster, for `serve`) and [cluster.Static] (a
+// [cluster.Informed] (informer events of a live cluster, for `serve`) and [cluster.Static] (a
 // cluster read from files, for `review` and tests) implement it.
 type State interface {
 	// Snapshot returns the current view. It fails with an error that maps to 503 Service
