@@ -112,7 +112,7 @@ func (c *Configuration) judge(ctx context.Context, j *Judge) (*judged, error) {
 // apply applies objs to st with the webhook's decisions; r holds the render warnings the
 // report lists (none for objects Helm rendered).
 func (d *Decision) apply(ctx context.Context, objs release.Objects, r *render.Result, st *cluster.State, engine *policy.Engine) (*judged, error) {
-	res, err := release.Apply(ctx, objs, releaseCluster(st), release.Options{Decider: d.decider(engine), Data: engine})
+	res, err := release.Apply(ctx, objs, st, release.Options{Decider: d.decider(engine), Data: engine})
 	if err != nil {
 		return nil, judgeError(err)
 	}
@@ -126,11 +126,6 @@ func judgeError(err error) error {
 		return err
 	}
 	return fmt.Errorf("judging the release: %w", err)
-}
-
-// releaseCluster is st as a release is applied to it.
-func releaseCluster(st *cluster.State) release.Cluster {
-	return release.Cluster{Nodes: st.Nodes(), Drivers: st.Drivers(), ClusterPolicy: st.ClusterPolicy()}
 }
 
 // report is the check report of j.

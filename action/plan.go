@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/plan"
@@ -92,9 +93,9 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := releaseCluster(st)
+	cl := st
 	if deployed != nil && !live {
-		cl.Drivers, cl.ClusterPolicy = deployed.Drivers, &deployed.ClusterPolicy
+		cl = cluster.FromLists(st.Nodes(), deployed.Drivers, []v1alpha1.RBLNClusterPolicy{deployed.ClusterPolicy}, nil)
 	}
 	engine, err := p.cfg.engine(ctx, p.Policy)
 	if err != nil {

@@ -116,7 +116,7 @@ func (p *PolicyInput) Run(ctx context.Context) ([]*Input, error) {
 		return nil, err
 	}
 	objs := release.FromRender(r, p.ReleaseName)
-	rp, err := release.NewReplay(ctx, objs, releaseCluster(st), release.Options{Decider: p.decider(rec), Data: engine})
+	rp, err := release.NewReplay(ctx, objs, st, release.Options{Decider: p.decider(rec), Data: engine})
 	if err != nil {
 		return nil, judgeError(err)
 	}
@@ -234,7 +234,7 @@ func (p *PolicyData) Run(ctx context.Context) (map[string]any, error) {
 		}
 		return map[string]any{policy.ClusterKey: doc}, nil
 	}
-	rp, err := release.NewReplay(ctx, release.FromRender(r, p.ReleaseName), releaseCluster(st), release.Options{Decider: p.decider(engine), Data: engine})
+	rp, err := release.NewReplay(ctx, release.FromRender(r, p.ReleaseName), st, release.Options{Decider: p.decider(engine), Data: engine})
 	if err != nil {
 		return nil, judgeError(err)
 	}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
@@ -81,7 +82,7 @@ func TestWithNodesReportsChanges(t *testing.T) {
 		node("nofamily", "", map[string]string{"env": "a", v1alpha1.LabelFamily: ""}),
 		{Name: "outside", Labels: map[string]string{v1alpha1.LabelDeployDriver: "pre-installed", v1alpha1.LabelOwner: "rbln-driver"}},
 	}
-	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers}, release.Cluster{Nodes: nodes}, release.Options{})
+	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers}, cluster.FromLists(nodes, nil, nil, nil), release.Options{})
 	require.NoError(t, err)
 	rep := &PreviewReport{}
 	rep.withNodes(res)

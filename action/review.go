@@ -8,7 +8,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/driverguard/driverguard/api/decode"
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/webhook"
 )
@@ -49,15 +48,11 @@ func (r *Review) Run(ctx context.Context) (*admissionv1.AdmissionReview, error) 
 	if err != nil {
 		return nil, err
 	}
-	var cps []v1alpha1.RBLNClusterPolicy
-	if cp := st.ClusterPolicy(); cp != nil {
-		cps = append(cps, *cp)
-	}
 	engine, err := r.cfg.engine(ctx, r.Policy)
 	if err != nil {
 		return nil, err
 	}
-	state := webhook.NewStaticState(st.Drivers(), st.Nodes(), cps)
+	state := cluster.NewStatic(st)
 	review, err := webhook.New(state, webhook.Options{Policy: engine, PolicyFailOpen: r.PolicyFailOpen}).Review(ctx, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.File, err)

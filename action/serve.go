@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 )
@@ -75,11 +76,11 @@ func (s *Serve) Run(ctx context.Context) error {
 	defer stop()
 	go func() { _ = engine.Start(ctx) }() // returns when ctx ends
 	setMemoryLimit(log)
-	s.Server.OnState = func(st *webhook.CacheState) {
+	s.Server.OnState = func(st *cluster.Informed) {
 		// The first sync (every node listed and converted) is the one burst of garbage; it
 		// runs at Go's default target, steady serving at serve's.
 		go func() {
-			if st.WaitFor(ctx, func(*webhook.Snapshot) bool { return true }) == nil {
+			if st.WaitFor(ctx, func(*cluster.Snapshot) bool { return true }) == nil {
 				setGCPercent(log)
 			}
 		}()

@@ -23,6 +23,8 @@ type State struct {
 	drivers   []v1alpha1.RBLNDriver
 	policies  []v1alpha1.RBLNClusterPolicy
 	workloads *Workloads
+
+	nodeAt map[string]int // index of the first node of each name; nil: build on next SetNode
 }
 
 // FromLists is the cluster of the given objects; wl is nil when the workloads are not known.
@@ -56,13 +58,26 @@ func (s *State) ClusterPolicy() *v1alpha1.RBLNClusterPolicy {
 func (s *State) Workloads() *Workloads { return s.workloads }
 
 // SetNode adds n, or replaces the node of its name.
+// It costs a map lookup: an informer sets every node on start and on every label change.
 func (s *State) SetNode(n routing.Node) {
-	s.nodes = set(s.nodes, n, func(m routing.Node) string { return m.Name })
+	if s.nodeAt == nil {
+		s.nodeAt = make(map[string]int, len(s.nodes))
+		for i := len(s.nodes) - 1; i >= 0; i-- {
+			s.nodeAt[s.nodes[i].Name] = i
+		}
+	}
+	if i, ok := s.nodeAt[n.Name]; ok {
+		s.nodes[i] = n
+		return
+	}
+	s.nodeAt[n.Name] = len(s.nodes)
+	s.nodes = append(s.nodes, n)
 }
 
 // DeleteNode removes the node named name.
 func (s *State) DeleteNode(name string) {
 	s.nodes = slices.DeleteFunc(s.nodes, func(n routing.Node) bool { return n.Name == name })
+	s.nodeAt = nil
 }
 
 // SetDriver adds d, or replaces the RBLNDriver of its name.

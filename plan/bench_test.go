@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/routing"
@@ -236,7 +237,7 @@ func genPlanInputs(s planShape) plan.Inputs {
 	up.Drain.Enable = true
 	return plan.Inputs{
 		Objects:   &release.Objects{ClusterPolicy: cp, Drivers: rendered, ReleaseName: benchRelease},
-		Cluster:   release.Cluster{Nodes: nodes, Drivers: current, ClusterPolicy: cp.DeepCopy()},
+		Cluster:   cluster.FromLists(nodes, current, []v1alpha1.RBLNClusterPolicy{*cp.DeepCopy()}, nil),
 		Workloads: w,
 	}
 }
@@ -295,8 +296,8 @@ func BenchmarkPlan(b *testing.B) {
 // blocker, full batches, no drift, nothing denied), so the benchmark measures real work.
 func TestPlanGenerator(t *testing.T) {
 	in := genPlanInputs(planSmall)
-	require.Len(t, in.Cluster.Nodes, planSmall.nodes)
-	require.Len(t, in.Cluster.Drivers, planSmall.drivers)
+	require.Len(t, in.Cluster.Nodes(), planSmall.nodes)
+	require.Len(t, in.Cluster.Drivers(), planSmall.drivers)
 	require.Len(t, in.Workloads.Pods, planSmall.pods)
 	require.Len(t, in.Workloads.PDBs, planSmall.pdbs)
 

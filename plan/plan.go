@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
@@ -54,7 +55,7 @@ type Inputs struct {
 	// and reports the drift only.
 	Objects *release.Objects
 	// Cluster is the state now: the nodes, the RBLNDrivers, the RBLNClusterPolicy.
-	Cluster release.Cluster
+	Cluster *cluster.State
 	// Workloads are the pods and what governs their eviction; nil when not known (no drain
 	// blockers, and the manual procedure names the driver DaemonSet instead of its pod).
 	Workloads *Workloads
@@ -177,12 +178,12 @@ type Summary struct {
 // Make computes the plan.
 func Make(ctx context.Context, in Inputs) (*Plan, error) {
 	current := in.Cluster
-	nodes := current.Nodes
-	before := routing.Route(current.Drivers, nodes)
+	nodes := current.Nodes()
+	before := routing.Route(current.Drivers(), nodes)
 
 	objs := in.Objects
 	if objs == nil { // no change: the current drivers and cluster policy, as they are
-		objs = &release.Objects{ClusterPolicy: current.ClusterPolicy, Drivers: current.Drivers}
+		objs = &release.Objects{ClusterPolicy: current.ClusterPolicy(), Drivers: current.Drivers()}
 	}
 	res, err := release.Apply(ctx, *objs, current, in.Apply)
 	if err != nil {
@@ -201,7 +202,7 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 		}
 	}
 
-	policy := effectivePolicy(res, current.ClusterPolicy)
+	policy := effectivePolicy(res, current.ClusterPolicy())
 	up := policy.Spec.Driver.UpgradePolicy
 	p.Rollout = Rollout{AutoUpgrade: up.AutoUpgrade, MaxParallelUpgrades: up.MaxParallelUpgrades, Drain: up.Drain.Enable}
 
@@ -249,10 +250,11 @@ func effectivePolicy(res *release.Result, current *v1alpha1.RBLNClusterPolicy) *
 		UpgradePolicy: v1alpha1.UpgradePolicy{MaxParallelUpgrades: 1, NPUPodDeletion: v1alpha1.NPUPodDeletionSpec{TimeoutSeconds: 300}}}}}
 }
 
-func driverPlans(res *release.Result, current release.Cluster) []DriverPlan {
-	cur := make(map[string]*v1alpha1.RBLNDriver, len(current.Drivers))
-	for i := range current.Drivers {
-		cur[current.Drivers[i].Name] = &current.Drivers[i]
+func driverPlans(res *release.Result, current *cluster.State) []DriverPlan {
+	drivers := current.Drivers()
+	cur := make(map[string]*v1alpha1.RBLNDriver, len(drivers))
+	for i := range drivers {
+		cur[drivers[i].Name] = &drivers[i]
 	}
 	var out []DriverPlan
 	for _, j := range res.Objects {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
@@ -86,7 +87,7 @@ func scenario(up func(*v1alpha1.UpgradePolicy)) plan.Inputs {
 	cp := policyWith(up)
 	return plan.Inputs{
 		Objects:         &release.Objects{ClusterPolicy: cp, Drivers: rendered, ReleaseName: releaseName},
-		Cluster:         release.Cluster{Nodes: nodes, Drivers: current, ClusterPolicy: cp.DeepCopy()},
+		Cluster:         cluster.FromLists(nodes, current, []v1alpha1.RBLNClusterPolicy{*cp.DeepCopy()}, nil),
 		AllowDriverLoss: true,
 	}
 }
@@ -199,7 +200,7 @@ func nodeIndex(p *plan.Plan, name string) int {
 // daemonSetOf is the driver DaemonSet of a node now.
 func daemonSetOf(t *testing.T, in plan.Inputs, node string) string {
 	t.Helper()
-	res := routing.Route(in.Cluster.Drivers, in.Cluster.Nodes)
+	res := routing.Route(in.Cluster.Drivers(), in.Cluster.Nodes())
 	for _, pool := range res.Pools {
 		for _, n := range pool.Nodes {
 			if n == node {
@@ -379,8 +380,10 @@ func TestPercentBudgets(t *testing.T) {
 func TestDriftOnly(t *testing.T) {
 	in := scenario(func(*v1alpha1.UpgradePolicy) {})
 	in.Objects = nil
-	in.Cluster.Nodes = append(in.Cluster.Nodes, node("n-unowned", "atom"), node("n-stale", "rebel", "fleet", "npu", v1alpha1.LabelOwner, "rbln-driver-old"),
-		routing.Node{Name: "n-nofamily", Labels: wt.Sel(v1alpha1.LabelDeployDriver, "true", "fleet", "npu")})
+	for _, n := range []routing.Node{node("n-unowned", "atom"), node("n-stale", "rebel", "fleet", "npu", v1alpha1.LabelOwner, "rbln-driver-old"),
+		{Name: "n-nofamily", Labels: wt.Sel(v1alpha1.LabelDeployDriver, "true", "fleet", "npu")}} {
+		in.Cluster.SetNode(n)
+	}
 	p, err := plan.Make(t.Context(), in)
 	require.NoError(t, err)
 	for _, n := range p.Nodes {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
@@ -194,7 +195,7 @@ func TestLibraryDecisionEqualsEachPackagesRules(t *testing.T) {
 			messages += len(got.Deny) + len(got.Warn)
 			return got, nil
 		}}
-		_, err = release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), release.Cluster{Nodes: slices.Clone(nodes)},
+		_, err = release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), cluster.FromLists(slices.Clone(nodes), nil, nil, nil),
 			release.Options{Decider: &decision.Decider{Policy: check}, Data: e})
 		require.NoError(t, err, v)
 	}
@@ -217,7 +218,7 @@ func TestBuiltInRulesAreNotRepeatedByTheLibrary(t *testing.T) {
 		r, err := render.Render(ch, vals, render.Options{})
 		require.NoError(t, err)
 		e := newEngine(t, policy.Options{})
-		res, err := release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), release.Cluster{Nodes: slices.Clone(nodes)},
+		res, err := release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), cluster.FromLists(slices.Clone(nodes), nil, nil, nil),
 			release.Options{Decider: &decision.Decider{Policy: e}, Data: e})
 		require.NoError(t, err)
 		var out []string

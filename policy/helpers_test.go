@@ -11,6 +11,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
@@ -77,7 +78,7 @@ func renderInputs(t testing.TB, values, nodesFile string) []*policy.Input {
 	e, err := policy.New(t.Context(), policy.Options{Metrics: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	rec := &webhooktest.Evaluator{Fn: e.Evaluate}
-	_, err = release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), release.Cluster{Nodes: nodes},
+	_, err = release.Apply(t.Context(), release.FromRender(r, render.DefaultReleaseName), cluster.FromLists(nodes, nil, nil, nil),
 		release.Options{Decider: &decision.Decider{Policy: rec}, Data: e})
 	require.NoError(t, err)
 	return rec.Inputs()

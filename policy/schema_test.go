@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 	"github.com/driverguard/driverguard/webhook/webhooktest"
@@ -74,7 +75,7 @@ func TestAdmissionInputsMatchTheSchema(t *testing.T) {
 		webhooktest.Node("n3", webhooktest.CandidateLabels(v1alpha1.LabelFamily, "rebel")),
 	)
 	rec := &webhooktest.Evaluator{}
-	hooks := webhook.New(webhook.NewStaticState([]v1alpha1.RBLNDriver{*def, *canary}, nodes, []v1alpha1.RBLNClusterPolicy{*cp}), webhook.Options{Policy: rec})
+	hooks := webhook.New(cluster.NewStatic(cluster.FromLists(nodes, []v1alpha1.RBLNDriver{*def, *canary}, []v1alpha1.RBLNClusterPolicy{*cp}, nil)), webhook.Options{Policy: rec})
 	newCanary := canary.DeepCopy()
 	newCanary.Spec.Version = "3.3.0"
 	newCP := cp.DeepCopy()

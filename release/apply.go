@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/render"
@@ -27,17 +28,6 @@ type Objects struct {
 // FromRender returns the objects of a render result.
 func FromRender(r *render.Result, releaseName string) Objects {
 	return Objects{ClusterPolicy: &r.ClusterPolicy, Drivers: r.Drivers, ReleaseName: releaseName}
-}
-
-// Cluster is the state the objects are applied to.
-type Cluster struct {
-	// Nodes are the node inventory (none: conflicts are judged on the selectors alone, as
-	// the webhook does on a cluster without nodes).
-	Nodes []routing.Node
-	// Drivers are the RBLNDrivers the cluster holds now.
-	Drivers []v1alpha1.RBLNDriver
-	// ClusterPolicy is the cluster's RBLNClusterPolicy now (nil for none).
-	ClusterPolicy *v1alpha1.RBLNClusterPolicy
 }
 
 // ClusterData is the policies' cluster view (policy.Engine): set to the cluster before the
@@ -113,16 +103,17 @@ type OwnerChange struct {
 
 // Order returns the objects in Helm's order (see the package documentation), each with its
 // operation against cl.
-func Order(objs Objects, cl Cluster) []Object {
-	current := make(map[string]*v1alpha1.RBLNDriver, len(cl.Drivers))
-	for i := range cl.Drivers {
-		current[cl.Drivers[i].Name] = &cl.Drivers[i]
+func Order(objs Objects, cl *cluster.State) []Object {
+	drivers := cl.Drivers()
+	current := make(map[string]*v1alpha1.RBLNDriver, len(drivers))
+	for i := range drivers {
+		current[drivers[i].Name] = &drivers[i]
 	}
 	var out []Object
 	if cp := objs.ClusterPolicy; cp != nil {
 		o := Object{Kind: "RBLNClusterPolicy", Name: cp.Name, Operation: policy.OperationCreate, ClusterPolicy: cp}
-		if cl.ClusterPolicy != nil && cl.ClusterPolicy.Name == cp.Name {
-			o.Operation, o.OldClusterPolicy = policy.OperationUpdate, cl.ClusterPolicy
+		if old := cl.ClusterPolicy(); old != nil && old.Name == cp.Name {
+			o.Operation, o.OldClusterPolicy = policy.OperationUpdate, old
 		}
 		out = append(out, o)
 	}
@@ -148,8 +139,10 @@ func Owned(d *v1alpha1.RBLNDriver, release string) bool {
 }
 
 // Apply judges and applies the objects in Helm's order, then deletes what the release no
-// longer renders.
-func Apply(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Result, error) {
+// longer renders. cl is the cluster the objects are applied to (without nodes, conflicts are
+// judged on the selectors alone, as the webhook does on a cluster without nodes); it is read,
+// not changed.
+func Apply(ctx context.Context, objs Objects, cl *cluster.State, opts Options) (*Result, error) {
 	r, err := NewReplay(ctx, objs, cl, opts)
 	if err != nil {
 		return nil, err
@@ -167,7 +160,7 @@ func Apply(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Result
 // Objects in order, then Finish. A replay is used once, by one goroutine.
 type Replay struct {
 	objs Objects
-	cl   Cluster
+	cl   *cluster.State
 	opts Options
 	dec  *decision.Decider
 	view *routing.Cluster
@@ -176,7 +169,7 @@ type Replay struct {
 
 // NewReplay builds the cluster view the objects are applied to and, with opts.Data, sets the
 // policies' view to it.
-func NewReplay(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Replay, error) {
+func NewReplay(ctx context.Context, objs Objects, cl *cluster.State, opts Options) (*Replay, error) {
 	dec := opts.Decider
 	if dec == nil {
 		dec = &decision.Decider{}
@@ -185,7 +178,7 @@ func NewReplay(ctx context.Context, objs Objects, cl Cluster, opts Options) (*Re
 	for i := range objs.Drivers {
 		upcoming[i] = &objs.Drivers[i]
 	}
-	view := routing.NewCluster(cl.Nodes, cl.Drivers, upcoming)
+	view := routing.NewCluster(cl.Nodes(), cl.Drivers(), upcoming)
 	if opts.Data != nil {
 		if err := opts.Data.SyncCluster(ctx, clusterView(view, cl)); err != nil {
 			return nil, err
@@ -233,8 +226,9 @@ func (r *Replay) Finish(ctx context.Context) (*Result, error) {
 	for _, d := range objs.Drivers {
 		rendered[d.Name] = true
 	}
-	for i := range cl.Drivers {
-		d := &cl.Drivers[i]
+	current := cl.Drivers()
+	for i := range current {
+		d := &current[i]
 		if rendered[d.Name] || !Owned(d, objs.ReleaseName) || slices.Contains(res.Deleted, d.Name) {
 			continue
 		}
@@ -272,13 +266,14 @@ func apply(ctx context.Context, view *routing.Cluster, o Object, data ClusterDat
 }
 
 // clusterView is the policies' view of the cluster before the release.
-func clusterView(view *routing.Cluster, cl Cluster) *policy.ClusterView {
-	v := &policy.ClusterView{ClusterPolicy: cl.ClusterPolicy, Drivers: make([]*v1alpha1.RBLNDriver, len(cl.Drivers))}
-	for i := range cl.Drivers {
-		v.Drivers[i] = &cl.Drivers[i]
+func clusterView(view *routing.Cluster, cl *cluster.State) *policy.ClusterView {
+	drivers := cl.Drivers()
+	v := &policy.ClusterView{ClusterPolicy: cl.ClusterPolicy(), Drivers: make([]*v1alpha1.RBLNDriver, len(drivers))}
+	for i := range drivers {
+		v.Drivers[i] = &drivers[i]
 	}
-	labels := make(map[string]map[string]string, len(cl.Nodes))
-	for _, n := range cl.Nodes {
+	labels := make(map[string]map[string]string, len(cl.Nodes()))
+	for _, n := range cl.Nodes() {
 		labels[n.Name] = n.Labels
 	}
 	for _, n := range view.Nodes() {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
@@ -69,7 +70,7 @@ func TestOrderAndOperations(t *testing.T) {
 		ClusterPolicy: wt.ClusterPolicy(false),
 		Drivers:       drivers(wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-a", atom), wt.Driver("rbln-driver-b", canary)),
 	}
-	cl := release.Cluster{Drivers: drivers(wt.Driver("rbln-driver-a", atom)), ClusterPolicy: wt.ClusterPolicy(true)}
+	cl := cluster.FromLists(nil, drivers(wt.Driver("rbln-driver-a", atom)), []v1alpha1.RBLNClusterPolicy{*wt.ClusterPolicy(true)}, nil)
 	var got []string
 	for _, o := range release.Order(objs, cl) {
 		got = append(got, o.Kind+"/"+o.Name+" "+o.Operation)
@@ -88,7 +89,7 @@ func TestTieAmongRenderedInstances(t *testing.T) {
 	t.Parallel()
 	objs := release.Objects{Drivers: drivers(wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-atom", atom), wt.Driver("rbln-driver-canary", canary))}
 	nodes := []routing.Node{node("n-atom", ""), node("n-both", "", "env", "canary"), node("n-rebel", "", v1alpha1.LabelFamily, "rebel", "env", "canary")}
-	res, err := release.Apply(t.Context(), objs, release.Cluster{Nodes: nodes}, release.Options{})
+	res, err := release.Apply(t.Context(), objs, cluster.FromLists(nodes, nil, nil, nil), release.Options{})
 	require.NoError(t, err)
 	v := verdicts(res)
 	assert.True(t, v["rbln-driver"].Allowed())
@@ -105,7 +106,7 @@ func TestTieAmongRenderedInstances(t *testing.T) {
 func TestWithoutNodes(t *testing.T) {
 	t.Parallel()
 	objs := release.Objects{Drivers: drivers(wt.Driver("rbln-driver-a", atom), wt.Driver("rbln-driver-b", atom), wt.Driver("rbln-driver-c", canary))}
-	res, err := release.Apply(t.Context(), objs, release.Cluster{}, release.Options{})
+	res, err := release.Apply(t.Context(), objs, cluster.FromLists(nil, nil, nil, nil), release.Options{})
 	require.NoError(t, err)
 	v := verdicts(res)
 	assert.True(t, v["rbln-driver-a"].Allowed())
@@ -128,7 +129,7 @@ func TestUpgrade(t *testing.T) {
 	bumped.Spec.Version = "3.3.0"
 	objs := release.Objects{Drivers: []v1alpha1.RBLNDriver{bumped, owned(b)}, ReleaseName: "dg"}
 	nodes := []routing.Node{node("tied", "rbln-driver-a", "env", "canary"), node("rebel", "rbln-driver-gone", v1alpha1.LabelFamily, "rebel")}
-	res, err := release.Apply(t.Context(), objs, release.Cluster{Nodes: nodes, Drivers: current}, release.Options{})
+	res, err := release.Apply(t.Context(), objs, cluster.FromLists(nodes, current, nil, nil), release.Options{})
 	require.NoError(t, err)
 	v := verdicts(res)
 	require.True(t, v["rbln-driver-a"].Allowed(), "a version bump is never blocked by an old tie")
@@ -197,7 +198,7 @@ func TestDriverLoss(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := release.Apply(t.Context(), release.Objects{Drivers: tt.rendered, ReleaseName: "dg"}, release.Cluster{Nodes: tt.nodes, Drivers: tt.current}, release.Options{})
+			res, err := release.Apply(t.Context(), release.Objects{Drivers: tt.rendered, ReleaseName: "dg"}, cluster.FromLists(tt.nodes, tt.current, nil, nil), release.Options{})
 			require.NoError(t, err)
 			for i := range res.DriverLoss {
 				res.DriverLoss[i].Detail = ""
@@ -218,7 +219,7 @@ func TestDriverLoss(t *testing.T) {
 
 func TestReportCountsRenderWarningsAndFailOnWarn(t *testing.T) {
 	t.Parallel()
-	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers(wt.Driver("rbln-driver", nil))}, release.Cluster{}, release.Options{})
+	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers(wt.Driver("rbln-driver", nil))}, cluster.FromLists(nil, nil, nil, nil), release.Options{})
 	require.NoError(t, err)
 	rep := res.Report(release.ReportOptions{})
 	assert.True(t, rep.Passed)
@@ -240,7 +241,7 @@ warn contains sprintf("sees %d drivers; n-both owned by %q", [count(data.driverg
 	require.NoError(t, err)
 	objs := release.Objects{Drivers: drivers(wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-atom", atom), wt.Driver("rbln-driver-canary", canary), wt.Driver("rbln-driver-x", wt.Sel("x", "y")))}
 	nodes := []routing.Node{node("n-both", "", "env", "canary")}
-	res, err := release.Apply(t.Context(), objs, release.Cluster{Nodes: nodes}, release.Options{Decider: &decision.Decider{Policy: e}, Data: e})
+	res, err := release.Apply(t.Context(), objs, cluster.FromLists(nodes, nil, nil, nil), release.Options{Decider: &decision.Decider{Policy: e}, Data: e})
 	require.NoError(t, err)
 	var got []string
 	for _, j := range res.Objects {
@@ -263,10 +264,10 @@ func TestPolicyFailure(t *testing.T) {
 	t.Parallel()
 	failing := &wt.Evaluator{Fn: func(context.Context, *policy.Input) (*policy.Decision, error) { return nil, fmt.Errorf("boom") }}
 	objs := release.Objects{Drivers: drivers(wt.Driver("rbln-driver", nil))}
-	_, err := release.Apply(t.Context(), objs, release.Cluster{}, release.Options{Decider: &decision.Decider{Policy: failing}})
+	_, err := release.Apply(t.Context(), objs, cluster.FromLists(nil, nil, nil, nil), release.Options{Decider: &decision.Decider{Policy: failing}})
 	var u *decision.UnavailableError
 	require.ErrorAs(t, err, &u)
-	res, err := release.Apply(t.Context(), objs, release.Cluster{}, release.Options{Decider: &decision.Decider{Policy: failing, PolicyFailOpen: true}})
+	res, err := release.Apply(t.Context(), objs, cluster.FromLists(nil, nil, nil, nil), release.Options{Decider: &decision.Decider{Policy: failing, PolicyFailOpen: true}})
 	require.NoError(t, err)
 	assert.Equal(t, decision.RulePolicyUnavailable, res.Objects[0].Verdict.Warnings[0].Rule)
 }

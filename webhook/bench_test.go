@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
@@ -52,7 +53,7 @@ func benchState(n, d int) webhook.State {
 		l["topology.kubernetes.io/zone"] = fmt.Sprintf("zone-%d", i%4)
 		nodes[i] = routing.Node{Name: fmt.Sprintf("node-%05d", i), Labels: l}
 	}
-	return webhook.NewStaticState(drivers, nodes, nil)
+	return cluster.NewStatic(cluster.FromLists(nodes, drivers, nil, nil))
 }
 
 // latencies records one duration per iteration and reports p50 and p99.
@@ -210,7 +211,7 @@ func writeCert(b testing.TB, dir string) []byte {
 	return ca.PEM
 }
 
-// BenchmarkNewSnapshot is the cost of one rebuild of the cluster view (what CacheState pays
+// BenchmarkNewSnapshot is the cost of one rebuild of the cluster view (what cluster.Informed pays
 // after a change, never per request).
 func BenchmarkNewSnapshot(b *testing.B) {
 	state := benchState(10_000, 500)
@@ -221,7 +222,7 @@ func BenchmarkNewSnapshot(b *testing.B) {
 	drivers, nodes := snap.Drivers(), snap.Nodes()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = webhook.NewSnapshot(slices.Clone(drivers), slices.Clone(nodes), nil)
+		_ = cluster.NewSnapshot(slices.Clone(drivers), slices.Clone(nodes), nil)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -39,7 +40,7 @@ func state(drivers []*v1alpha1.RBLNDriver, nodes []*corev1.Node, cp *v1alpha1.RB
 	if cp != nil {
 		cps = append(cps, *cp)
 	}
-	return webhook.NewStaticState(ds, wt.RoutingNodes(nodes...), cps)
+	return cluster.NewStatic(cluster.FromLists(wt.RoutingNodes(nodes...), ds, cps, nil))
 }
 
 // expect checks allowed, that the message contains every want, and that some warning

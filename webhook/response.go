@@ -143,9 +143,3 @@ func (e *BadRequestError) Unwrap() error { return e.Err }
 func badRequest(err error, format string, args ...any) error {
 	return &BadRequestError{Msg: fmt.Sprintf(format, args...), Err: err}
 }
-
-// unavailable is a temporary failure (cluster view not synced or not loaded into the policy
-// engine): 503, so clients know a retry may succeed.
-func unavailable(format string, args ...any) error {
-	return apierrors.NewServiceUnavailable(fmt.Sprintf(format, args...))
-}

@@ -30,6 +30,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 )
 
@@ -86,15 +87,15 @@ type ServerOptions struct {
 	// CertDir/ca.crt).
 	CAFile string
 
-	// RebuildDelay of the cluster view (DefaultRebuildDelay when zero).
+	// RebuildDelay of the cluster view (cluster.DefaultRebuildDelay when zero).
 	RebuildDelay time.Duration
 	// Logger is the structured logger of the server and of controller-runtime.
 	Logger logr.Logger
 	// OnReady, if set, is called once the server serves and the cluster view is synced.
 	OnReady func()
 	// OnState, if set, receives the cluster view the server decides with, before it starts
-	// (tests wait on it with CacheState.WaitFor).
-	OnState func(*CacheState)
+	// (tests wait on it with cluster.Informed.WaitFor).
+	OnState func(*cluster.Informed)
 	// EnableProfiling serves Go's pprof profiles under /debug/pprof/ on MetricsAddr.
 	EnableProfiling bool
 	// PolicyStatus, if set, is served as JSON at /policyz on MetricsAddr: the active policy
@@ -187,7 +188,7 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 
-	state := NewCacheState(mgr.GetCache(), CacheStateOptions{Logger: log.WithName("cluster-view"), RebuildDelay: o.RebuildDelay})
+	state := cluster.NewInformed(mgr.GetCache(), cluster.InformedOptions{Logger: log.WithName("cluster-view"), RebuildDelay: o.RebuildDelay})
 	if err := mgr.Add(state); err != nil {
 		return err
 	}

@@ -10,12 +10,15 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -169,4 +172,30 @@ type logrWriter struct{ log logr.Logger }
 func (w logrWriter) Write(p []byte) (int, error) {
 	w.log.Info(string(p))
 	return len(p), nil
+}
+
+var (
+	metricsOnce     sync.Once
+	openConnections = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "driverguard_webhook_connections",
+		Help: "Connections open to the webhook server.",
+	})
+	refusedConnections = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "driverguard_webhook_connections_refused_total",
+		Help: "Connections closed as soon as they were accepted: over --max-connections or --max-connections-per-client.",
+	})
+	evictedRequests = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "driverguard_webhook_requests_evicted_total",
+		Help: "Requests whose body read was ended to make room for a newcomer: a slow client held what the API server needed.",
+	})
+	refusedRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "driverguard_webhook_requests_refused_total",
+		Help: "Admission requests refused before they were judged: in_flight (429: requests, bytes or JSON values in flight) or too_large (413: over 100,000 JSON values).",
+	}, []string{"reason"})
+)
+
+func registerMetrics() {
+	metricsOnce.Do(func() {
+		ctrlmetrics.Registry.MustRegister(openConnections, refusedConnections, refusedRequests, evictedRequests)
+	})
 }

@@ -55,7 +55,7 @@ type Webhooks struct {
 func New(state State, opts Options) *Webhooks {
 	if syncer, ok := opts.Policy.(policy.ClusterSyncer); ok {
 		if s, ok := state.(syncingState); ok {
-			s.syncTo(syncer)
+			s.SyncTo(syncer)
 		}
 	}
 	w := &Webhooks{

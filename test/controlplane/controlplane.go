@@ -38,6 +38,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/webhook"
 )
 
@@ -64,7 +65,7 @@ type Plane struct {
 	MetricsAddr string
 	// State is the webhook's cluster view (wait on it after a write with WaitFor); nil when
 	// the webhook runs as a process (Options.ServeBinary).
-	State *webhook.CacheState
+	State *cluster.Informed
 	// Serve is the `driverguard serve` process (Options.ServeBinary), nil when in-process.
 	Serve *os.Process
 
@@ -158,7 +159,7 @@ func Start(opts Options) (*Plane, error) {
 	var once sync.Once
 	so.OnReady = func() { once.Do(func() { close(ready) }) }
 	onState := so.OnState
-	so.OnState = func(s *webhook.CacheState) {
+	so.OnState = func(s *cluster.Informed) {
 		p.State = s
 		if onState != nil {
 			onState(s)

@@ -32,6 +32,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
@@ -164,7 +165,7 @@ func TestSustainedLoad(t *testing.T) {
 	}
 	create(t, c, wt.Driver("rbln-driver", nil))
 	create(t, c, wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")))
-	waitView(t, plane, func(s *webhook.Snapshot) bool { return len(s.Nodes()) == nodes && len(s.Drivers()) == 2 })
+	waitView(t, plane, func(s *cluster.Snapshot) bool { return len(s.Nodes()) == nodes && len(s.Drivers()) == 2 })
 
 	// Phase A: 25 s of load; the certificate rotates at 5 s, the policies reload at 12 s.
 	g := &generator{c: c, warnings: warnings}
@@ -254,7 +255,7 @@ func create(t *testing.T, c client.Client, obj client.Object) {
 	}
 }
 
-func waitView(t *testing.T, plane *controlplane.Plane, cond func(*webhook.Snapshot) bool) {
+func waitView(t *testing.T, plane *controlplane.Plane, cond func(*cluster.Snapshot) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -30,6 +30,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/policy"
@@ -355,7 +356,7 @@ func write(ctx context.Context, c client.Client, obj client.Object) error {
 		return err
 	}
 	rv := next.GetResourceVersion()
-	return suite.plane.State.WaitFor(ctx, func(s *webhook.Snapshot) bool {
+	return suite.plane.State.WaitFor(ctx, func(s *cluster.Snapshot) bool {
 		if _, ok := obj.(*v1alpha1.RBLNClusterPolicy); ok {
 			return s.ClusterPolicy() != nil && s.ClusterPolicy().ResourceVersion == rv
 		}
@@ -456,7 +457,7 @@ func resetObjects(t *testing.T, c client.Client) {
 	ctx := context.Background()
 	require.NoError(t, c.DeleteAllOf(ctx, &v1alpha1.RBLNDriver{}))
 	require.NoError(t, c.DeleteAllOf(ctx, &v1alpha1.RBLNClusterPolicy{}))
-	require.NoError(t, suite.plane.State.WaitFor(ctx, func(s *webhook.Snapshot) bool {
+	require.NoError(t, suite.plane.State.WaitFor(ctx, func(s *cluster.Snapshot) bool {
 		return len(s.Drivers()) == 0 && s.ClusterPolicy() == nil
 	}))
 }
@@ -466,7 +467,7 @@ func waitForStored(t *testing.T, c client.Client) {
 	t.Helper()
 	var ds v1alpha1.RBLNDriverList
 	require.NoError(t, c.List(context.Background(), &ds))
-	require.NoError(t, suite.plane.State.WaitFor(context.Background(), func(s *webhook.Snapshot) bool {
+	require.NoError(t, suite.plane.State.WaitFor(context.Background(), func(s *cluster.Snapshot) bool {
 		return len(s.Drivers()) == len(ds.Items)
 	}))
 }
@@ -481,7 +482,7 @@ func setNodes(t *testing.T, c client.Client, nodes []corev1.Node) {
 		n.ResourceVersion = ""
 		require.NoError(t, c.Create(ctx, n))
 	}
-	require.NoError(t, suite.plane.State.WaitFor(ctx, func(s *webhook.Snapshot) bool { return len(s.Nodes()) == len(nodes) }))
+	require.NoError(t, suite.plane.State.WaitFor(ctx, func(s *cluster.Snapshot) bool { return len(s.Nodes()) == len(nodes) }))
 }
 
 func readInventory(t *testing.T, name, file string) inventory {

@@ -97,7 +97,7 @@ func Node(name string, labels map[string]string) *corev1.Node {
 	}
 }
 
-// RoutingNodes converts Nodes for a StaticState.
+// RoutingNodes converts Nodes for a cluster.State.
 func RoutingNodes(nodes ...*corev1.Node) []routing.Node {
 	out := make([]routing.Node, len(nodes))
 	for i, n := range nodes {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -79,7 +80,7 @@ func TestCustomPolicyAtRenderAndAdmission(t *testing.T) {
 	engine, err := policy.New(t.Context(), policy.Options{Dirs: []string{policies}, Metrics: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	go func() { _ = engine.Start(t.Context()) }()
-	state := webhook.NewStaticState(drivers, nil, nil)
+	state := cluster.NewStatic(cluster.FromLists(nil, drivers, nil, nil))
 	mux := http.NewServeMux()
 	for path, h := range webhook.New(state, webhook.Options{Policy: engine}).Handlers() {
 		mux.Handle(path, h)
