@@ -1,7 +1,9 @@
 package render_test
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/render"
 )
 
@@ -177,6 +180,52 @@ func TestAnnotationBytes(t *testing.T) {
 			assert.Equal(t, field.ErrorTypeTooLong, invalid.Errs[0].Type)
 			assert.Contains(t, err.Error(), "\n  "+tt.want)
 			assert.Less(t, len(err.Error()), 1000)
+		})
+	}
+}
+
+// TestBoundsBeforeTheSchema: what is over the schema's size bounds is reported by the bounds
+// pass and never reaches the schema's validator or the decoding, so its cost is bounded by the
+// schema, not by what the user sends: 40 instances with 65,537 env items and tolerations each
+// (one --set each), a 16 MB tag.
+func TestBoundsBeforeTheSchema(t *testing.T) {
+	var sets []string
+	for i := range 40 {
+		sets = append(sets, fmt.Sprintf("driver.instances.i%d.env[65536].name=x", i),
+			fmt.Sprintf("driver.instances.i%d.tolerations[65536].key=x", i),
+			fmt.Sprintf("driver.instances.i%d.nodeSelector.a=b", i))
+	}
+	tests := []struct {
+		name     string
+		opts     render.ValuesOptions
+		want     string
+		total    int
+		maxAlloc uint64
+	}{
+		{name: "40 instances of 65,537 env items and tolerations", opts: render.ValuesOptions{Values: sets},
+			want: "driver.instances.i0.env: Too many: 65537: must have at most 256 env", total: 80, maxAlloc: 256 << 20},
+		{name: "a 16 MB tag", opts: render.ValuesOptions{Values: []string{"driver.image.tag=" + strings.Repeat("a", 16<<20)}},
+			want: "cannot start an OCI image tag", total: 1, maxAlloc: 8 << 20},
+		{name: "a 16 MB pull secret", opts: render.ValuesOptions{Values: []string{"driver.imagePullSecrets[0]=" + strings.Repeat("a", 16<<20)}},
+			want: "driver.imagePullSecrets[0]: Invalid value", total: 1, maxAlloc: 8 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vals, src, err := render.Load(context.Background(), tt.opts)
+			require.NoError(t, err)
+			ch, err := charts.Driverguard()
+			require.NoError(t, err)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err = render.Render(ch, vals, render.Options{Sources: src})
+			runtime.ReadMemStats(&after)
+			t.Logf("%d MB allocated", (after.TotalAlloc-before.TotalAlloc)>>20)
+			var invalid *render.InvalidValuesError
+			require.ErrorAs(t, err, &invalid)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Equal(t, tt.total, invalid.Total())
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, tt.maxAlloc, "bytes allocated")
 		})
 	}
 }

@@ -31,18 +31,22 @@ type problem struct {
 	// alone marks a problem that replaces the schema's other problems at its field (an entry
 	// of a map of strings with the wrong type: its key is not judged).
 	alone bool
+	// bound marks a problem of the bounds pass (bounds.go): it replaces every other problem
+	// at or under its field.
+	bound bool
 }
 
 // checkValues lists every problem of the values at once — the schema's, and those of the
 // rules it cannot state — or returns nil. vals are the coalesced values, defaults the chart's.
-func checkValues(ctx context.Context, vs *valuesSchema, vals, defaults map[string]any, d *driverValues, src *Sources) error {
+// bounds are the problems of the bounds pass, already run on vals.
+func checkValues(ctx context.Context, vs *valuesSchema, vals, defaults map[string]any, d *driverValues, bounds []problem, src *Sources) error {
 	verr, err := vs.validate(vals)
 	if err != nil {
 		return err
 	}
-	var probs []problem
+	probs := bounds
 	if verr != nil {
-		probs = vs.problems(verr, vals, defaults)
+		probs = append(probs, vs.problems(verr, vals, defaults)...)
 	}
 	probs = append(probs, rules(ctx, d)...)
 	if err := ctx.Err(); err != nil {
@@ -180,18 +184,39 @@ func mergedAnnotationBytes(own, base opt[map[string]opt[string]], p *field.Path)
 // counted.
 func report(probs []problem, src *Sources) error {
 	first := map[string]bool{}
+	bounded := map[string]bool{}
 	var tooMany []string
 	for _, pr := range probs {
 		if pr.rule || pr.alone {
 			first[pr.err.Field] = true
 		}
+		if pr.bound {
+			bounded[pr.err.Field] = true
+		}
 		if pr.err.Type == field.ErrorTypeTooMany {
 			tooMany = append(tooMany, pr.err.Field)
 		}
 	}
+	// A rule's count at a field the bounds pass cut words it (with the count before the cut).
+	counted := map[string]bool{}
+	for _, pr := range probs {
+		if pr.rule && pr.err.Type == field.ErrorTypeTooMany && bounded[pr.err.Field] {
+			for _, b := range probs {
+				if b.bound && b.err.Field == pr.err.Field && b.err.Type == field.ErrorTypeTooMany {
+					pr.err.BadValue = b.err.BadValue
+					counted[pr.err.Field] = true
+				}
+			}
+		}
+	}
 	kept := probs[:0]
 	for _, pr := range probs {
-		superseded := !pr.rule && !pr.alone && first[pr.err.Field]
+		superseded := !pr.bound && (bounded[pr.err.Field] || !pr.rule && !pr.alone && first[pr.err.Field])
+		if pr.rule && counted[pr.err.Field] && pr.err.Type == field.ErrorTypeTooMany {
+			superseded = false
+		} else if pr.bound && counted[pr.err.Field] {
+			superseded = true
+		}
 		if !superseded && !under(pr.err.Field, tooMany) {
 			kept = append(kept, pr)
 		}
