@@ -229,3 +229,25 @@ func TestBoundsBeforeTheSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownKeysAreCounted: of a map's unknown keys only those that can be listed are worded
+// (did-you-mean, the known keys); the others are counted. 200,000 unknown keys under driver.
+func TestUnknownKeysAreCounted(t *testing.T) {
+	driver := map[string]any{}
+	for i := range 200000 {
+		driver[fmt.Sprintf("u%07d", i)] = 1
+	}
+	ch, err := charts.Driverguard()
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = render.Render(ch, map[string]any{"driver": driver}, render.Options{})
+	runtime.ReadMemStats(&after)
+	t.Logf("%d MB allocated", (after.TotalAlloc-before.TotalAlloc)>>20)
+	var invalid *render.InvalidValuesError
+	require.ErrorAs(t, err, &invalid)
+	assert.Equal(t, 200000, invalid.Total())
+	assert.Contains(t, err.Error(), "driver.u0000000: Unsupported value: \"u0000000\": unknown field (known: ")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(200<<20), "bytes allocated")
+}

@@ -31,6 +31,12 @@ type problem struct {
 	// alone marks a problem that replaces the schema's other problems at its field (an entry
 	// of a map of strings with the wrong type: its key is not judged).
 	alone bool
+	// words, when set, completes err's Detail: only listed problems are worded (a million
+	// unknown keys are counted, not each given a did-you-mean and the known keys).
+	words func(*field.Error)
+	// omitted, in a problem without err, counts problems not listed (they would sort after
+	// MaxListedErrors others).
+	omitted int
 	// bound marks a problem of the bounds pass (bounds.go): it replaces every other problem
 	// at or under its field.
 	bound bool
@@ -186,6 +192,16 @@ func report(probs []problem, src *Sources) error {
 	first := map[string]bool{}
 	bounded := map[string]bool{}
 	var tooMany []string
+	omitted := 0
+	listable := probs[:0]
+	for _, pr := range probs {
+		if pr.err == nil {
+			omitted += pr.omitted
+		} else {
+			listable = append(listable, pr)
+		}
+	}
+	probs = listable
 	for _, pr := range probs {
 		if pr.rule || pr.alone {
 			first[pr.err.Field] = true
@@ -222,7 +238,7 @@ func report(probs []problem, src *Sources) error {
 		}
 	}
 	if len(kept) == 0 {
-		return nil
+		return nil // the omitted are counted beside MaxListedErrors kept others
 	}
 	// By field; at one field the rules' problems in their order, the schema's (which come in
 	// no set order) by type and words. A field has problems of one or the other.
@@ -240,12 +256,15 @@ func report(probs []problem, src *Sources) error {
 	n := min(len(kept), MaxListedErrors)
 	errs := make(field.ErrorList, n)
 	for i, pr := range kept[:n] {
+		if pr.words != nil {
+			pr.words(pr.err)
+		}
 		if pr.hintSep != "" {
 			pr.err.Detail += stringHint(src, pr.hintSep, pr.path, pr.value)
 		}
 		errs[i] = pr.err
 	}
-	return &InvalidValuesError{Errs: errs, Omitted: len(kept) - n}
+	return &InvalidValuesError{Errs: errs, Omitted: len(kept) - n + omitted}
 }
 
 // under reports whether the field f is inside one of fields.
