@@ -251,3 +251,22 @@ func TestUnknownKeysAreCounted(t *testing.T) {
 	assert.Contains(t, err.Error(), "driver.u0000000: Unsupported value: \"u0000000\": unknown field (known: ")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(200<<20), "bytes allocated")
 }
+
+// TestControlCharactersInKeysAreQuoted: a key with a character that is not printable (an
+// escape sequence) is quoted in every field path printed, never sent to the terminal raw.
+func TestControlCharactersInKeysAreQuoted(t *testing.T) {
+	values := "driver:\n  \"\\e]0;pwned\\a\\e[2J\": 1\n  annotations: {\"k\\e\": v}\n  nodeSelector: {\"k\\e[2J\": v, \"a\\e\": {b: c}}\n" +
+		"  instances:\n    \"x\\ty\": {nodeSelector: {a: b}, annotations: {\"k\\e\": 1}}\n"
+	err := renderWithSources(t, render.ValuesOptions{ValueFiles: []string{writeFiles(t, map[string]string{"values.yaml": values})["values.yaml"]}})
+	var invalid *render.InvalidValuesError
+	require.ErrorAs(t, err, &invalid)
+	msg := err.Error()
+	for _, c := range "\x1b\a\t" {
+		assert.NotContains(t, msg, string(c))
+	}
+	for _, want := range []string{`driver."\x1b]0;pwned\a\x1b[2J": Unsupported value`, `driver.annotations["k\x1b"]: Invalid value`,
+		`driver.nodeSelector["k\x1b[2J"]: Invalid value`, `driver.instances."x\ty": Invalid value`, `driver.instances."x\ty".annotations["k\x1b"]`} {
+		assert.Contains(t, msg, want)
+	}
+	assert.Equal(t, 1, strings.Count(msg, `driver.annotations["k\x1b"]`), "one problem per field")
+}

@@ -74,7 +74,7 @@ func rules(ctx context.Context, d *driverValues) []problem {
 		if !ok || ctx.Err() != nil {
 			continue
 		}
-		ip := p.Child("instances", key)
+		ip := p.Child("instances", pathKey(key))
 		errs = append(errs, selectorRules(inst.NodeSelector, ip.Child("nodeSelector"))...)
 		errs = append(errs, annotationRules(inst.Annotations, ip.Child("annotations"))...)
 		errs = append(errs, removedImage(inst.Image, ip.Child("image"))...)
@@ -95,7 +95,26 @@ func selectorRules(sel opt[map[string]opt[string]], p *field.Path) field.ErrorLi
 	if !sel.set {
 		return nil
 	}
-	return dgvalidation.ValidateNodeSelector(entries(sel), p)
+	strs := entries(sel)
+	return quoteKeys(dgvalidation.ValidateNodeSelector(strs, p), p, strs)
+}
+
+// quoteKeys rewrites the fields of errs at the entries p[k] of a map whose key k is not
+// printable as the schema's problems show them (pathKey): p["k\x1b"].
+func quoteKeys(errs field.ErrorList, p *field.Path, m map[string]string) field.ErrorList {
+	for k := range m {
+		q := pathKey(k)
+		if q == k {
+			continue
+		}
+		raw, quoted := p.Key(k).String(), p.Key(q).String()
+		for _, e := range errs {
+			if e.Field == raw || strings.HasPrefix(e.Field, raw+".") || strings.HasPrefix(e.Field, raw+"[") {
+				e.Field = quoted + e.Field[len(raw):]
+			}
+		}
+	}
+	return errs
 }
 
 func annotationRules(ann opt[map[string]opt[string]], p *field.Path) field.ErrorList {
@@ -107,7 +126,7 @@ func annotationRules(ann opt[map[string]opt[string]], p *field.Path) field.Error
 	if e := dgvalidation.ValidateAnnotationsSize(strs, p); e != nil {
 		errs = append(errs, e)
 	}
-	return errs
+	return quoteKeys(errs, p, strs)
 }
 
 // removedImage reports the required image fields an instance removes with null (image: null

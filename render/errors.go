@@ -117,7 +117,7 @@ func splitKeyHint(lead string, p *field.Path, k string, nested map[string]any) s
 		}
 	}
 	return fmt.Sprintf("%s, not maps: --set splits keys at dots, so %q became nested keys; escape its dots: --set '%s=%s'", lead,
-		validation.Truncate(key, validation.MaxQuotedValue), validation.Truncate(SetPath(p.Key(key)), validation.MaxFieldPath),
+		validation.Truncate(key, validation.MaxQuotedValue), validation.Truncate(SetPath(p.Key(pathKey(key))), validation.MaxFieldPath),
 		validation.Truncate(fmt.Sprint(describe(cur)), validation.MaxQuotedValue))
 }
 
