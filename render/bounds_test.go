@@ -270,3 +270,23 @@ func TestControlCharactersInKeysAreQuoted(t *testing.T) {
 	}
 	assert.Equal(t, 1, strings.Count(msg, `driver.annotations["k\x1b"]`), "one problem per field")
 }
+
+// TestLongRulesAreSaidOnce: a long rule every bad name of a list breaks (the RFC 1123
+// paragraph) is said at the first; the others point to it.
+func TestLongRulesAreSaidOnce(t *testing.T) {
+	for _, list := range []string{"webhook.policy.configMaps", "driver.imagePullSecrets"} {
+		t.Run(list, func(t *testing.T) {
+			var sets []string
+			for i := range 60 {
+				sets = append(sets, fmt.Sprintf("%s[%d]=Bad_%d", list, i, i))
+			}
+			err := renderWithSources(t, render.ValuesOptions{Values: []string{strings.Join(sets, ",")}})
+			var invalid *render.InvalidValuesError
+			require.ErrorAs(t, err, &invalid)
+			msg := err.Error()
+			assert.Equal(t, 1, strings.Count(msg, "RFC 1123"), msg)
+			assert.Contains(t, msg, list+"[1]: Invalid value: \"Bad_1\": breaks the same rule as "+list+"[0] (above)")
+			assert.Less(t, len(msg), 7000)
+		})
+	}
+}

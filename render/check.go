@@ -17,6 +17,9 @@ import (
 // (SPEC §7: messages cap long lists with a total).
 const MaxListedErrors = 50
 
+// maxRepeatedDetail is the longest detail repeated word for word in one report.
+const maxRepeatedDetail = 120
+
 // problem is one problem of the values.
 type problem struct {
 	err *field.Error
@@ -273,6 +276,9 @@ func report(probs []problem, src *Sources) error {
 		return a.err.Type < b.err.Type || a.err.Type == b.err.Type && a.err.Detail < b.err.Detail
 	})
 	n := min(len(kept), MaxListedErrors)
+	// A long rule (the RFC 1123 paragraph of every bad name in a list) is said once: later
+	// problems that would repeat it word for word point to the first.
+	said := map[string]string{}
 	errs := make(field.ErrorList, n)
 	for i, pr := range kept[:n] {
 		if pr.words != nil {
@@ -280,6 +286,11 @@ func report(probs []problem, src *Sources) error {
 		}
 		if pr.hintSep != "" {
 			pr.err.Detail += stringHint(src, pr.hintSep, pr.path, pr.value)
+		}
+		if first, ok := said[pr.err.Detail]; ok {
+			pr.err.Detail = "breaks the same rule as " + first + " (above)"
+		} else if len(pr.err.Detail) > maxRepeatedDetail {
+			said[pr.err.Detail] = pr.err.Field
 		}
 		errs[i] = pr.err
 	}
