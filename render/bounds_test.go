@@ -290,3 +290,25 @@ func TestLongRulesAreSaidOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitKeyHintOnlyForSet: a map where a label value belongs is --set's splitting a key at
+// its dots only when --set gave it; from a values file the message says what belongs, no more.
+func TestSplitKeyHintOnlyForSet(t *testing.T) {
+	hint := `escape its dots: --set 'driver.nodeSelector.rebellions\.ai/npu\.family=atom'`
+	err := renderWithSources(t, render.ValuesOptions{Values: []string{"driver.nodeSelector.rebellions.ai/npu.family=atom"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), hint)
+
+	file := writeFiles(t, map[string]string{"values.yaml": "driver:\n  nodeSelector:\n    rebellions:\n      ai/npu: {family: atom}\n"})["values.yaml"]
+	err = renderWithSources(t, render.ValuesOptions{ValueFiles: []string{file}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `driver.nodeSelector[rebellions]: Invalid value: "<map>": label values are strings, not maps`)
+	assert.NotContains(t, err.Error(), "--set")
+
+	deep := "driver:\n  nodeSelector:\n    a: " + strings.Repeat("{a: ", 10000) + "x" + strings.Repeat("}", 10000) + "\n"
+	file = writeFiles(t, map[string]string{"values.yaml": deep})["values.yaml"]
+	err = renderWithSources(t, render.ValuesOptions{ValueFiles: []string{file}})
+	if err != nil && strings.Contains(err.Error(), "label values are strings") {
+		assert.Less(t, len(err.Error()), 1000)
+	}
+}

@@ -36,7 +36,7 @@ type problem struct {
 	alone bool
 	// words, when set, completes err's Detail: only listed problems are worded (a million
 	// unknown keys are counted, not each given a did-you-mean and the known keys).
-	words func(*field.Error)
+	words func(*field.Error, *Sources)
 	// omitted, in a problem without err, counts problems not listed (they would sort after
 	// MaxListedErrors others).
 	omitted int
@@ -282,7 +282,7 @@ func report(probs []problem, src *Sources) error {
 	errs := make(field.ErrorList, n)
 	for i, pr := range kept[:n] {
 		if pr.words != nil {
-			pr.words(pr.err)
+			pr.words(pr.err, src)
 		}
 		if pr.hintSep != "" {
 			pr.err.Detail += stringHint(src, pr.hintSep, pr.path, pr.value)

@@ -387,8 +387,15 @@ func (t *translator) typeError(loc, want []string, e *jsonschema.ValidationError
 	}
 	pr := problem{err: field.TypeInvalid(p, describe(v), detail), path: p, value: v, alone: key}
 	if m, isMap := v.(map[string]any); isMap && wantsString && key {
-		parent, _, _ := t.vs.walk(loc[:len(loc)-1])
-		pr.err.Detail = splitKeyHint(detail, parent, loc[len(loc)-1], m)
+		// Nested keys are --set's splitting a key at its dots only when --set gave them.
+		pr.err.Detail = detail + ", not maps"
+		at := slices.Clone(loc)
+		pr.words = func(e *field.Error, src *Sources) {
+			if l, ok := src.Locate(at...); ok && (l.Kind == FromSet || l.Kind == FromSetString) {
+				parent, _, _ := t.vs.walk(at[:len(at)-1])
+				e.Detail = splitKeyHint(detail, parent, at[len(at)-1], m)
+			}
+		}
 	} else if hintable {
 		pr.hintSep = sep
 	}
@@ -425,7 +432,7 @@ func (t *translator) unknown(loc []string, name string, e *jsonschema.Validation
 	}
 	// Worded once listed (report): a million unknown keys are a million problems counted.
 	err := &field.Error{Type: field.ErrorTypeNotSupported, Field: p.String(), BadValue: name}
-	t.out = append(t.out, problem{err: err, words: func(e *field.Error) { *e = *unknownField(p, name, known) }})
+	t.out = append(t.out, problem{err: err, words: func(e *field.Error, _ *Sources) { *e = *unknownField(p, name, known) }})
 }
 
 func (t *translator) tooFew(p *field.Path, v any, got, want int) {
