@@ -44,7 +44,7 @@ type bounder struct {
 // (report drops the others at or under it).
 func (vs *valuesSchema) bound(vals map[string]any) (map[string]any, []problem) {
 	b := &bounder{vs: vs, max: map[string]int{}}
-	cut, _ := b.node(vals, nil, []*jsonschema.Schema{vs.root}).(map[string]any)
+	cut, _ := b.node(vals, make([]string, 0, 16), []*jsonschema.Schema{vs.root}).(map[string]any)
 	return cut, b.out
 }
 
@@ -71,7 +71,11 @@ func applicable(ss []*jsonschema.Schema) []*jsonschema.Schema {
 
 // node bounds v at loc, validated by ss, and returns what replaces it.
 func (b *bounder) node(v any, loc []string, ss []*jsonschema.Schema) any {
-	ss = applicable(ss)
+	if len(ss) == 1 && b.vs.applies[ss[0]] != nil {
+		ss = b.vs.applies[ss[0]]
+	} else {
+		ss = applicable(ss)
+	}
 	if len(ss) == 0 {
 		return v
 	}
@@ -126,8 +130,9 @@ func (b *bounder) node(v any, loc []string, ss []*jsonschema.Schema) any {
 			}
 			v, copied = cut, true
 		}
+		var sub []*jsonschema.Schema
 		for k, e := range v {
-			var sub []*jsonschema.Schema
+			sub = sub[:0]
 			for _, s := range ss {
 				if p := s.Properties[k]; p != nil {
 					sub = append(sub, p)

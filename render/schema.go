@@ -26,6 +26,8 @@ type valuesSchema struct {
 	root *jsonschema.Schema
 	// at holds every schema by location (schemaURL#/properties/driver, …).
 	at map[string]*jsonschema.Schema
+	// applies holds, by schema, the schemas that apply with it (applicable, bounds.go).
+	applies map[*jsonschema.Schema][]*jsonschema.Schema
 	// source is the file compiled (kept for the embedded chart's, to recognise it).
 	source []byte
 }
@@ -47,6 +49,10 @@ func newValuesSchema(data []byte) (*valuesSchema, error) {
 	}
 	vs := &valuesSchema{root: root, at: map[string]*jsonschema.Schema{}}
 	vs.index(root)
+	vs.applies = make(map[*jsonschema.Schema][]*jsonschema.Schema, len(vs.at))
+	for _, s := range vs.at {
+		vs.applies[s] = applicable([]*jsonschema.Schema{s})
+	}
 	return vs, nil
 }
 
