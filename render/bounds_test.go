@@ -1,7 +1,9 @@
 package render_test
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/render"
 )
 
@@ -178,5 +181,134 @@ func TestAnnotationBytes(t *testing.T) {
 			assert.Contains(t, err.Error(), "\n  "+tt.want)
 			assert.Less(t, len(err.Error()), 1000)
 		})
+	}
+}
+
+// TestBoundsBeforeTheSchema: what is over the schema's size bounds is reported by the bounds
+// pass and never reaches the schema's validator or the decoding, so its cost is bounded by the
+// schema, not by what the user sends: 40 instances with 65,537 env items and tolerations each
+// (one --set each), a 16 MB tag.
+func TestBoundsBeforeTheSchema(t *testing.T) {
+	var sets []string
+	for i := range 40 {
+		sets = append(sets, fmt.Sprintf("driver.instances.i%d.env[65536].name=x", i),
+			fmt.Sprintf("driver.instances.i%d.tolerations[65536].key=x", i),
+			fmt.Sprintf("driver.instances.i%d.nodeSelector.a=b", i))
+	}
+	tests := []struct {
+		name     string
+		opts     render.ValuesOptions
+		want     string
+		total    int
+		maxAlloc uint64
+	}{
+		{name: "40 instances of 65,537 env items and tolerations", opts: render.ValuesOptions{Values: sets},
+			want: "driver.instances.i0.env: Too many: 65537: must have at most 256 env", total: 80, maxAlloc: 256 << 20},
+		{name: "a 16 MB tag", opts: render.ValuesOptions{Values: []string{"driver.image.tag=" + strings.Repeat("a", 16<<20)}},
+			want: "cannot start an OCI image tag", total: 1, maxAlloc: 8 << 20},
+		{name: "a 16 MB pull secret", opts: render.ValuesOptions{Values: []string{"driver.imagePullSecrets[0]=" + strings.Repeat("a", 16<<20)}},
+			want: "driver.imagePullSecrets[0]: Invalid value", total: 1, maxAlloc: 8 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vals, src, err := render.Load(context.Background(), tt.opts)
+			require.NoError(t, err)
+			ch, err := charts.Driverguard()
+			require.NoError(t, err)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err = render.Render(ch, vals, render.Options{Sources: src})
+			runtime.ReadMemStats(&after)
+			t.Logf("%d MB allocated", (after.TotalAlloc-before.TotalAlloc)>>20)
+			var invalid *render.InvalidValuesError
+			require.ErrorAs(t, err, &invalid)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Equal(t, tt.total, invalid.Total())
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, tt.maxAlloc, "bytes allocated")
+		})
+	}
+}
+
+// TestUnknownKeysAreCounted: of a map's unknown keys only those that can be listed are worded
+// (did-you-mean, the known keys); the others are counted. 200,000 unknown keys under driver.
+func TestUnknownKeysAreCounted(t *testing.T) {
+	driver := map[string]any{}
+	for i := range 200000 {
+		driver[fmt.Sprintf("u%07d", i)] = 1
+	}
+	ch, err := charts.Driverguard()
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = render.Render(ch, map[string]any{"driver": driver}, render.Options{})
+	runtime.ReadMemStats(&after)
+	t.Logf("%d MB allocated", (after.TotalAlloc-before.TotalAlloc)>>20)
+	var invalid *render.InvalidValuesError
+	require.ErrorAs(t, err, &invalid)
+	assert.Equal(t, 200000, invalid.Total())
+	assert.Contains(t, err.Error(), "driver.u0000000: Unsupported value: \"u0000000\": unknown field (known: ")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(200<<20), "bytes allocated")
+}
+
+// TestControlCharactersInKeysAreQuoted: a key with a character that is not printable (an
+// escape sequence) is quoted in every field path printed, never sent to the terminal raw.
+func TestControlCharactersInKeysAreQuoted(t *testing.T) {
+	values := "driver:\n  \"\\e]0;pwned\\a\\e[2J\": 1\n  annotations: {\"k\\e\": v}\n  nodeSelector: {\"k\\e[2J\": v, \"a\\e\": {b: c}}\n" +
+		"  instances:\n    \"x\\ty\": {nodeSelector: {a: b}, annotations: {\"k\\e\": 1}}\n"
+	err := renderWithSources(t, render.ValuesOptions{ValueFiles: []string{writeFiles(t, map[string]string{"values.yaml": values})["values.yaml"]}})
+	var invalid *render.InvalidValuesError
+	require.ErrorAs(t, err, &invalid)
+	msg := err.Error()
+	for _, c := range "\x1b\a\t" {
+		assert.NotContains(t, msg, string(c))
+	}
+	for _, want := range []string{`driver."\x1b]0;pwned\a\x1b[2J": Unsupported value`, `driver.annotations["k\x1b"]: Invalid value`,
+		`driver.nodeSelector["k\x1b[2J"]: Invalid value`, `driver.instances."x\ty": Invalid value`, `driver.instances."x\ty".annotations["k\x1b"]`} {
+		assert.Contains(t, msg, want)
+	}
+	assert.Equal(t, 1, strings.Count(msg, `driver.annotations["k\x1b"]`), "one problem per field")
+}
+
+// TestLongRulesAreSaidOnce: a long rule every bad name of a list breaks (the RFC 1123
+// paragraph) is said at the first; the others point to it.
+func TestLongRulesAreSaidOnce(t *testing.T) {
+	for _, list := range []string{"webhook.policy.configMaps", "driver.imagePullSecrets"} {
+		t.Run(list, func(t *testing.T) {
+			var sets []string
+			for i := range 60 {
+				sets = append(sets, fmt.Sprintf("%s[%d]=Bad_%d", list, i, i))
+			}
+			err := renderWithSources(t, render.ValuesOptions{Values: []string{strings.Join(sets, ",")}})
+			var invalid *render.InvalidValuesError
+			require.ErrorAs(t, err, &invalid)
+			msg := err.Error()
+			assert.Equal(t, 1, strings.Count(msg, "RFC 1123"), msg)
+			assert.Contains(t, msg, list+"[1]: Invalid value: \"Bad_1\": breaks the same rule as "+list+"[0] (above)")
+			assert.Less(t, len(msg), 7000)
+		})
+	}
+}
+
+// TestSplitKeyHintOnlyForSet: a map where a label value belongs is --set's splitting a key at
+// its dots only when --set gave it; from a values file the message says what belongs, no more.
+func TestSplitKeyHintOnlyForSet(t *testing.T) {
+	hint := `escape its dots: --set 'driver.nodeSelector.rebellions\.ai/npu\.family=atom'`
+	err := renderWithSources(t, render.ValuesOptions{Values: []string{"driver.nodeSelector.rebellions.ai/npu.family=atom"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), hint)
+
+	file := writeFiles(t, map[string]string{"values.yaml": "driver:\n  nodeSelector:\n    rebellions:\n      ai/npu: {family: atom}\n"})["values.yaml"]
+	err = renderWithSources(t, render.ValuesOptions{ValueFiles: []string{file}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `driver.nodeSelector[rebellions]: Invalid value: "<map>": label values are strings, not maps`)
+	assert.NotContains(t, err.Error(), "--set")
+
+	deep := "driver:\n  nodeSelector:\n    a: " + strings.Repeat("{a: ", 10000) + "x" + strings.Repeat("}", 10000) + "\n"
+	file = writeFiles(t, map[string]string{"values.yaml": deep})["values.yaml"]
+	err = renderWithSources(t, render.ValuesOptions{ValueFiles: []string{file}})
+	if err != nil && strings.Contains(err.Error(), "label values are strings") {
+		assert.Less(t, len(err.Error()), 1000)
 	}
 }

@@ -17,6 +17,9 @@ import (
 // (SPEC §7: messages cap long lists with a total).
 const MaxListedErrors = 50
 
+// maxRepeatedDetail is the longest detail repeated word for word in one report.
+const maxRepeatedDetail = 120
+
 // problem is one problem of the values.
 type problem struct {
 	err *field.Error
@@ -31,18 +34,28 @@ type problem struct {
 	// alone marks a problem that replaces the schema's other problems at its field (an entry
 	// of a map of strings with the wrong type: its key is not judged).
 	alone bool
+	// words, when set, completes err's Detail: only listed problems are worded (a million
+	// unknown keys are counted, not each given a did-you-mean and the known keys).
+	words func(*field.Error, *Sources)
+	// omitted, in a problem without err, counts problems not listed (they would sort after
+	// MaxListedErrors others).
+	omitted int
+	// bound marks a problem of the bounds pass (bounds.go): it replaces every other problem
+	// at or under its field.
+	bound bool
 }
 
 // checkValues lists every problem of the values at once — the schema's, and those of the
 // rules it cannot state — or returns nil. vals are the coalesced values, defaults the chart's.
-func checkValues(ctx context.Context, vs *valuesSchema, vals, defaults map[string]any, d *driverValues, src *Sources) error {
+// bounds are the problems of the bounds pass, already run on vals.
+func checkValues(ctx context.Context, vs *valuesSchema, vals, defaults map[string]any, d *driverValues, bounds []problem, src *Sources) error {
 	verr, err := vs.validate(vals)
 	if err != nil {
 		return err
 	}
-	var probs []problem
+	probs := bounds
 	if verr != nil {
-		probs = vs.problems(verr, vals, defaults)
+		probs = append(probs, vs.problems(verr, vals, defaults)...)
 	}
 	probs = append(probs, rules(ctx, d)...)
 	if err := ctx.Err(); err != nil {
@@ -64,7 +77,7 @@ func rules(ctx context.Context, d *driverValues) []problem {
 		if !ok || ctx.Err() != nil {
 			continue
 		}
-		ip := p.Child("instances", key)
+		ip := p.Child("instances", pathKey(key))
 		errs = append(errs, selectorRules(inst.NodeSelector, ip.Child("nodeSelector"))...)
 		errs = append(errs, annotationRules(inst.Annotations, ip.Child("annotations"))...)
 		errs = append(errs, removedImage(inst.Image, ip.Child("image"))...)
@@ -85,7 +98,26 @@ func selectorRules(sel opt[map[string]opt[string]], p *field.Path) field.ErrorLi
 	if !sel.set {
 		return nil
 	}
-	return dgvalidation.ValidateNodeSelector(entries(sel), p)
+	strs := entries(sel)
+	return quoteKeys(dgvalidation.ValidateNodeSelector(strs, p), p, strs)
+}
+
+// quoteKeys rewrites the fields of errs at the entries p[k] of a map whose key k is not
+// printable as the schema's problems show them (pathKey): p["k\x1b"].
+func quoteKeys(errs field.ErrorList, p *field.Path, m map[string]string) field.ErrorList {
+	for k := range m {
+		q := pathKey(k)
+		if q == k {
+			continue
+		}
+		raw, quoted := p.Key(k).String(), p.Key(q).String()
+		for _, e := range errs {
+			if e.Field == raw || strings.HasPrefix(e.Field, raw+".") || strings.HasPrefix(e.Field, raw+"[") {
+				e.Field = quoted + e.Field[len(raw):]
+			}
+		}
+	}
+	return errs
 }
 
 func annotationRules(ann opt[map[string]opt[string]], p *field.Path) field.ErrorList {
@@ -97,7 +129,7 @@ func annotationRules(ann opt[map[string]opt[string]], p *field.Path) field.Error
 	if e := dgvalidation.ValidateAnnotationsSize(strs, p); e != nil {
 		errs = append(errs, e)
 	}
-	return errs
+	return quoteKeys(errs, p, strs)
 }
 
 // removedImage reports the required image fields an instance removes with null (image: null
@@ -180,24 +212,55 @@ func mergedAnnotationBytes(own, base opt[map[string]opt[string]], p *field.Path)
 // counted.
 func report(probs []problem, src *Sources) error {
 	first := map[string]bool{}
+	bounded := map[string]bool{}
 	var tooMany []string
+	omitted := 0
+	listable := probs[:0]
+	for _, pr := range probs {
+		if pr.err == nil {
+			omitted += pr.omitted
+		} else {
+			listable = append(listable, pr)
+		}
+	}
+	probs = listable
 	for _, pr := range probs {
 		if pr.rule || pr.alone {
 			first[pr.err.Field] = true
+		}
+		if pr.bound {
+			bounded[pr.err.Field] = true
 		}
 		if pr.err.Type == field.ErrorTypeTooMany {
 			tooMany = append(tooMany, pr.err.Field)
 		}
 	}
+	// A rule's count at a field the bounds pass cut words it (with the count before the cut).
+	counted := map[string]bool{}
+	for _, pr := range probs {
+		if pr.rule && pr.err.Type == field.ErrorTypeTooMany && bounded[pr.err.Field] {
+			for _, b := range probs {
+				if b.bound && b.err.Field == pr.err.Field && b.err.Type == field.ErrorTypeTooMany {
+					pr.err.BadValue = b.err.BadValue
+					counted[pr.err.Field] = true
+				}
+			}
+		}
+	}
 	kept := probs[:0]
 	for _, pr := range probs {
-		superseded := !pr.rule && !pr.alone && first[pr.err.Field]
+		superseded := !pr.bound && (bounded[pr.err.Field] || !pr.rule && !pr.alone && first[pr.err.Field])
+		if pr.rule && counted[pr.err.Field] && pr.err.Type == field.ErrorTypeTooMany {
+			superseded = false
+		} else if pr.bound && counted[pr.err.Field] {
+			superseded = true
+		}
 		if !superseded && !under(pr.err.Field, tooMany) {
 			kept = append(kept, pr)
 		}
 	}
 	if len(kept) == 0 {
-		return nil
+		return nil // the omitted are counted beside MaxListedErrors kept others
 	}
 	// By field; at one field the rules' problems in their order, the schema's (which come in
 	// no set order) by type and words. A field has problems of one or the other.
@@ -213,14 +276,25 @@ func report(probs []problem, src *Sources) error {
 		return a.err.Type < b.err.Type || a.err.Type == b.err.Type && a.err.Detail < b.err.Detail
 	})
 	n := min(len(kept), MaxListedErrors)
+	// A long rule (the RFC 1123 paragraph of every bad name in a list) is said once: later
+	// problems that would repeat it word for word point to the first.
+	said := map[string]string{}
 	errs := make(field.ErrorList, n)
 	for i, pr := range kept[:n] {
+		if pr.words != nil {
+			pr.words(pr.err, src)
+		}
 		if pr.hintSep != "" {
 			pr.err.Detail += stringHint(src, pr.hintSep, pr.path, pr.value)
 		}
+		if first, ok := said[pr.err.Detail]; ok {
+			pr.err.Detail = "breaks the same rule as " + first + " (above)"
+		} else if len(pr.err.Detail) > maxRepeatedDetail {
+			said[pr.err.Detail] = pr.err.Field
+		}
 		errs[i] = pr.err
 	}
-	return &InvalidValuesError{Errs: errs, Omitted: len(kept) - n}
+	return &InvalidValuesError{Errs: errs, Omitted: len(kept) - n + omitted}
 }
 
 // under reports whether the field f is inside one of fields.

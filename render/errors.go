@@ -99,17 +99,21 @@ func stringHint(src *Sources, sep string, p *field.Path, v any) string {
 		sep, text, setPath, text)
 }
 
+// maxSplitKeyDepth bounds the nested keys splitKeyHint joins back: a label key has at most
+// a few dots (253 characters of DNS prefix and 63 of name).
+const maxSplitKeyDepth = 64
+
 // splitKeyHint explains a map where a string belongs in a map of strings (lead says what
 // belongs): --set splits keys at dots, so rebellions.ai/npu.family became nested keys.
 func splitKeyHint(lead string, p *field.Path, k string, nested map[string]any) string {
 	key := k
 	var cur any = nested
-	for {
+	for depth := 0; ; depth++ {
 		m, ok := cur.(map[string]any)
 		if !ok {
 			break
 		}
-		if len(m) != 1 {
+		if len(m) != 1 || depth >= maxSplitKeyDepth {
 			return lead + ", not maps"
 		}
 		for sub, v := range m {
@@ -117,7 +121,7 @@ func splitKeyHint(lead string, p *field.Path, k string, nested map[string]any) s
 		}
 	}
 	return fmt.Sprintf("%s, not maps: --set splits keys at dots, so %q became nested keys; escape its dots: --set '%s=%s'", lead,
-		validation.Truncate(key, validation.MaxQuotedValue), validation.Truncate(SetPath(p.Key(key)), validation.MaxFieldPath),
+		validation.Truncate(key, validation.MaxQuotedValue), validation.Truncate(SetPath(p.Key(pathKey(key))), validation.MaxFieldPath),
 		validation.Truncate(fmt.Sprint(describe(cur)), validation.MaxQuotedValue))
 }
 

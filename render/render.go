@@ -84,12 +84,28 @@ func render(ctx context.Context, vs *valuesSchema, ch *chart.Chart, user map[str
 	if opts.ReleaseName == "" {
 		opts.ReleaseName = DefaultReleaseName
 	}
-	vals, err := chartutil.CoalesceValues(ch, user)
+	// The bounds pass first, on the user's values (before Helm copies them) and on the
+	// coalesced ones: what is over the schema's bounds is cut before anything else reads it.
+	cut, bounds := vs.bound(user)
+	vals, err := chartutil.CoalesceValues(ch, cut)
 	if err != nil {
 		return nil, fmt.Errorf("combining values with the chart's defaults: %w", err)
 	}
+	if len(bounds) > 0 {
+		var more []problem
+		vals, more = vs.bound(vals)
+		seen := map[string]bool{}
+		for _, pr := range bounds {
+			seen[pr.err.Field] = true
+		}
+		for _, pr := range more { // what the first pass cut is still over its bound
+			if !seen[pr.err.Field] {
+				bounds = append(bounds, pr)
+			}
+		}
+	}
 	d := decodeValues(vals["driver"])
-	if err := checkValues(ctx, vs, vals, ch.Values, d, opts.Sources); err != nil {
+	if err := checkValues(ctx, vs, vals, ch.Values, d, bounds, opts.Sources); err != nil {
 		return nil, err
 	}
 

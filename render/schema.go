@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"helm.sh/helm/v3/pkg/chart"
@@ -24,6 +26,8 @@ type valuesSchema struct {
 	root *jsonschema.Schema
 	// at holds every schema by location (schemaURL#/properties/driver, …).
 	at map[string]*jsonschema.Schema
+	// applies holds, by schema, the schemas that apply with it (applicable, bounds.go).
+	applies map[*jsonschema.Schema][]*jsonschema.Schema
 	// source is the file compiled (kept for the embedded chart's, to recognise it).
 	source []byte
 }
@@ -45,6 +49,10 @@ func newValuesSchema(data []byte) (*valuesSchema, error) {
 	}
 	vs := &valuesSchema{root: root, at: map[string]*jsonschema.Schema{}}
 	vs.index(root)
+	vs.applies = make(map[*jsonschema.Schema][]*jsonschema.Schema, len(vs.at))
+	for _, s := range vs.at {
+		vs.applies[s] = applicable([]*jsonschema.Schema{s})
+	}
 	return vs, nil
 }
 
@@ -190,12 +198,13 @@ func (vs *valuesSchema) walk(loc []string) (p *field.Path, key bool, s *jsonsche
 	s = vs.root
 	for _, tok := range loc {
 		key = false
+		seg := pathKey(tok)
 		if s == nil {
-			p = p.Child(tok)
+			p = p.Child(seg)
 			continue
 		}
 		if prop := find(s, func(s *jsonschema.Schema) *jsonschema.Schema { return s.Properties[tok] }); prop != nil {
-			p, s = p.Child(tok), prop
+			p, s = p.Child(seg), prop
 			continue
 		}
 		if items := find(s, func(s *jsonschema.Schema) *jsonschema.Schema { return s.Items2020 }); items != nil {
@@ -210,11 +219,11 @@ func (vs *valuesSchema) walk(loc []string) (p *field.Path, key bool, s *jsonsche
 		})
 		switch {
 		case addl == nil:
-			p, s = p.Child(tok), nil
+			p, s = p.Child(seg), nil
 		case containsType(types(addl), "object"):
-			p, s = p.Child(tok), addl
+			p, s = p.Child(seg), addl
 		default:
-			p, s, key = p.Key(tok), addl, true
+			p, s, key = p.Key(seg), addl, true
 		}
 	}
 	return p, key, s
@@ -227,4 +236,16 @@ func containsType(ts []string, t string) bool {
 		}
 	}
 	return false
+}
+
+// pathKey is a key as a field path shows it: as it is, or quoted (strconv.Quote) when it
+// holds a character that is not printable — a control character would otherwise reach the
+// terminal (driver."\x1b]0;pwned\a": an escape sequence).
+func pathKey(k string) string {
+	for _, r := range k {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(k)
+		}
+	}
+	return k
 }

@@ -127,6 +127,8 @@ type translator struct {
 	strAt map[string]*stringErrors
 	// over are the lists and maps over their size limit: nothing inside them is reported.
 	over [][]string
+	// known caches the sorted property names of a schema, by location.
+	known map[string][]string
 }
 
 type stringErrors struct {
@@ -138,7 +140,7 @@ type stringErrors struct {
 
 // problems translates the schema's errors on vals; defaults are the chart's values.
 func (vs *valuesSchema) problems(verr *jsonschema.ValidationError, vals, defaults map[string]any) []problem {
-	t := &translator{vs: vs, vals: vals, defaults: defaults, strAt: map[string]*stringErrors{}}
+	t := &translator{vs: vs, vals: vals, defaults: defaults, strAt: map[string]*stringErrors{}, known: map[string][]string{}}
 	t.oversized(verr)
 	t.walk(verr, nil, schemaURL+"#")
 	for _, s := range t.strs {
@@ -316,7 +318,14 @@ func (t *translator) leaf(e *jsonschema.ValidationError) {
 			t.required(loc, m, e)
 		}
 	case *kind.AdditionalProperties:
-		for _, name := range slices.Sorted(slices.Values(k.Properties)) {
+		// Only the first MaxListedErrors of one map can be listed (they sort before the
+		// others): the others are counted.
+		names := slices.Sorted(slices.Values(k.Properties))
+		if len(names) > MaxListedErrors {
+			t.out = append(t.out, problem{omitted: len(names) - MaxListedErrors})
+			names = names[:MaxListedErrors]
+		}
+		for _, name := range names {
 			t.unknown(loc, name, e)
 		}
 	case *kind.Pattern, *kind.MinLength, *kind.MaxLength:
@@ -378,8 +387,15 @@ func (t *translator) typeError(loc, want []string, e *jsonschema.ValidationError
 	}
 	pr := problem{err: field.TypeInvalid(p, describe(v), detail), path: p, value: v, alone: key}
 	if m, isMap := v.(map[string]any); isMap && wantsString && key {
-		parent, _, _ := t.vs.walk(loc[:len(loc)-1])
-		pr.err.Detail = splitKeyHint(detail, parent, loc[len(loc)-1], m)
+		// Nested keys are --set's splitting a key at its dots only when --set gave them.
+		pr.err.Detail = detail + ", not maps"
+		at := slices.Clone(loc)
+		pr.words = func(e *field.Error, src *Sources) {
+			if l, ok := src.Locate(at...); ok && (l.Kind == FromSet || l.Kind == FromSetString) {
+				parent, _, _ := t.vs.walk(at[:len(at)-1])
+				e.Detail = splitKeyHint(detail, parent, at[len(at)-1], m)
+			}
+		}
 	} else if hintable {
 		pr.hintSep = sep
 	}
@@ -407,11 +423,16 @@ func (t *translator) unknown(loc []string, name string, e *jsonschema.Validation
 		return
 	}
 	p, _, _ := t.vs.walk(at)
-	var known []string
-	if s := t.vs.at[e.SchemaURL]; s != nil {
-		known = slices.Sorted(maps.Keys(s.Properties))
+	known, ok := t.known[e.SchemaURL]
+	if !ok {
+		if s := t.vs.at[e.SchemaURL]; s != nil {
+			known = slices.Sorted(maps.Keys(s.Properties))
+		}
+		t.known[e.SchemaURL] = known
 	}
-	t.add(unknownField(p, name, known))
+	// Worded once listed (report): a million unknown keys are a million problems counted.
+	err := &field.Error{Type: field.ErrorTypeNotSupported, Field: p.String(), BadValue: name}
+	t.out = append(t.out, problem{err: err, words: func(e *field.Error, _ *Sources) { *e = *unknownField(p, name, known) }})
 }
 
 func (t *translator) tooFew(p *field.Path, v any, got, want int) {
