@@ -617,8 +617,3 @@ func unionPairs(a, b []labelPair) []labelPair {
 	}
 	return out
 }
-
-func otherKey(resources []string, self string) string {
-	others := slices.DeleteFunc(slices.Clone(resources), func(s string) bool { return s == self })
-	return strings.Join(others, "\x00")
-}
