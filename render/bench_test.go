@@ -2,12 +2,14 @@ package render_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/render"
 )
@@ -65,32 +67,48 @@ func BenchmarkRender(b *testing.B) {
 // BenchmarkLargeMap measures reading, rendering and writing values with 100,000 annotations:
 // the cost of a large map (a million took 31 s and 2 GB before its hot spots — provenance,
 // copies, go-yaml's key sort and event queue — were fixed).
+// BenchmarkLargeMap: the largest annotations map render accepts (validation.MaxAnnotations
+// keys) read, rendered and written; and 100,000 keys, which render refuses by their count.
 func BenchmarkLargeMap(b *testing.B) {
 	ch, err := charts.Driverguard()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sb strings.Builder
-	sb.WriteString("driver:\n  annotations:\n")
-	for i := range 100_000 {
-		fmt.Fprintf(&sb, "    k%d: v\n", i)
-	}
-	file := filepath.Join(b.TempDir(), "values.yaml")
-	if err := os.WriteFile(file, []byte(sb.String()), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		vals, src, err := render.Load(context.Background(), render.ValuesOptions{ValueFiles: []string{file}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := render.Render(ch, vals, render.Options{Sources: src, SkipProvenance: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := render.Manifest(r); err != nil {
-			b.Fatal(err)
-		}
+	for _, tc := range []struct {
+		keys    int
+		refused bool
+	}{{validation.MaxAnnotations, false}, {100_000, true}} {
+		b.Run(fmt.Sprintf("keys=%d", tc.keys), func(b *testing.B) {
+			var sb strings.Builder
+			sb.WriteString("driver:\n  annotations:\n")
+			for i := range tc.keys {
+				fmt.Fprintf(&sb, "    k%d: v\n", i)
+			}
+			file := filepath.Join(b.TempDir(), "values.yaml")
+			if err := os.WriteFile(file, []byte(sb.String()), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				vals, src, err := render.Load(context.Background(), render.ValuesOptions{ValueFiles: []string{file}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := render.Render(ch, vals, render.Options{Sources: src, SkipProvenance: true})
+				var invalid *render.InvalidValuesError
+				if tc.refused {
+					if !errors.As(err, &invalid) {
+						b.Fatalf("%d annotations: want an InvalidValuesError, got %v", tc.keys, err)
+					}
+					continue
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := render.Manifest(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
