@@ -174,12 +174,8 @@ func same(r, e any) bool {
 
 // count reports a list or map of n entries over its limit.
 func (b *bounder) count(loc []string, n, limit int) {
-	p, _, _ := b.vs.walk(loc)
-	what := "entries"
-	if len(loc) > 0 {
-		what = loc[len(loc)-1]
-	}
-	b.out = append(b.out, problem{err: dgvalidation.ValidateCount(n, limit, what, p), bound: true})
+	p, _, s := b.vs.walk(loc)
+	b.out = append(b.out, problem{err: dgvalidation.ValidateCount(n, limit, countNoun(s, loc), p), bound: true})
 }
 
 // str bounds a string: longer than its bound (maxLength, else the longest its pattern allows)

@@ -203,7 +203,7 @@ func TestBoundsBeforeTheSchema(t *testing.T) {
 		maxAlloc uint64
 	}{
 		{name: "40 instances of 65,537 env items and tolerations", opts: render.ValuesOptions{Values: sets},
-			want: "driver.instances.i0.env: Too many: 65537: must have at most 256 env", total: 80, maxAlloc: 256 << 20},
+			want: "driver.instances.i0.env: Too many: 65537: must have at most 256 environment variables", total: 80, maxAlloc: 256 << 20},
 		{name: "a 16 MB tag", opts: render.ValuesOptions{Values: []string{"driver.image.tag=" + strings.Repeat("a", 16<<20)}},
 			want: "cannot start an OCI image tag", total: 1, maxAlloc: 8 << 20},
 		{name: "a 16 MB pull secret", opts: render.ValuesOptions{Values: []string{"driver.imagePullSecrets[0]=" + strings.Repeat("a", 16<<20)}},

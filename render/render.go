@@ -87,10 +87,12 @@ func render(ctx context.Context, vs *valuesSchema, ch *chart.Chart, user map[str
 	// The bounds pass first, on the user's values (before Helm copies them) and on the
 	// coalesced ones: what is over the schema's bounds is cut before anything else reads it.
 	cut, bounds := vs.bound(user)
+	cut, clashes := setAsideClashes(cut, ch.Values)
 	vals, err := chartutil.CoalesceValues(ch, cut)
 	if err != nil {
 		return nil, fmt.Errorf("combining values with the chart's defaults: %w", err)
 	}
+	clashes.restore(vals)
 	if len(bounds) > 0 {
 		var more []problem
 		vals, more = vs.bound(vals)
@@ -208,6 +210,72 @@ func inheritable(driver map[string]any) map[string]any {
 	base = copyTables(base)
 	prune(base)
 	return base
+}
+
+// clash is a value the user gave where the chart's default has a map and the user's value is
+// not one, or the other way round: Helm keeps the user's value and logs a warning ("cannot
+// overwrite table with non table") to the process's log; the schema then rejects the value
+// with a better message. Set aside before coalescing and put back after, it is judged the same
+// and Helm's line is not printed above the error that explains it.
+type clash struct {
+	path  []string
+	value any
+}
+
+type clashes []clash
+
+// setAsideClashes returns user without its clashes with defaults (copied where it changes).
+func setAsideClashes(user, defaults map[string]any) (map[string]any, clashes) {
+	var out clashes
+	var walk func(u, d map[string]any, at []string) map[string]any
+	walk = func(u, d map[string]any, at []string) map[string]any {
+		copied := false
+		for k, uv := range u {
+			dv, ok := d[k]
+			if !ok || uv == nil || dv == nil {
+				continue
+			}
+			um, uIsMap := uv.(map[string]any)
+			dm, dIsMap := dv.(map[string]any)
+			var repl map[string]any
+			switch {
+			case uIsMap && dIsMap:
+				if repl = walk(um, dm, append(at, k)); same(repl, um) {
+					continue
+				}
+			case uIsMap == dIsMap: // neither is a map
+				continue
+			default:
+				out = append(out, clash{path: append(slices.Clone(at), k), value: uv})
+			}
+			if !copied {
+				u, copied = maps.Clone(u), true
+			}
+			if repl != nil {
+				u[k] = repl
+			} else {
+				delete(u, k)
+			}
+		}
+		return u
+	}
+	return walk(user, defaults, nil), out
+}
+
+// restore puts the clashing values back where Helm would have kept them.
+func (cs clashes) restore(vals map[string]any) {
+	for _, c := range cs {
+		m := vals
+		for _, k := range c.path[:len(c.path)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+		m[c.path[len(c.path)-1]] = c.value
+	}
 }
 
 // inherit is an instance's effective block (SPEC §2): Helm's chartutil.CoalesceTables of the

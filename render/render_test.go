@@ -1,7 +1,9 @@
 package render_test
 
 import (
+	"bytes"
 	"errors"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -323,6 +325,16 @@ func TestValidationErrors(t *testing.T) {
 		{"bad toleration operator", "driver: {tolerations: [{operator: Maybe}]}", `driver.tolerations[0].operator: Unsupported value: "Maybe"`},
 		{"bad quantity", "driver: {resources: {limits: {cpu: lots}}}", "driver.resources.limits[cpu]: Invalid value"},
 		{"bad pull secret name", "driver: {imagePullSecrets: [Bad_Name]}", "driver.imagePullSecrets[0]: Invalid value"},
+		// A wrong type says what belongs there, from the schema's titles.
+		{"image not a map", "driver: {image: 5}", "driver.image: Invalid value: 5: must be a map of registry, repository, tag and pullPolicy"},
+		{"selector not a map", "driver: {nodeSelector: [a]}", `driver.nodeSelector: Invalid value: "<list>": must be a map of label key to label value`},
+		{"env not a list", "driver: {env: {a: b}}", `driver.env: Invalid value: "<map>": must be a list of environment variables`},
+		{"limits not a map", "driver: {resources: {limits: 7}}", "driver.resources.limits: Invalid value: 7: must be a map of resource name to quantity"},
+		{"instance annotations not a map", "driver: {instances: {a: {annotations: [1], nodeSelector: {k: a}}}}", `driver.instances.a.annotations: Invalid value: "<list>": must be a map of annotation key to string value`},
+		{"instance not a map", "driver: {instances: {a: 4}}", "driver.instances.a: Invalid value: 4: must be a map of driver fields (at least nodeSelector)"},
+		{"pull secret not a string", "driver: {imagePullSecrets: [3]}", "driver.imagePullSecrets[0]: Invalid value: 3: must be the name of a Secret (a string)"},
+		{"env without name", "driver: {env: [{value: x}]}", "driver.env[0].name: Required value: the variable's name"},
+		{"too many pull secrets", "driver: {imagePullSecrets: [" + strings.Repeat("a,", 64) + "a]}", "driver.imagePullSecrets: Too many: 65: must have at most 64 pull secrets"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -477,4 +489,29 @@ func splitDocs(b []byte) []string {
 		}
 	}
 	return out
+}
+
+// TestTypeClashLogsNothing: a value of the wrong kind where the chart has a map (or a map where
+// it has none) is rejected by the schema with its field path; Helm's own "cannot overwrite
+// table with non table" log lines, which would print above that error, are not written, and
+// the user's values are left as they were.
+func TestTypeClashLogsNothing(t *testing.T) {
+	var logged bytes.Buffer
+	out, flags := log.Writer(), log.Flags()
+	log.SetOutput(&logged)
+	t.Cleanup(func() { log.SetOutput(out); log.SetFlags(flags) })
+
+	values := "driver: {image: 5, env: {a: b}, upgradePolicy: {drain: 1}}\nwebhook: {image: x}"
+	r, err := renderYAML(t, values)
+	require.Error(t, err)
+	assert.Nil(t, r)
+	for _, want := range []string{
+		"driver.image: Invalid value: 5: must be a map of registry, repository, tag and pullPolicy",
+		`driver.env: Invalid value: "<map>": must be a list of environment variables`,
+		"driver.upgradePolicy.drain: Invalid value: 1: must be a map",
+		`webhook.image: Invalid value: "x": must be a map of registry, repository, tag and pullPolicy`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.Empty(t, logged.String(), "Helm's coalescing warnings")
 }

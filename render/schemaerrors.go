@@ -336,9 +336,9 @@ func (t *translator) leaf(e *jsonschema.ValidationError) {
 	case *kind.Maximum:
 		t.add(field.Invalid(p, number(v), "must be at most "+k.Want.RatString()))
 	case *kind.MaxItems:
-		t.add(dgvalidation.ValidateCount(k.Got, k.Want, loc[len(loc)-1], p))
+		t.add(dgvalidation.ValidateCount(k.Got, k.Want, countNoun(t.vs.at[e.SchemaURL], loc), p))
 	case *kind.MaxProperties:
-		t.add(dgvalidation.ValidateCount(k.Got, k.Want, loc[len(loc)-1], p))
+		t.add(dgvalidation.ValidateCount(k.Got, k.Want, countNoun(t.vs.at[e.SchemaURL], loc), p))
 	case *kind.MinItems:
 		t.tooFew(p, v, k.Got, k.Want)
 	case *kind.MinProperties:
@@ -410,6 +410,9 @@ func (t *translator) required(loc []string, m string, e *jsonschema.ValidationEr
 	}
 	p, _, s := t.vs.walk(at)
 	detail := nouns(types(s), s)
+	if ts := types(s); titleOf(s) != "" && !containsType(ts, "object") && !containsType(ts, "array") {
+		detail = titleOf(s) // what is missing: "the variable's name"
+	}
 	if v, ok := lookup(t.defaults, at...); ok && v != nil {
 		detail += " (a null removed the chart's default)"
 	}
@@ -487,9 +490,14 @@ func (t *translator) words(s *stringErrors) {
 	}
 }
 
-// nouns words the types of a value: "a string", "true or false", "a map"; one of the values
-// of an enum.
+// nouns words what a value must be, from its schema: a map or list with its `title` ("a map
+// of label key to label value", "a map of registry, repository, tag and pullPolicy", "a list
+// of environment variables"), a scalar with its title and type ("the name of a Secret (a
+// string)"), else its types ("a string", "true or false"); one of the values of an enum.
+// A map's title says what it maps ("KEY to VALUE") or which fields it holds; a list's, its
+// entries (plural); a scalar's, what it is (with its article).
 func nouns(want []string, s *jsonschema.Schema) string {
+	title := titleOf(s)
 	var words []string
 	for _, w := range want {
 		switch w {
@@ -497,8 +505,14 @@ func nouns(want []string, s *jsonschema.Schema) string {
 			continue
 		case "object":
 			w = "a map"
+			if title != "" {
+				w += " of " + title
+			}
 		case "array":
 			w = "a list"
+			if title != "" {
+				w += " of " + title
+			}
 		case "boolean":
 			w = "true or false"
 		case "integer":
@@ -520,7 +534,45 @@ func nouns(want []string, s *jsonschema.Schema) string {
 		}
 		return "a value"
 	}
-	return strings.Join(words, " or ")
+	out := strings.Join(words, " or ")
+	if title != "" && !containsType(want, "object") && !containsType(want, "array") {
+		out = title + " (" + out + ")"
+	}
+	return out
+}
+
+// titleOf is the `title` of s: its own, else its $ref's or its anyOf branches' (a nullable
+// field is anyOf its type and null).
+func titleOf(s *jsonschema.Schema) string {
+	if s != nil && s.Title != "" {
+		return s.Title
+	}
+	return find(s, func(s *jsonschema.Schema) string { return s.Title })
+}
+
+// countNoun names what a map or list over its bound holds: a list's title ("environment
+// variables"), a map's count noun (mapCounts), else the field's name.
+func countNoun(s *jsonschema.Schema, loc []string) string {
+	if noun := find(s, func(s *jsonschema.Schema) string { return mapCounts[strings.TrimPrefix(s.Location, schemaURL+"#")] }); noun != "" {
+		return noun
+	}
+	if ts := types(s); containsType(ts, "array") {
+		if title := titleOf(s); title != "" {
+			return title
+		}
+	}
+	if len(loc) > 0 {
+		return loc[len(loc)-1]
+	}
+	return "entries"
+}
+
+// mapCounts: what the entries of a bounded map are called, as the webhook counts them on
+// the RBLNDriver (api/validation). A map's title says what it maps, not what to count.
+var mapCounts = map[string]string{
+	"/$defs/labelSelector": "selector keys",
+	"/$defs/annotations":   "annotations",
+	"/$defs/resourceList":  "resources",
 }
 
 // enumValues are the values an enum lists, as text; "" (unset) is not listed.

@@ -182,7 +182,9 @@ func TestCLIConventions(t *testing.T) {
 		{"--set hint for a dotted label key", "", []string{"render", "--set", "driver.instances.x.nodeSelector.rebellions.ai/npu.family=atom"}, ExitInvalid,
 			`escape its dots: --set 'driver.instances.x.nodeSelector.rebellions\.ai/npu\.family=atom'`},
 		{"a 1 MB value is not echoed", "", []string{"render", "--set-string", "driver.instances.x.nodeSelector.env=" + long}, ExitInvalid, "... (1048576 bytes)"},
-		{"library warnings are warnings, not raw log lines", "", []string{"render", "--set", "driver.image=foo"}, ExitInvalid, "Warning: cannot overwrite table with non table for driverguard.driver.image"},
+		{"a type clash with the chart's defaults is one error, not Helm's log line too", "", []string{"render", "--set", "driver.image=foo"}, ExitInvalid, `Error: invalid values, nothing rendered:
+  driver.image: Invalid value: "foo": must be a map of registry, repository, tag and pullPolicy
+`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
