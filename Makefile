@@ -56,8 +56,15 @@ lint: vet fmt-check ## go vet, gofmt and golangci-lint (.golangci.yml)
 	bash hack/tools.sh lint
 	bin/golangci-lint run ./...
 
+# One build configuration besides -race's: the driverguard binary the end-to-end tests run
+# (DRIVERGUARD_BIN, built once here rather than by each test package) and the sustained-load
+# test use the image's (cgo off, -trimpath), so they share every compiled package with the
+# image and plugin builds of test/image and test/plugin. go vet's analyzers run inside
+# golangci-lint (govet).
+TEST_BIN := bin/driverguard-test
+NOCGO_BUILD = CGO_ENABLED=0 $(GO)
+
 test: tools
-	$(TEST_ENV) $(GO) vet ./...
 	@$(MAKE) --no-print-directory fmt-check
 	@if [ -f $(HELM_CHART)/Chart.yaml ]; then \
 		echo "helm lint --strict $(HELM_CHART)"; \
@@ -66,9 +73,10 @@ test: tools
 		echo "skipping helm lint: $(HELM_CHART)/Chart.yaml does not exist"; \
 	fi
 	$(TEST_ENV) golangci-lint run ./...
-	$(TEST_ENV) $(GO) test -race ./... -count=1 -timeout 60m
+	$(NOCGO_BUILD) build -trimpath -o $(TEST_BIN) ./cmd/driverguard
+	$(TEST_ENV) export DRIVERGUARD_BIN="$(CURDIR)/$(TEST_BIN)"; $(GO) test -race ./... -count=1 -timeout 60m
 	@# the sustained-load test is built without -race (the race detector would set its pace)
-	$(TEST_ENV) $(GO) test ./test/load/ -count=1 -timeout 10m -v -run TestSustainedLoad
+	$(TEST_ENV) $(NOCGO_BUILD) test -trimpath ./test/load/ -count=1 -timeout 10m -v -run TestSustainedLoad
 
 # Every fuzz target (`func Fuzz...` in a _test.go file) for FUZZTIME each, one after another;
 # a failing input fails the run and is written to <package>/testdata/fuzz/<Target>/ (commit it

@@ -66,9 +66,10 @@ func (s *LogBuffer) Tail(n int) string {
 }
 
 // DriverguardBinary builds cmd/driverguard of the module at root into a new temporary
-// directory named after suite, without -race (what the tests measure and run is the product,
-// not the race detector), and returns its path; DRIVERGUARD_BIN, when set, names a binary to
-// use instead. Go's build cache makes every build after a package's first one a link.
+// directory named after suite, as the image builds it (no -race: what the tests measure and
+// run is the product, not the race detector; cgo off and -trimpath: the compiled packages are
+// shared with test/image's and test/plugin's builds), and returns its path; DRIVERGUARD_BIN,
+// when set (make test builds it once), names a binary to use instead.
 func DriverguardBinary(root, suite string) (string, error) {
 	if bin := os.Getenv("DRIVERGUARD_BIN"); bin != "" {
 		return bin, nil
@@ -78,8 +79,9 @@ func DriverguardBinary(root, suite string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "driverguard")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/driverguard")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/driverguard")
 	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building driverguard: %w\n%s", err, out)
 	}
