@@ -21,6 +21,9 @@ type Policy struct {
 	Dirs []string
 	// Disable turns policies off by name (e.g. lib.max_parallel_upgrades).
 	Disable []string
+	// Enforcement overrides what policies' messages do, by name: deny, warn or audit
+	// (policy.Enforcement).
+	Enforcement map[string]string
 	// Timeout is the deadline of one evaluation (every policy on one object).
 	Timeout time.Duration
 }
@@ -34,6 +37,12 @@ func (c *Configuration) engine(ctx context.Context, p Policy) (*policy.Engine, e
 // newEngine loads the policies with p applied to opts.
 func (p Policy) newEngine(ctx context.Context, opts policy.Options) (*policy.Engine, error) {
 	opts.Dirs, opts.Disable, opts.Timeout = p.Dirs, p.Disable, p.Timeout
+	if len(p.Enforcement) > 0 {
+		opts.Enforcement = make(map[string]policy.Enforcement, len(p.Enforcement))
+		for name, mode := range p.Enforcement {
+			opts.Enforcement[name] = policy.Enforcement(mode)
+		}
+	}
 	e, err := policy.New(ctx, opts)
 	if err != nil {
 		return nil, loadError(err)

@@ -226,6 +226,7 @@ func (d *Decider) evaluate(ctx context.Context, in *policy.Input, before func() 
 	}
 	v.deny(policyFindings(RulePolicyDenied, dec.Deny)...)
 	v.warn(policyFindings(RulePolicyWarning, dec.Warn)...)
+	v.audit(auditFindings(dec.Audit)...)
 	for _, f := range policyFindings(RulePolicyDenied, kept) {
 		v.warn(preexisting(f))
 	}

@@ -43,6 +43,9 @@ type Finding struct {
 	Package string `json:"package,omitempty"`
 	// Message says what is wrong and how to fix it (without the field, which Field holds).
 	Message string `json:"message"`
+	// Enforcement is set on a policy finding whose policy does not deny: warn (a deny
+	// message that warns) or audit (see Verdict.Audit).
+	Enforcement policy.Enforcement `json:"enforcement,omitempty"`
 }
 
 // String is the finding on one line, as the webhook reports it: "<field>: <message>", or
@@ -103,7 +106,20 @@ func warning(rule, field, format string, args ...any) Finding {
 func policyFindings(rule string, ms []policy.Message) []Finding {
 	out := make([]Finding, len(ms))
 	for i, m := range ms {
-		out[i] = Finding{Rule: rule, Package: m.Package, Message: capMessage(m.Msg)}
+		out[i] = Finding{Rule: rule, Package: m.Package, Message: capMessage(m.Msg), Enforcement: m.Enforcement}
+	}
+	return out
+}
+
+// auditFindings are the messages of audit policies, each with the rule its message set had.
+func auditFindings(ms []policy.Message) []Finding {
+	out := make([]Finding, len(ms))
+	for i, m := range ms {
+		rule := RulePolicyDenied
+		if m.Rule == "warn" {
+			rule = RulePolicyWarning
+		}
+		out[i] = Finding{Rule: rule, Package: m.Package, Message: capMessage(m.Msg), Enforcement: m.Enforcement}
 	}
 	return out
 }
@@ -122,6 +138,10 @@ type Verdict struct {
 	// each list, which the verdict does not hold.
 	OmittedDenials  int `json:"omittedDeny,omitempty"`
 	OmittedWarnings int `json:"omittedWarn,omitempty"`
+	// Audit are the findings of policies in audit enforcement: they change neither the
+	// verdict nor an admission's warnings; `check` lists them and the audit reports them.
+	Audit        []Finding `json:"audit,omitempty"`
+	OmittedAudit int       `json:"omittedAudit,omitempty"`
 }
 
 // deny adds denials, keeping at most MaxFindings and counting the rest.
@@ -137,6 +157,11 @@ func (v *Verdict) warn(fs ...Finding) {
 func appendBounded(list []Finding, omitted int, fs []Finding) ([]Finding, int) {
 	n := min(len(fs), max(MaxFindings-len(list), 0))
 	return append(list, fs[:n]...), omitted + len(fs) - n
+}
+
+// audit adds audit findings, keeping at most MaxFindings and counting the rest.
+func (v *Verdict) audit(fs ...Finding) {
+	v.Audit, v.OmittedAudit = appendBounded(v.Audit, v.OmittedAudit, fs)
 }
 
 // Allowed reports whether the object is admitted.

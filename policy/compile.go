@@ -57,6 +57,8 @@ type policyPackage struct {
 	kinds []string
 	// anyKind is set once a rule without such a requirement is found.
 	anyKind bool
+	// enforcement is what its messages do (METADATA custom.enforcement, or the caller's).
+	enforcement Enforcement
 }
 
 // requiredKind returns the kind a rule body requires with a top-level
@@ -117,6 +119,13 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 					p.title = a.Title
 				}
 			}
+			if mode, prob := enforcementOf(m); prob != nil {
+				problems = append(problems, *prob)
+			} else if mode != "" && p.enforcement != "" && p.enforcement != mode {
+				problems = append(problems, problemAt(m.Package.Location, "package %s: METADATA custom.enforcement is %s here and %s in another file of the package; declare it once", quoteName(pkg), mode, p.enforcement))
+			} else if mode != "" {
+				p.enforcement = mode
+			}
 			if k := requiredKind(r); k == "" {
 				p.anyKind = true
 			} else if !slices.Contains(p.kinds, k) {
@@ -133,6 +142,9 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 		p := byPkg[k]
 		if p.anyKind {
 			p.kinds = nil
+		}
+		if p.enforcement == "" {
+			p.enforcement = EnforceDeny
 		}
 		slices.Sort(p.kinds)
 		out = append(out, *p)
@@ -267,6 +279,8 @@ func (p *policyPackage) appliesTo(kind string) bool {
 type kindQuery struct {
 	query    rego.PreparedEvalQuery
 	packages []string
+	// modes are the enforcements of packages, by index.
+	modes []Enforcement
 }
 
 // policySet is one compiled, immutable set of policies ready for concurrent evaluation.
@@ -301,6 +315,8 @@ type PolicyInfo struct {
 	// File declares the package (bundled:<file> for the library).
 	File     string `json:"file"`
 	Disabled bool   `json:"disabled"`
+	// Enforcement is deny, warn or audit.
+	Enforcement Enforcement `json:"enforcement"`
 }
 
 // newCompiler returns the compiler every policy set and test run uses.
@@ -327,7 +343,7 @@ type checkedSet struct {
 // (from the caller, e.g. --disable, and from the configuration). It reports every problem at
 // once, each with its file and line. tests are the user's test modules, held to the same
 // namespace rules.
-func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Module, disable []string) (*checkedSet, error) {
+func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Module, disable []string, modes map[string]Enforcement) (*checkedSet, error) {
 	problems := checkNamespaces(user.modules)
 	problems = append(problems, checkNamespaces(tests)...)
 	for _, k := range []string{policyNamespace, decisionPackage, ClusterKey} {
@@ -354,6 +370,7 @@ func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Mo
 	problems = append(problems, ps...)
 	offCfg, ps := resolveDisabled(pkgs, cfgDisabled, user.dataFiles[configKey])
 	problems = append(problems, ps...)
+	problems = append(problems, resolveEnforcement(pkgs, modes, "--enforcement")...)
 	if len(problems) > 0 {
 		return nil, newLoadError(problems...)
 	}
@@ -367,8 +384,8 @@ func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Mo
 // decision query over a new store holding the user's data and the cluster view. disable are
 // names from the caller (e.g. --disable); data.driverguard_config adds its own. cluster builds
 // the cluster view, with or without its nodes.
-func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, files []string, cluster func(withNodes bool) ast.Object) (*policySet, error) {
-	checked, err := checkSet(lib, user, nil, disable)
+func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, modes map[string]Enforcement, files []string, cluster func(withNodes bool) ast.Object) (*policySet, error) {
+	checked, err := checkSet(lib, user, nil, disable, modes)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +393,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	set := &policySet{files: files}
 	enabled := pkgs[:0:0]
 	for _, p := range pkgs {
-		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg]})
+		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg], Enforcement: p.enforcement})
 		if off[p.pkg] {
 			set.disabled = append(set.disabled, p.pkg)
 			continue
@@ -415,6 +432,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		for _, p := range enabled {
 			if p.appliesTo(kind) {
 				q.packages = append(q.packages, p.pkg)
+				q.modes = append(q.modes, p.enforcement)
 			}
 		}
 		var err error

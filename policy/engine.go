@@ -35,6 +35,9 @@ type Options struct {
 	// Disable names policies to turn off: a package without its driverguard. prefix (e.g.
 	// lib.max_parallel_upgrades) or in full. data.driverguard_config.disabled adds more.
 	Disable []string
+	// Enforcement overrides the enforcement of policies, by name as Disable takes them
+	// (see [Enforcement]).
+	Enforcement map[string]Enforcement
 	// ExcludeLibrary leaves the bundled library out (only Dirs are evaluated).
 	ExcludeLibrary bool
 	// Timeout bounds one evaluation (DefaultTimeout when zero); the caller's context may end
@@ -185,7 +188,7 @@ func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
 	for i, f := range files {
 		names[i] = f.path
 	}
-	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, names, e.cluster.document)
+	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, e.opts.Enforcement, names, e.cluster.document)
 	if err != nil {
 		return err
 	}
@@ -250,7 +253,7 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		}
 		return nil, fmt.Errorf("policy: evaluation failed: %w", err)
 	}
-	return decisionOf(rs, q.packages)
+	return decisionOf(rs, q.packages, q.modes)
 }
 
 // objectKind is input.object.kind of an input value ("" when it has none).
@@ -286,7 +289,7 @@ func (e *Engine) Timeout() time.Duration { return e.opts.Timeout }
 
 // decisionOf reads the decision, a set of [<package of pkgs>, "deny"|"warn", message]. The
 // messages are sorted by package, then message.
-func decisionOf(rs rego.ResultSet, pkgs []string) (*Decision, error) {
+func decisionOf(rs rego.ResultSet, pkgs []string, modes []Enforcement) (*Decision, error) {
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return nil, fmt.Errorf("policy: the decision query returned %d results", len(rs))
 	}
@@ -316,9 +319,13 @@ func decisionOf(rs rego.ResultSet, pkgs []string) (*Decision, error) {
 		}
 	}
 	d := &Decision{Deny: []Message{}, Warn: []Message{}}
+	var msgs []Message
 	for i, b := range buckets {
-		d.Deny = appendMessages(d.Deny, b.deny, pkgs[i], "deny")
-		d.Warn = appendMessages(d.Warn, b.warn, pkgs[i], "warn")
+		msgs = appendMessages(msgs[:0], b.deny, pkgs[i], "deny")
+		msgs = appendMessages(msgs, b.warn, pkgs[i], "warn")
+		for _, m := range msgs {
+			d.route(m, modes[i])
+		}
 	}
 	return d, nil
 }

@@ -126,12 +126,17 @@ type Message struct {
 	// Rule is deny or warn.
 	Rule string `json:"rule"`
 	Msg  string `json:"msg"`
+	// Enforcement is set when the policy's is not deny: warn (a deny message that warns) or
+	// audit (a message that changes no verdict).
+	Enforcement Enforcement `json:"enforcement,omitempty"`
 }
 
 // Decision is the outcome of evaluating every policy on one input.
 type Decision struct {
 	Deny []Message `json:"deny"`
 	Warn []Message `json:"warn"`
+	// Audit are the messages of policies in audit enforcement: reported, never enforced.
+	Audit []Message `json:"audit,omitempty"`
 }
 
 // Evaluator evaluates the policies on one input. Implementations are safe for concurrent use;

@@ -88,7 +88,7 @@ func RunTests(ctx context.Context, opts TestOptions) ([]TestResult, error) {
 			delete(user.modules, k)
 		}
 	}
-	checked, err := checkSet(lib.policies, user, tests, nil)
+	checked, err := checkSet(lib.policies, user, tests, nil, nil)
 	if err != nil {
 		return nil, err
 	}

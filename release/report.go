@@ -29,6 +29,8 @@ type Report struct {
 	// render and acknowledged-loss warnings.
 	Failures int `json:"failures"`
 	Warnings int `json:"warnings"`
+	// Audited counts the findings of policies in audit enforcement.
+	Audited int `json:"audited,omitempty"`
 	// Passed is false when there is a failure, or a warning with FailOnWarn.
 	Passed     bool `json:"passed"`
 	FailOnWarn bool `json:"failOnWarn"`
@@ -45,6 +47,10 @@ type ObjectReport struct {
 	// OmittedDeny and OmittedWarn count the findings beyond decision.MaxFindings.
 	OmittedDeny int `json:"omittedDeny,omitempty"`
 	OmittedWarn int `json:"omittedWarn,omitempty"`
+	// Audit are the findings of policies in audit enforcement: listed, never counted as
+	// failures or warnings.
+	Audit        []decision.Finding `json:"audit,omitempty"`
+	OmittedAudit int                `json:"omittedAudit,omitempty"`
 }
 
 // MaxDriverLoss is the most nodes a Report lists as losing their driver (`plan` lists every
@@ -88,9 +94,11 @@ func (r *Result) Report(o ReportOptions) *Report {
 	for _, j := range r.Objects {
 		or := ObjectReport{Kind: j.Kind, Name: j.Name, Operation: j.Operation, Allowed: j.Verdict.Allowed(),
 			Deny: nonNil(j.Verdict.Denials), Warn: nonNil(j.Verdict.Warnings),
-			OmittedDeny: j.Verdict.OmittedDenials, OmittedWarn: j.Verdict.OmittedWarnings}
+			OmittedDeny: j.Verdict.OmittedDenials, OmittedWarn: j.Verdict.OmittedWarnings,
+			Audit: j.Verdict.Audit, OmittedAudit: j.Verdict.OmittedAudit}
 		rep.Failures += len(or.Deny) + or.OmittedDeny
 		rep.Warnings += len(or.Warn) + or.OmittedWarn
+		rep.Audited += len(or.Audit) + or.OmittedAudit
 		rep.Resources = append(rep.Resources, or)
 	}
 	rep.Warnings += len(o.RenderWarnings)

@@ -186,3 +186,39 @@ func writePolicy(t *testing.T, dir, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestAuditEnforcementAtAdmission: a policy on trial (enforcement audit) neither denies nor
+// warns at admission; the same policy enforced (deny) denies the same object, and in warn
+// enforcement its denial is a warning.
+func TestAuditEnforcementAtAdmission(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writePolicy(t, dir, "trial.rego", `# METADATA
+# custom:
+#   enforcement: audit
+package driverguard.trial
+
+deny contains "drivers need the team annotation" if {
+	input.object.kind == "RBLNDriver"
+	not input.object.metadata.annotations["team.example/owner"]
+}
+`)
+	req := wt.Request(admissionv1.Create, wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil)
+	for _, tt := range []struct {
+		mode     map[string]policy.Enforcement
+		allowed  bool
+		deny     []string
+		warnings []string
+	}{
+		{nil, true, nil, nil},
+		{map[string]policy.Enforcement{"trial": policy.EnforceDeny}, false, []string{"policy driverguard.trial: drivers need the team annotation"}, nil},
+		{map[string]policy.Enforcement{"trial": policy.EnforceWarn}, true, nil, []string{"policy driverguard.trial: drivers need the team annotation"}},
+	} {
+		engine, err := policy.New(t.Context(), policy.Options{Dirs: []string{dir}, ExcludeLibrary: true, Enforcement: tt.mode, Metrics: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, nil, nil), webhook.Options{Policy: engine})
+		expect(t, handle(t, hooks, webhook.PathValidateDriver, req), tt.allowed, tt.deny, tt.warnings)
+	}
+}

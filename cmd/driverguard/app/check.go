@@ -77,7 +77,7 @@ func printCheck(w io.Writer, rep *action.CheckReport) error {
 			label    string
 			findings []action.Finding
 			omitted  int
-		}{{"FAIL", res.Deny, res.OmittedDeny}, {"WARN", res.Warn, res.OmittedWarn}} {
+		}{{"FAIL", res.Deny, res.OmittedDeny}, {"WARN", res.Warn, res.OmittedWarn}, {"AUDIT", res.Audit, res.OmittedAudit}} {
 			for _, f := range group.findings {
 				fmt.Fprintf(w, "  %s  %s\n", group.label, findingLine(f, title))
 			}
@@ -118,8 +118,12 @@ func printCheck(w io.Writer, rep *action.CheckReport) error {
 			verdict = "FAILED (--fail-on-warn)"
 		}
 	}
-	_, err := fmt.Fprintf(w, "\n%d resources, %d policies: %s, %s; %s\n", len(rep.Resources), len(rep.Policies),
-		plural(rep.Failures, "failure"), plural(rep.Warnings, "warning"), verdict)
+	audited := ""
+	if rep.Audited > 0 { // audit-mode policies: listed, never enforced
+		audited = ", " + plural(rep.Audited, "audit finding")
+	}
+	_, err := fmt.Fprintf(w, "\n%d resources, %d policies: %s, %s%s; %s\n", len(rep.Resources), len(rep.Policies),
+		plural(rep.Failures, "failure"), plural(rep.Warnings, "warning"), audited, verdict)
 	return err
 }
 

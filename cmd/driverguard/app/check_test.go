@@ -59,6 +59,32 @@ func TestCheckDenyAndWarn(t *testing.T) {
 		assert.Equal(t, ExitInvalid, r.code)
 		assert.Contains(t, r.stdout, "0 failures, 1 warning; FAILED (--fail-on-warn)")
 	})
+	// A rule on trial (SPEC §9): in audit enforcement its findings are listed, labelled, and
+	// change neither the exit code nor the counts; in warn enforcement its denial warns.
+	t.Run("audit enforcement", func(t *testing.T) {
+		r := run(t, "", append(args, "--enforcement", "lib.pinned_version=audit")...)
+		assert.Equal(t, ExitOK, r.code, r.stdout)
+		assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  PASS\n  AUDIT  driverguard.lib.pinned_version: spec.version is \"latest\", a moving tag;")
+		assert.Contains(t, r.stdout, "4 resources, 8 policies: 0 failures, 1 warning, 1 audit finding; passed\n")
+		j := run(t, "", append(args, "--enforcement", "lib.pinned_version=audit", "-o", "json")...)
+		var rep release.Report
+		require.NoError(t, json.Unmarshal([]byte(j.stdout), &rep))
+		assert.Equal(t, 1, rep.Audited)
+		require.Len(t, rep.Resources[1].Audit, 1)
+		assert.Equal(t, "audit", string(rep.Resources[1].Audit[0].Enforcement))
+		assert.Equal(t, "PolicyDenied", rep.Resources[1].Audit[0].Rule)
+	})
+	t.Run("warn enforcement", func(t *testing.T) {
+		r := run(t, "", append(args, "--enforcement", "lib.pinned_version=warn")...)
+		assert.Equal(t, ExitOK, r.code, r.stdout)
+		assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  WARN  driverguard.lib.pinned_version: spec.version is \"latest\"")
+		assert.Contains(t, r.stdout, "0 failures, 2 warnings; passed")
+	})
+	t.Run("an unknown enforcement", func(t *testing.T) {
+		r := run(t, "", append(args, "--enforcement", "lib.pinned_version=off")...)
+		assert.Equal(t, ExitUsage, r.code)
+		assert.Contains(t, r.stderr, `enforcement of "lib.pinned_version": "off" is not one of deny, warn, audit`)
+	})
 }
 
 // TestCheckTieWarnings: ties and potential ties are the built-in rules' alone. Selectors that
@@ -274,10 +300,10 @@ func TestPolicyData(t *testing.T) {
 }
 
 func TestPolicyList(t *testing.T) {
-	r := run(t, "", "policy", "list", "--policy", examplePolicy, "--disable", "lib.drain_empty_dir")
+	r := run(t, "", "policy", "list", "--policy", examplePolicy, "--disable", "lib.drain_empty_dir", "--enforcement", "platform=audit")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	assert.Regexp(t, `(?m)^lib\.drain_empty_dir\s+warn\s+disabled\s+bundled:drain_empty_dir\.rego\s+Draining must not delete emptyDir data silently$`, r.stdout)
-	assert.Regexp(t, `(?m)^platform\s+deny,warn\s+enabled\s+\.\./\.\./\.\./docs/examples/policy/platform\.rego\s+Pre-release drivers only on canary nodes`, r.stdout)
+	assert.Regexp(t, `(?m)^lib\.drain_empty_dir\s+warn\s+disabled\s+deny\s+bundled:drain_empty_dir\.rego\s+Draining must not delete emptyDir data silently$`, r.stdout)
+	assert.Regexp(t, `(?m)^platform\s+deny,warn\s+enabled\s+audit\s+\.\./\.\./\.\./docs/examples/policy/platform\.rego\s+Pre-release drivers only on canary nodes`, r.stdout)
 }
 
 // TestCheckCountsWhatItDoesNotList: an object with more than 50 findings lists the first 50 and

@@ -260,13 +260,13 @@ func newPolicyListCommand(s Streams) *cobra.Command {
 
 func printPolicies(w io.Writer, infos []action.PolicyInfo) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tRULES\tSTATE\tFILE\tTITLE")
+	fmt.Fprintln(tw, "NAME\tRULES\tSTATE\tENFORCEMENT\tFILE\tTITLE")
 	for _, p := range infos {
 		state := "enabled"
 		if p.Disabled {
 			state = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, strings.Join(p.Rules, ","), state, p.File, dash(p.Title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, strings.Join(p.Rules, ","), state, p.Enforcement, p.File, dash(p.Title))
 	}
 	return tw.Flush()
 }
