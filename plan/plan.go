@@ -40,13 +40,14 @@ const (
 	NodeBlocked     = "blocked" // its driver restart would stall on a drain blocker
 )
 
-// Drift kinds: what is wrong with the cluster now, whatever the values.
+// Drift kinds: what is wrong with the cluster now, whatever the values (routing's, which the
+// audit reports too).
 const (
-	DriftUnowned            = "Unowned" // a candidate node no driver selects
-	DriftTie                = "ConflictingNodeSelector"
-	DriftFamilyLabelMissing = "DriverFamilyLabelMissing"
-	DriftInvalidImageTag    = "InvalidImageTag"
-	DriftStaleOwnerLabel    = "StaleOwnerLabel" // the owner label is not the driver routing gives
+	DriftUnowned            = routing.DriftUnowned
+	DriftTie                = routing.DriftTie
+	DriftFamilyLabelMissing = routing.DriftFamilyLabelMissing
+	DriftInvalidImageTag    = routing.DriftInvalidImageTag
+	DriftStaleOwnerLabel    = routing.DriftStaleOwnerLabel
 )
 
 // Inputs are what a plan is made from.
@@ -150,12 +151,8 @@ type MissingImage struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Drift is one problem of the cluster now.
-type Drift struct {
-	Kind   string `json:"kind"`
-	Node   string `json:"node"`
-	Detail string `json:"detail"`
-}
+// Drift is one problem of the cluster now (routing.NodeDrift, the audit's too).
+type Drift = routing.Drift
 
 // Denial is an object the webhook would deny.
 type Denial struct {
@@ -190,7 +187,7 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{},
-		Drift: drift(before, nodes), Denials: []Denial{}, Reasons: []string{}}
+		Drift: routing.NodeDrift(before, nodes), Denials: []Denial{}, Reasons: []string{}}
 	p.Drivers = driverPlans(res, current)
 	for _, j := range res.Objects {
 		if !j.Verdict.Allowed() {
@@ -472,36 +469,4 @@ func (p *Plan) summarize(res *release.Result, allowLoss bool) {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("%d image(s) missing from their registry", len(p.MissingImages)))
 	}
 	p.Proceed = len(p.Reasons) == 0
-}
-
-// drift is what is wrong with the cluster now.
-func drift(now *routing.Result, nodes []routing.Node) []Drift {
-	labels := make(map[string]map[string]string, len(nodes))
-	for _, n := range nodes {
-		labels[n.Name] = n.Labels
-	}
-	out := []Drift{}
-	for _, n := range now.Nodes {
-		switch n.Reason {
-		case routing.ReasonNoMatchingDriver:
-			out = append(out, Drift{Kind: DriftUnowned, Node: n.Name, Detail: "a candidate node that no RBLNDriver selects: it gets no driver"})
-		case routing.ReasonConflictingNodeSelector:
-			out = append(out, Drift{Kind: DriftTie, Node: n.Name, Detail: cmp.Or(n.Detail, "tied between drivers: it gets no driver")})
-		case routing.ReasonDriverFamilyLabelMissing:
-			out = append(out, Drift{Kind: DriftFamilyLabelMissing, Node: n.Name, Detail: cmp.Or(n.Detail, "no "+v1alpha1.LabelFamily+" label: it joins no pool")})
-		case routing.ReasonInvalidImageTag:
-			out = append(out, Drift{Kind: DriftInvalidImageTag, Node: n.Name, Detail: n.Detail})
-		}
-		switch cur := labels[n.Name][v1alpha1.LabelOwner]; {
-		case cur == n.Owner:
-		case cur == "":
-			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Detail: fmt.Sprintf("no %s label yet; routing gives %q (the operator labels the node when it deploys the driver)", v1alpha1.LabelOwner, n.Owner)})
-		case n.Owner == "":
-			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Detail: fmt.Sprintf("its %s label is %q, but no RBLNDriver owns the node now", v1alpha1.LabelOwner, cur)})
-		default:
-			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Detail: fmt.Sprintf("its %s label is %q, routing gives %q", v1alpha1.LabelOwner, cur, n.Owner)})
-		}
-	}
-	slices.SortFunc(out, func(a, b Drift) int { return cmp.Or(strings.Compare(a.Node, b.Node), strings.Compare(a.Kind, b.Kind)) })
-	return out
 }

@@ -23,6 +23,9 @@ const (
 	SourceRender Source = "render"
 	// SourceAdmission is the admission webhook (and `driverguard review`).
 	SourceAdmission Source = "admission"
+	// SourceAudit is the audit of what is stored (serve's, `driverguard audit`): each object
+	// judged as if created now against the current cluster.
+	SourceAudit Source = "audit"
 )
 
 // Operations of Input.Operation.
@@ -46,7 +49,7 @@ type Input struct {
 	Operation string `json:"operation"`
 	// UserInfo is the requesting user (admission only).
 	UserInfo *authenticationv1.UserInfo `json:"userInfo,omitempty"`
-	// Source is render or admission.
+	// Source is render, admission or audit.
 	Source Source `json:"source"`
 	// Routing is what the routing engine says the RBLNDriver under evaluation would do if it
 	// were admitted now, in place of its stored version; absent for an RBLNClusterPolicy.

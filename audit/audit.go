@@ -1,0 +1,355 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/routing"
+)
+
+const (
+	// ClusterReportName is the report of what no driver owns: unowned nodes, owner labels
+	// naming no driver, the RBLNClusterPolicy.
+	ClusterReportName = "driverguard-cluster"
+	// DefaultMaxResults is the most results a report lists (--audit-max-results); its
+	// summary counts every one.
+	DefaultMaxResults = 100
+	// NodeSample is the most nodes a drift finding names; its nodes property counts all.
+	NodeSample = 10
+	// RuleImageNotFound: an image a pool pulls that its registry answers 404 for.
+	RuleImageNotFound = routing.ReasonDriverImageNotFound
+	// RuleAdmission is the pass result of the built-in rules (syntax, selectors, upgrade
+	// policy) of an object that breaks none of them.
+	RuleAdmission = "admission"
+)
+
+// Auditor judges snapshots. Its fields are read, never written, by Run.
+type Auditor struct {
+	// Decider makes the decision on every stored object; nil decides with the built-in rules
+	// only.
+	Decider *decision.Decider
+	// Policies are the policy packages the decider evaluates: each one that finds nothing
+	// on an object is a pass result.
+	Policies []policy.PolicyInfo
+	// Images are registry results by image (the last registry check); nil checks none.
+	Images map[string]registry.ImageResult
+	// MaxResults caps the results a report lists (DefaultMaxResults when 0).
+	MaxResults int
+}
+
+// Report is the standing of one RBLNDriver (its findings and those of the nodes it owns),
+// or of the cluster (Name ClusterReportName).
+type Report struct {
+	Name string `json:"name"`
+	// Driver is the RBLNDriver reported on ("" for the cluster report).
+	Driver string `json:"driver,omitempty"`
+	// Instance is the driver's driver.instances key (its rebellions.ai/npu.driver.instance
+	// label), "" for the default driver or one not rendered by the chart.
+	Instance string `json:"instance,omitempty"`
+	// UID is the driver's, for the report's scope.
+	UID string `json:"-"`
+	// Results are listed fail, error, warn, then pass; at most MaxResults (Omitted counts
+	// the rest). Summary counts every one.
+	Results []Finding `json:"results"`
+	Omitted int       `json:"omitted,omitempty"`
+	Summary Summary   `json:"summary"`
+	// enforced counts the findings (listed or not) that fail the audit.
+	enforced int
+}
+
+// Enforced counts the listed and omitted findings that fail the audit.
+func (r *Report) Enforced() int { return r.enforced }
+
+// Outcome is one pass over a snapshot.
+type Outcome struct {
+	// Reports: one per RBLNDriver by name, then the cluster report.
+	Reports []Report `json:"reports"`
+	// Summary adds up every report's.
+	Summary Summary `json:"summary"`
+	// Enforced counts the findings that fail the audit: fails of rules that deny.
+	Enforced int `json:"enforced"`
+}
+
+// Run judges every RBLNDriver and the RBLNClusterPolicy of snap, and the drift of its nodes.
+func (a *Auditor) Run(ctx context.Context, snap *cluster.Snapshot) (*Outcome, error) {
+	drivers := snap.Drivers()
+	reports := make(map[string]*builder, len(drivers)+1)
+	clusterReport := a.builder(ClusterReportName, nil)
+	for i := range drivers {
+		d := &drivers[i]
+		b := a.builder(d.Name, d)
+		reports[d.Name] = b
+		if err := a.judgeDriver(ctx, snap, d, b); err != nil {
+			return nil, err
+		}
+	}
+	if cp := snap.ClusterPolicy(); cp != nil {
+		if err := a.judgeClusterPolicy(ctx, cp, clusterReport); err != nil {
+			return nil, err
+		}
+	}
+	route := snap.Route()
+	a.drift(routing.NodeDrift(route, snap.Nodes()), reports, clusterReport)
+	a.images(route, reports)
+
+	out := &Outcome{Reports: make([]Report, 0, len(reports)+1)}
+	for i := range drivers {
+		out.Reports = append(out.Reports, reports[drivers[i].Name].report())
+	}
+	out.Reports = append(out.Reports, clusterReport.report())
+	for i := range out.Reports {
+		out.Summary = out.Summary.Plus(out.Reports[i].Summary)
+		out.Enforced += out.Reports[i].enforced
+	}
+	return out, nil
+}
+
+// judgeDriver decides on d as if it were created now against the snapshot's cluster (the
+// index judges it in place of its stored self).
+func (a *Auditor) judgeDriver(ctx context.Context, snap *cluster.Snapshot, d *v1alpha1.RBLNDriver, b *builder) error {
+	v, err := a.decider().Driver(ctx, snap.Index(), decision.Request[*v1alpha1.RBLNDriver]{
+		Operation: policy.OperationCreate, Object: d, Source: policy.SourceAudit})
+	if err != nil {
+		return fmt.Errorf("auditing RBLNDriver %q: %w", d.Name, err)
+	}
+	b.verdict(v, Subject{Kind: "RBLNDriver", Name: d.Name}, a.Policies)
+	return nil
+}
+
+func (a *Auditor) judgeClusterPolicy(ctx context.Context, cp *v1alpha1.RBLNClusterPolicy, b *builder) error {
+	v, err := a.decider().ClusterPolicy(ctx, decision.Request[*v1alpha1.RBLNClusterPolicy]{
+		Operation: policy.OperationCreate, Object: cp, Source: policy.SourceAudit})
+	if err != nil {
+		return fmt.Errorf("auditing RBLNClusterPolicy %q: %w", cp.Name, err)
+	}
+	b.verdict(v, Subject{Kind: "RBLNClusterPolicy", Name: cp.Name}, a.Policies)
+	return nil
+}
+
+func (a *Auditor) decider() *decision.Decider {
+	if a.Decider == nil {
+		return &decision.Decider{}
+	}
+	return a.Decider
+}
+
+// drift adds the nodes' drift, one finding per driver and kind with a sample of its nodes.
+// Ties are the decision's (ConflictingNodeSelector on each tied driver), not repeated here.
+func (a *Auditor) drift(drift []routing.Drift, reports map[string]*builder, clusterReport *builder) {
+	type group struct {
+		nodes  []string
+		detail string
+	}
+	groups := map[[2]string]*group{}
+	var keys [][2]string
+	for _, d := range drift {
+		if d.Kind == routing.DriftTie {
+			continue
+		}
+		owner := d.Driver
+		if _, ok := reports[owner]; !ok {
+			owner = "" // no driver, or an owner label naming none: the cluster's
+		}
+		k := [2]string{owner, d.Kind}
+		g := groups[k]
+		if g == nil {
+			g = &group{detail: d.Detail}
+			groups[k] = g
+			keys = append(keys, k)
+		}
+		g.nodes = append(g.nodes, d.Node)
+	}
+	for _, k := range keys {
+		g := groups[k]
+		b := clusterReport
+		if k[0] != "" {
+			b = reports[k[0]]
+		}
+		f := Finding{Policy: BuiltinPolicy, Rule: k[1], Result: Fail, Enforcement: policy.EnforceDeny,
+			Message:    driftMessage(k[1], g.nodes, g.detail),
+			Properties: map[string]string{"nodes": strconv.Itoa(len(g.nodes))}}
+		if len(g.nodes) == 1 {
+			f.Properties["node"] = g.nodes[0]
+		}
+		if k[0] != "" {
+			f.Subjects = append(f.Subjects, Subject{Kind: "RBLNDriver", Name: k[0]})
+		}
+		for _, n := range g.nodes[:min(len(g.nodes), NodeSample)] {
+			f.Subjects = append(f.Subjects, Subject{Kind: "Node", Name: n})
+		}
+		b.add(f)
+	}
+}
+
+// driftMessage words a drift finding: the one node's detail, or the count and a sample.
+func driftMessage(kind string, nodes []string, detail string) string {
+	if len(nodes) == 1 {
+		return "node " + nodes[0] + ": " + detail
+	}
+	sample := strings.Join(nodes[:min(len(nodes), NodeSample)], ", ")
+	if len(nodes) > NodeSample {
+		sample += fmt.Sprintf(", ... (%d in all)", len(nodes))
+	}
+	what := map[string]string{
+		routing.DriftUnowned:            "candidate nodes that no RBLNDriver selects: they get no driver",
+		routing.DriftFamilyLabelMissing: "nodes without a " + v1alpha1.LabelFamily + " label: they join no pool",
+		routing.DriftInvalidImageTag:    "nodes whose pool's driver image tag is not a valid OCI tag",
+		routing.DriftStaleOwnerLabel:    "nodes whose " + v1alpha1.LabelOwner + " label is not the driver routing gives",
+	}[kind]
+	return fmt.Sprintf("%d %s: %s (first: %s)", len(nodes), what, sample, detail)
+}
+
+// images adds, per pool and per RSMD DaemonSet, an image its registry answered 404 for.
+func (a *Auditor) images(route *routing.Result, reports map[string]*builder) {
+	if a.Images == nil {
+		return
+	}
+	missing := func(image string) (registry.ImageResult, bool) {
+		r, ok := a.Images[image]
+		return r, ok && r.Status == registry.NotFound
+	}
+	for _, p := range route.Pools {
+		r, ok := missing(p.Image)
+		b := reports[p.Owner]
+		if !ok || b == nil {
+			continue
+		}
+		b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotFound, Result: Fail, Enforcement: policy.EnforceDeny,
+			Message:    fmt.Sprintf("pool %s pulls %s, which its registry does not have (%s): its %d node(s) cannot start the driver", p.Name, p.Image, r.Message, len(p.Nodes)),
+			Subjects:   []Subject{{Kind: "RBLNDriver", Name: p.Owner}},
+			Properties: map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes))}})
+	}
+	for _, s := range route.SMD {
+		r, ok := missing(s.Image)
+		b := reports[s.Resource]
+		if !ok || b == nil {
+			continue
+		}
+		b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotFound, Result: Fail, Enforcement: policy.EnforceDeny,
+			Message:    fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which its registry does not have (%s)", s.DaemonSet, s.Image, r.Message),
+			Subjects:   []Subject{{Kind: "RBLNDriver", Name: s.Resource}},
+			Properties: map[string]string{"daemonSet": s.DaemonSet, "image": s.Image}})
+	}
+}
+
+// Images are the images a snapshot's pools and RSMD DaemonSets pull: what a registry check
+// covers (SPEC §9: every image a pool pulls).
+func Images(snap *cluster.Snapshot) []string {
+	route := snap.Route()
+	var out []string
+	for _, p := range route.Pools {
+		out = append(out, p.Image)
+	}
+	for _, s := range route.SMD {
+		out = append(out, s.Image)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(slices.DeleteFunc(out, func(s string) bool { return s == "" }))))
+}
+
+// builder collects one report.
+type builder struct {
+	name, driver, instance, uid string
+	max                         int
+	findings                    []Finding
+	summary                     Summary
+	enforced                    int
+}
+
+func (a *Auditor) builder(name string, d *v1alpha1.RBLNDriver) *builder {
+	b := &builder{name: name, max: cmp.Or(a.MaxResults, DefaultMaxResults)}
+	if d != nil {
+		b.driver, b.instance, b.uid = d.Name, d.Labels[v1alpha1.LabelDriverInstance], string(d.UID)
+	}
+	return b
+}
+
+func (b *builder) add(f Finding) {
+	if f.Properties == nil && b.instance != "" {
+		f.Properties = map[string]string{}
+	}
+	if b.instance != "" {
+		f.Properties["instance"] = b.instance
+	}
+	b.summary.add(f.Result)
+	if f.Enforced() {
+		b.enforced++
+	}
+	b.findings = append(b.findings, f)
+}
+
+// count adds n findings the verdict did not hold (decision.MaxFindings) to the summary.
+func (b *builder) count(r Result, n int, enforced bool) {
+	for range n {
+		b.summary.add(r)
+		if enforced {
+			b.enforced++
+		}
+	}
+}
+
+// verdict adds a decision's findings on subject, and a pass for each policy and for the
+// built-in rules that found nothing.
+func (b *builder) verdict(v *decision.Verdict, subject Subject, policies []policy.PolicyInfo) {
+	found := map[string]bool{}
+	add := func(df decision.Finding, r Result, mode policy.Enforcement) {
+		f := Finding{Policy: cmp.Or(df.Package, BuiltinPolicy), Rule: df.Rule, Result: r, Enforcement: mode,
+			Message: df.String(), Subjects: []Subject{subject}}
+		if df.Package != "" {
+			f.Rule = "deny"
+			if df.Rule == decision.RulePolicyWarning {
+				f.Rule = "warn"
+			}
+		}
+		found[f.Policy] = true
+		b.add(f)
+	}
+	for _, f := range v.Denials {
+		add(f, Fail, policy.EnforceDeny)
+	}
+	for _, f := range v.Warnings {
+		mode := cmp.Or(f.Enforcement, policy.EnforceDeny) // a warn rule of an enforced policy
+		if f.Package == "" {
+			mode = policy.EnforceWarn // a built-in warning
+		}
+		add(f, Warn, mode)
+	}
+	for _, f := range v.Audit {
+		r := Fail
+		if f.Rule == decision.RulePolicyWarning {
+			r = Warn
+		}
+		add(f, r, policy.EnforceAudit)
+	}
+	b.count(Fail, v.OmittedDenials, true)
+	b.count(Warn, v.OmittedWarnings, false)
+	b.count(Fail, v.OmittedAudit, false)
+	if !found[BuiltinPolicy] {
+		b.add(Finding{Policy: BuiltinPolicy, Rule: RuleAdmission, Result: Pass, Enforcement: policy.EnforceDeny, Subjects: []Subject{subject}})
+	}
+	for _, p := range policies {
+		if !p.Disabled && !found[p.Package] {
+			b.add(Finding{Policy: p.Package, Result: Pass, Enforcement: p.Enforcement, Subjects: []Subject{subject}})
+		}
+	}
+}
+
+// order lists what fails first: fail, error, warn, pass.
+var order = map[Result]int{Fail: 0, Error: 1, Warn: 2, Pass: 3}
+
+func (b *builder) report() Report {
+	slices.SortStableFunc(b.findings, func(x, y Finding) int {
+		return cmp.Or(cmp.Compare(order[x.Result], order[y.Result]), strings.Compare(x.Policy, y.Policy), strings.Compare(x.Rule, y.Rule), strings.Compare(x.Message, y.Message))
+	})
+	n := min(len(b.findings), b.max)
+	return Report{Name: b.name, Driver: b.driver, Instance: b.instance, UID: b.uid,
+		Results: slices.Clip(b.findings[:n]), Omitted: len(b.findings) - n, Summary: b.summary, enforced: b.enforced}
+}

@@ -1,0 +1,86 @@
+package audit
+
+import (
+	"github.com/driverguard/driverguard/policy"
+)
+
+// Result is a finding's outcome, as openreports.io reports it.
+type Result string
+
+const (
+	Pass  Result = "pass"
+	Fail  Result = "fail"
+	Warn  Result = "warn"
+	Error Result = "error"
+)
+
+// BuiltinPolicy is the policy name of driverguard's built-in rules and of the drift.
+const BuiltinPolicy = "driverguard"
+
+// Finding is one result of a report.
+type Finding struct {
+	// Policy is BuiltinPolicy or a Rego package; Rule a built-in rule, a drift kind
+	// (routing.Drift*), DriverImageNotFound, or a policy's deny or warn.
+	Policy string `json:"policy"`
+	Rule   string `json:"rule"`
+	Result Result `json:"result"`
+	// Enforcement is what the rule does at admission: deny, warn or audit (a policy on
+	// trial); drift and image findings are deny: they fail the audit.
+	Enforcement policy.Enforcement `json:"enforcement"`
+	Message     string             `json:"message"`
+	// Subjects are the objects concerned: the RBLNDriver, the RBLNClusterPolicy, and for
+	// drift a sample of the nodes.
+	Subjects []Subject `json:"subjects,omitempty"`
+	// Properties: instance (the driver's driver.instances key), nodes (how many), node,
+	// pool, image.
+	Properties map[string]string `json:"properties,omitempty"`
+}
+
+// Subject is an object a finding is about.
+type Subject struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// Enforced reports whether the finding fails the audit: a fail of a rule that denies.
+func (f Finding) Enforced() bool { return f.Result == Fail && f.Enforcement == policy.EnforceDeny }
+
+// severity is the openreports severity of a finding: high for what denies, medium for a
+// warning, low for a policy on trial, info for a pass.
+func (f Finding) severity() string {
+	switch {
+	case f.Result == Pass:
+		return "info"
+	case f.Enforcement == policy.EnforceAudit:
+		return "low"
+	case f.Result == Fail || f.Result == Error:
+		return "high"
+	}
+	return "medium"
+}
+
+// Summary counts the results of a report, every one (not only those listed).
+type Summary struct {
+	Pass  int `json:"pass"`
+	Fail  int `json:"fail"`
+	Warn  int `json:"warn"`
+	Error int `json:"error"`
+}
+
+func (s *Summary) add(r Result) {
+	switch r {
+	case Pass:
+		s.Pass++
+	case Fail:
+		s.Fail++
+	case Warn:
+		s.Warn++
+	case Error:
+		s.Error++
+	}
+}
+
+// Plus is the sum of two summaries.
+func (s Summary) Plus(o Summary) Summary {
+	return Summary{Pass: s.Pass + o.Pass, Fail: s.Fail + o.Fail, Warn: s.Warn + o.Warn, Error: s.Error + o.Error}
+}

@@ -1,0 +1,63 @@
+package routing
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+)
+
+// Drift kinds: what is wrong with the cluster now, whatever any change would do (SPEC §8, §9).
+// `plan` lists them per node; the audit reports them per driver.
+const (
+	DriftUnowned            = "Unowned" // a candidate node no driver selects
+	DriftTie                = ReasonConflictingNodeSelector
+	DriftFamilyLabelMissing = ReasonDriverFamilyLabelMissing
+	DriftInvalidImageTag    = ReasonInvalidImageTag
+	DriftStaleOwnerLabel    = "StaleOwnerLabel" // the owner label is not the driver routing gives
+)
+
+// Drift is one problem of one node now.
+type Drift struct {
+	Kind   string `json:"kind"`
+	Node   string `json:"node"`
+	Detail string `json:"detail"`
+	// Driver is the RBLNDriver the problem is about: the node's owner by routing, else (a
+	// stale owner label) the driver its label names; "" for an unowned node.
+	Driver string `json:"-"`
+}
+
+// NodeDrift is what is wrong with the nodes of a routing result now, sorted by node and kind.
+// nodes are the routed nodes with their labels (the current owner label is read from them).
+func NodeDrift(now *Result, nodes []Node) []Drift {
+	labels := make(map[string]map[string]string, len(nodes))
+	for _, n := range nodes {
+		labels[n.Name] = n.Labels
+	}
+	out := []Drift{}
+	for _, n := range now.Nodes {
+		switch n.Reason {
+		case ReasonNoMatchingDriver:
+			out = append(out, Drift{Kind: DriftUnowned, Node: n.Name, Detail: "a candidate node that no RBLNDriver selects: it gets no driver"})
+		case ReasonConflictingNodeSelector:
+			out = append(out, Drift{Kind: DriftTie, Node: n.Name, Detail: cmp.Or(n.Detail, "tied between drivers: it gets no driver")})
+		case ReasonDriverFamilyLabelMissing:
+			out = append(out, Drift{Kind: DriftFamilyLabelMissing, Node: n.Name, Driver: n.Owner, Detail: cmp.Or(n.Detail, "no "+v1alpha1.LabelFamily+" label: it joins no pool")})
+		case ReasonInvalidImageTag:
+			out = append(out, Drift{Kind: DriftInvalidImageTag, Node: n.Name, Driver: n.Owner, Detail: n.Detail})
+		}
+		switch cur := labels[n.Name][v1alpha1.LabelOwner]; {
+		case cur == n.Owner:
+		case cur == "":
+			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Driver: n.Owner, Detail: fmt.Sprintf("no %s label yet; routing gives %q (the operator labels the node when it deploys the driver)", v1alpha1.LabelOwner, n.Owner)})
+		case n.Owner == "":
+			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Driver: cur, Detail: fmt.Sprintf("its %s label is %q, but no RBLNDriver owns the node now", v1alpha1.LabelOwner, cur)})
+		default:
+			out = append(out, Drift{Kind: DriftStaleOwnerLabel, Node: n.Name, Driver: n.Owner, Detail: fmt.Sprintf("its %s label is %q, routing gives %q", v1alpha1.LabelOwner, cur, n.Owner)})
+		}
+	}
+	slices.SortFunc(out, func(a, b Drift) int { return cmp.Or(strings.Compare(a.Node, b.Node), strings.Compare(a.Kind, b.Kind)) })
+	return out
+}
