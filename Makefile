@@ -20,12 +20,15 @@ GO_FILES = $$(find . \( -path ./.git -o -path ./bin -o -name node_modules \) -pr
 tools: ## build helm, kube-apiserver, kube-controller-manager, etcd and golangci-lint into bin/ (reused when current)
 	bash hack/tools.sh all
 
-generate: ## deepcopy + CRDs (config/crd/bases, copied into the chart's crds/)
+generate: ## deepcopy + CRDs (config/crd/bases, copied into the chart's crds/ with openreports' ClusterReport CRD)
 	rm -f $(CRD_DIR)/*.yaml
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt crd paths=./api/... output:crd:artifacts:config=$(CRD_DIR)
 	mkdir -p $(CHART_CRD_DIR)
 	rm -f $(CHART_CRD_DIR)/*.yaml
 	cp $(CRD_DIR)/*.yaml $(CHART_CRD_DIR)/
+	@# the audit's ClusterReport CRD, as the openreports module go.mod requires ships it
+	cp "$$($(GO) list -m -f '{{.Dir}}' github.com/openreports/reports-api)/config/crd/openreports.io_clusterreports.yaml" $(CHART_CRD_DIR)/
+	chmod 644 $(CHART_CRD_DIR)/*.yaml
 
 build:
 	$(GO) build -o bin/driverguard ./cmd/driverguard

@@ -145,14 +145,19 @@ func (p *Plan) readRelease(ctx context.Context, target cluster.Target, live bool
 
 // readCluster reads the cluster now: live, or from the files given.
 func (p *Plan) readCluster(ctx context.Context, target cluster.Target, live bool) (*cluster.State, error) {
+	return p.cfg.readCluster(ctx, p.Cluster, target, live, cluster.LiveOptions{UserAgent: "driverguard-plan", Timeout: liveTimeout, Workloads: true})
+}
+
+// readCluster reads the cluster from files or, live, from target's cluster (list only).
+func (c *Configuration) readCluster(ctx context.Context, files cluster.Files, target cluster.Target, live bool, o cluster.LiveOptions) (*cluster.State, error) {
 	if !live {
-		return cluster.FromFiles(ctx, p.Cluster, p.cfg.readOptions())
+		return cluster.FromFiles(ctx, files, c.readOptions())
 	}
 	cfg, err := target.ClientConfig().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("no cluster to read (in-cluster config, --kubeconfig or KUBECONFIG): %w", err)
 	}
-	st, err := cluster.ReadLive(ctx, cfg, cluster.LiveOptions{UserAgent: "driverguard-plan", Timeout: liveTimeout, Workloads: true})
+	st, err := cluster.ReadLive(ctx, cfg, o)
 	var le *cluster.LiveError
 	switch {
 	case errors.As(err, &le) && le.Op == "connecting":

@@ -1,6 +1,7 @@
 package action
 
 import (
+	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/policy"
@@ -37,6 +38,10 @@ type (
 	PolicyInfo = policy.PolicyInfo
 	// TestResult is the outcome of one Rego test.
 	TestResult = policy.TestResult
+	// AuditReport is the standing of one RBLNDriver, or of the cluster; AuditFinding one
+	// of its results.
+	AuditReport  = audit.Report
+	AuditFinding = audit.Finding
 )
 
 // Values of the result types, for their printers.
@@ -51,6 +56,12 @@ const (
 	TestPass  = policy.TestPass
 	TestFail  = policy.TestFail
 	TestError = policy.TestError
+
+	AuditPass = audit.Pass
+	AuditFail = audit.Fail
+	AuditWarn = audit.Warn
+	// DefaultAuditMaxResults caps the results an audit report lists.
+	DefaultAuditMaxResults = audit.DefaultMaxResults
 
 	// ClusterKey is the data document policies read the cluster at (data.driverguard_cluster).
 	ClusterKey = policy.ClusterKey

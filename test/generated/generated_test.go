@@ -54,7 +54,39 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	compareDir(t, filepath.Join(work, "api"), filepath.Join(root, "api"), "api", generatedGoFiles)
 	// CRDs, in config/ and in the chart.
 	compareDir(t, filepath.Join(work, crdDir), filepath.Join(root, crdDir), crdDir, yamlFiles)
-	compareDir(t, filepath.Join(work, crdDir), filepath.Join(root, chartCRDDir), chartCRDDir, yamlFiles)
+	compareDir(t, filepath.Join(work, crdDir), filepath.Join(root, chartCRDDir), chartCRDDir, ownCRDs)
+}
+
+// openreportsCRD is the ClusterReport CRD the chart ships (the audit's reports, SPEC §9):
+// the openreports module's own manifest, copied by `make generate`.
+const openreportsCRD = "openreports.io_clusterreports.yaml"
+
+// ownCRDs are the chart's CRDs generated from api/ (every one but the openreports CRD).
+func ownCRDs(t *testing.T, dir string) []string {
+	return slices.DeleteFunc(yamlFiles(t, dir), func(f string) bool { return f == openreportsCRD })
+}
+
+// TestOpenReportsCRDIsTheModules: the chart's ClusterReport CRD is the one of the
+// openreports module go.mod requires, byte for byte.
+func TestOpenReportsCRDIsTheModules(t *testing.T) {
+	root := repoRoot(t)
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openreports/reports-api")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", openreportsCRD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, chartCRDDir, openreportsCRD))
+	if err != nil {
+		t.Fatalf("%v: %s", err, fix)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s/%s differs from the module's (%s): %s", chartCRDDir, openreportsCRD, firstDifference(got, want), fix)
+	}
 }
 
 // compareDir requires the files that list finds in want and got to be the same set with the

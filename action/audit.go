@@ -1,0 +1,83 @@
+package action
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+
+	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/registry"
+)
+
+// Audit runs the audit of the cluster once (`driverguard audit`, SPEC §9): every stored
+// RBLNDriver and the RBLNClusterPolicy judged as serve's audit judges them, with the drift of
+// the nodes and, with CheckImages, every image the pools pull.
+type Audit struct {
+	cfg *Configuration
+	// Policy are the policies (the bundled library plus Dirs), with their enforcement.
+	Policy Policy
+	// Cluster are the files of the cluster (Workloads unused); Live, or a Target.Kubeconfig,
+	// reads the cluster instead.
+	Cluster cluster.Files
+	Target  cluster.Target
+	Live    bool
+	// CheckImages asks each registry for every image a pool or RSMD DaemonSet pulls.
+	CheckImages  bool
+	ImageTimeout time.Duration
+	// MaxResults caps the results a report lists (audit.DefaultMaxResults when 0).
+	MaxResults int
+}
+
+// NewAudit returns an Audit.
+func NewAudit(cfg *Configuration) *Audit { return &Audit{cfg: cfg} }
+
+// AuditResult is one audit.
+type AuditResult struct {
+	Outcome *audit.Outcome
+	// Reports are the ClusterReports serve's audit would write.
+	Reports []openreports.ClusterReport
+}
+
+// Run audits. The result says whether a rule that denies fails (Outcome.Enforced).
+func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
+	live := a.Live || a.Target.Kubeconfig != ""
+	if live && (a.Cluster.Nodes != "" || a.Cluster.Drivers != "" || a.Cluster.ClusterPolicy != "") {
+		return nil, errors.New("--live/--kubeconfig reads the cluster; --nodes, --drivers and --cluster-policy read files: use one or the other")
+	}
+	if !live && a.Cluster.Nodes == "" && a.Cluster.Drivers == "" {
+		return nil, errors.New("nothing to audit: read the cluster with --live or --kubeconfig, or give it as files with --nodes and --drivers (and --cluster-policy)")
+	}
+	if err := oneStdin(stdinUser{"--nodes", a.Cluster.Nodes}, stdinUser{"--drivers", a.Cluster.Drivers}, stdinUser{"--cluster-policy", a.Cluster.ClusterPolicy}); err != nil {
+		return nil, err
+	}
+	files := a.Cluster
+	files.Workloads = ""
+	st, err := a.cfg.readCluster(ctx, files, a.Target.WithHelmPluginEnv(os.Getenv), live, cluster.LiveOptions{UserAgent: "driverguard-audit", Timeout: liveTimeout})
+	if err != nil {
+		return nil, err
+	}
+	engine, err := a.cfg.engine(ctx, a.Policy)
+	if err != nil {
+		return nil, err
+	}
+	static := cluster.NewStatic(st)
+	static.SyncTo(engine)
+	snap, err := static.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	auditor := &audit.Auditor{Decider: &decision.Decider{Policy: engine}, Policies: engine.Policies(), MaxResults: a.MaxResults}
+	if a.CheckImages {
+		auditor.Images = registry.NewChecker(registry.Options{Timeout: a.ImageTimeout}).Check(ctx, audit.Images(snap))
+	}
+	out, err := auditor.Run(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditResult{Outcome: out, Reports: audit.ClusterReports(out, time.Now())}, nil
+}

@@ -1,0 +1,92 @@
+package audit
+
+import (
+	"maps"
+	"time"
+
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+)
+
+const (
+	// Source is the source of every result driverguard reports.
+	Source = "driverguard"
+	// LabelManagedBy marks the ClusterReports the audit writes (and may delete).
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	managedBy           = "driverguard"
+	propertyEnforcement = "enforcement"
+)
+
+// ClusterReports are the openreports.io ClusterReports of an outcome: one per RBLNDriver,
+// named after it and scoped to it, and the cluster report. Every result is stamped with at;
+// nothing else changes from pass to pass unless a finding does (a writer that keeps the
+// stamps of unchanged results does not rewrite an unchanged standing).
+func ClusterReports(out *Outcome, at time.Time) []openreports.ClusterReport {
+	reports := make([]openreports.ClusterReport, 0, len(out.Reports))
+	for i := range out.Reports {
+		reports = append(reports, ClusterReport(&out.Reports[i], at))
+	}
+	return reports
+}
+
+// ClusterReport is the openreports.io ClusterReport of one report, its results stamped with at.
+func ClusterReport(r *Report, at time.Time) openreports.ClusterReport {
+	stamp := metav1.Timestamp{Seconds: at.Unix()}
+	cr := openreports.ClusterReport{
+		TypeMeta: metav1.TypeMeta{APIVersion: openreports.GroupVersion.String(), Kind: "ClusterReport"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   reportName(r),
+			Labels: map[string]string{LabelManagedBy: managedBy},
+		},
+		Source: Source,
+		Summary: openreports.ReportSummary{
+			Pass: r.Summary.Pass, Fail: r.Summary.Fail, Warn: r.Summary.Warn, Error: r.Summary.Error,
+		},
+		Results: make([]openreports.ReportResult, 0, len(r.Results)),
+	}
+	if r.Driver != "" {
+		cr.Scope = &corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RBLNDriver", Name: r.Driver, UID: types.UID(r.UID)}
+		if r.Instance != "" {
+			cr.Labels[v1alpha1.LabelDriverInstance] = r.Instance
+		}
+	}
+	for _, f := range r.Results {
+		res := openreports.ReportResult{
+			Source:      Source,
+			Policy:      f.Policy,
+			Rule:        f.Rule,
+			Result:      openreports.Result(f.Result),
+			Severity:    openreports.ResultSeverity(f.severity()),
+			Description: f.Message,
+			Timestamp:   stamp,
+			Properties:  map[string]string{propertyEnforcement: string(f.Enforcement)},
+		}
+		maps.Copy(res.Properties, f.Properties)
+		for _, s := range f.Subjects {
+			ref := corev1.ObjectReference{Kind: s.Kind, Name: s.Name, APIVersion: "v1"}
+			if s.Kind != "Node" {
+				ref.APIVersion = v1alpha1.GroupVersion.String()
+			}
+			res.Subjects = append(res.Subjects, ref)
+		}
+		cr.Results = append(cr.Results, res)
+	}
+	return cr
+}
+
+// reportName is the ClusterReport's name: the RBLNDriver's (RBLNDriver names are DNS
+// subdomains, as ClusterReport names are), or ClusterReportName. A driver that is itself
+// named ClusterReportName gets "rblndriver.<name>".
+func reportName(r *Report) string {
+	switch r.Driver {
+	case "":
+		return ClusterReportName
+	case ClusterReportName:
+		return "rblndriver." + r.Driver
+	}
+	return r.Driver
+}

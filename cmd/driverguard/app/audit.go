@@ -1,0 +1,131 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/action"
+)
+
+func newAuditCommand(s Streams) *cobra.Command {
+	job := action.NewAudit(s.cfg)
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
+	cmd := &cobra.Command{
+		Use:   "audit (--live | --kubeconfig FILE | --nodes nodes.yaml --drivers drivers.yaml [--cluster-policy policy.yaml]) [--check-images]",
+		Short: "The cluster's standing now: every stored RBLNDriver judged as if created now, the nodes' drift, missing images",
+		Long: `audit runs once what 'driverguard serve' keeps doing (SPEC §9): every RBLNDriver and the
+RBLNClusterPolicy of the cluster judged by the webhook's decision as if created now against the
+current cluster (built-in rules, ties, policies with their enforcement), the drift of the nodes
+(Unowned, DriverFamilyLabelMissing, InvalidImageTag, StaleOwnerLabel; ties are the drivers'
+ConflictingNodeSelector) and, with --check-images, every image a pool or RSMD DaemonSet pulls
+that its registry answers 404 for (DriverImageNotFound).
+
+One report per RBLNDriver, and driverguard-cluster for what no driver owns. A policy in audit
+enforcement reports its findings without failing anything: trial a rule, read what it flags,
+then enforce it.
+
+-o yaml prints the openreports.io ClusterReports serve's audit writes; -o json the reports with
+every result field.
+
+Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a missing image);
+2 the audit could not run.`,
+		Example: `  driverguard audit --live
+  driverguard audit --nodes examples/nodes.yaml --drivers examples/drivers.yaml
+  driverguard audit --live --policy ./policies --enforcement team.new_rule=audit -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := job.Run(cmd.Context())
+			if err != nil {
+				return err
+			}
+			var perr error
+			switch output.format {
+			case formatJSON:
+				perr = writeJSON(s.Out, res.Outcome)
+			case formatYAML:
+				perr = printClusterReports(s.Out, res)
+			default:
+				perr = printAudit(s.Out, res)
+			}
+			if perr != nil {
+				return perr
+			}
+			return failedUnless(res.Outcome.Enforced == 0)
+		},
+	}
+	f := cmd.Flags()
+	addClusterFlags(f, &job.Cluster)
+	addPolicyFlags(f, &job.Policy, "policy")
+	f.BoolVar(&job.Live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy (list only)")
+	f.StringVar(&job.Target.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
+	f.StringVar(&job.Target.Context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")
+	f.IntVar(&job.MaxResults, "max-results", action.DefaultAuditMaxResults, "the most results a report lists (its summary counts every one)")
+	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image a pool or RSMD DaemonSet pulls in its registry (only a 404 counts as missing)", "timeout of one registry request")
+	output.register(f)
+	return cmd
+}
+
+// printClusterReports prints the ClusterReports as a YAML stream.
+func printClusterReports(w io.Writer, res *action.AuditResult) error {
+	for i := range res.Reports {
+		data, err := yaml.Marshal(&res.Reports[i])
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "---\n%s", data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printAudit prints each report's findings, FAIL, WARN and AUDIT lines (a policy on trial),
+// its passes counted, then the totals.
+func printAudit(w io.Writer, res *action.AuditResult) error {
+	out := res.Outcome
+	for _, r := range out.Reports {
+		title := "RBLNDriver/" + r.Driver
+		if r.Driver == "" {
+			title = r.Name + " (what no RBLNDriver owns)"
+		} else if r.Instance != "" {
+			title += " (instance " + r.Instance + ")"
+		}
+		fmt.Fprintln(w, title)
+		for _, f := range r.Results {
+			if f.Result == action.AuditPass {
+				continue
+			}
+			label := strings.ToUpper(string(f.Result))
+			if f.Enforcement == "audit" {
+				label = "AUDIT"
+			}
+			fmt.Fprintf(w, "  %-5s  %s\n", label, auditLine(f))
+		}
+		if r.Omitted > 0 {
+			fmt.Fprintf(w, "  ... and %d more results (--max-results)\n", r.Omitted)
+		}
+		if r.Summary.Pass > 0 {
+			fmt.Fprintf(w, "  PASS   %s\n", plural(r.Summary.Pass, "rule"))
+		}
+	}
+	verdict := "passed"
+	if out.Enforced > 0 {
+		verdict = "FAILED"
+	}
+	_, err := fmt.Fprintf(w, "\n%d reports: %d fail (%d enforced), %d warn, %d pass; %s\n",
+		len(out.Reports), out.Summary.Fail, out.Enforced, out.Summary.Warn, out.Summary.Pass, verdict)
+	return err
+}
+
+// auditLine is a finding as one line: the policy package or the built-in rule, then the
+// message.
+func auditLine(f action.AuditFinding) string {
+	if f.Policy != "driverguard" {
+		return f.Policy + ": " + strings.TrimPrefix(f.Message, "policy "+f.Policy+": ")
+	}
+	return f.Rule + ": " + f.Message
+}

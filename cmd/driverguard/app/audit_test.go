@@ -1,0 +1,115 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// TestAuditExample: the example inventory against the example drivers — stale owner labels
+// and a node without a family label, each in its driver's report — fails the audit.
+func TestAuditExample(t *testing.T) {
+	drivers := filepath.Join(t.TempDir(), "drivers.yaml")
+	rendered := run(t, "", "render", "-f", exampleValues)
+	require.Equal(t, ExitOK, rendered.code, rendered.stderr)
+	require.NoError(t, os.WriteFile(drivers, []byte(rendered.stdout), 0o600))
+
+	r := run(t, "", "audit", "--nodes", exampleNodes, "--drivers", drivers)
+	assert.Equal(t, ExitInvalid, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  FAIL   DriverFamilyLabelMissing: node npu-nofamily-01: label rebellions.ai/npu.family is missing")
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver-rebel\n  FAIL   StaleOwnerLabel: 3 nodes whose rebellions.ai/npu.driver.owner label is not the driver routing gives: npu-rebel-01, npu-rebel-02, npu-rebel-03")
+	assert.Contains(t, r.stdout, "\n4 reports: 4 fail (4 enforced), 0 warn, 27 pass; FAILED\n")
+	assert.Empty(t, r.stderr)
+
+	t.Run("yaml is the ClusterReports", func(t *testing.T) {
+		y := run(t, "", "audit", "--nodes", exampleNodes, "--drivers", drivers, "-o", "yaml")
+		assert.Equal(t, ExitInvalid, y.code, y.stderr)
+		var names []string
+		fails := 0
+		for _, doc := range strings.Split(y.stdout, "---\n")[1:] {
+			var cr openreports.ClusterReport
+			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &cr))
+			assert.Equal(t, "ClusterReport", cr.Kind)
+			assert.Equal(t, "driverguard", cr.Labels["app.kubernetes.io/managed-by"])
+			names = append(names, cr.Name)
+			fails += cr.Summary.Fail
+			if cr.Name != "driverguard-cluster" {
+				require.NotNil(t, cr.Scope)
+				assert.Equal(t, cr.Name, cr.Scope.Name)
+			}
+		}
+		assert.Equal(t, []string{"rbln-driver", "rbln-driver-atom-canary", "rbln-driver-rebel", "driverguard-cluster"}, names)
+		assert.Equal(t, 4, fails)
+	})
+}
+
+// TestAuditEnforcement: a policy on trial reports on stored drivers without failing the
+// audit; enforced, the same finding fails it.
+func TestAuditEnforcement(t *testing.T) {
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes.yaml")
+	require.NoError(t, os.WriteFile(nodes, []byte(`apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels:
+    rebellions.ai/npu.deploy.driver: "true"
+    rebellions.ai/npu.driver.owner: rbln-driver
+    rebellions.ai/npu.family: atom
+    feature.node.kubernetes.io/system-os_release.ID: ubuntu
+    feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"
+    feature.node.kubernetes.io/kernel-version.full: 6.8.0-90-generic
+`), 0o600))
+	drivers := filepath.Join(dir, "drivers.yaml")
+	rendered := run(t, "", "render")
+	require.Equal(t, ExitOK, rendered.code, rendered.stderr)
+	require.NoError(t, os.WriteFile(drivers, []byte(rendered.stdout), 0o600))
+	policies := filepath.Join(dir, "policies")
+	require.NoError(t, os.MkdirAll(policies, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(policies, "trial.rego"), []byte(`# METADATA
+# custom:
+#   enforcement: audit
+package driverguard.trial
+
+deny contains "drivers need the team annotation" if {
+	input.object.kind == "RBLNDriver"
+	not input.object.metadata.annotations["team.example/owner"]
+}
+`), 0o600))
+	args := []string{"audit", "--nodes", nodes, "--drivers", drivers, "--cluster-policy", drivers, "--policy", policies}
+
+	r := run(t, "", args...)
+	assert.Equal(t, ExitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  AUDIT  driverguard.trial: drivers need the team annotation\n")
+	assert.Contains(t, r.stdout, "2 reports: 1 fail (0 enforced)")
+
+	r = run(t, "", append(args, "--enforcement", "trial=deny")...)
+	assert.Equal(t, ExitInvalid, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  FAIL   driverguard.trial: drivers need the team annotation\n")
+	assert.Contains(t, r.stdout, "2 reports: 1 fail (1 enforced)")
+}
+
+func TestAuditUnusableInput(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"nothing to audit", []string{"audit"}, "nothing to audit: read the cluster with --live or --kubeconfig, or give it as files with --nodes and --drivers"},
+		{"live and files", []string{"audit", "--live", "--nodes", exampleNodes}, "--live/--kubeconfig reads the cluster; --nodes, --drivers and --cluster-policy read files: use one or the other"},
+		{"a bad -o", []string{"audit", "--nodes", exampleNodes, "-o", "markdown"}, `unsupported output format "markdown": use one of table, json, yaml`},
+		{"a missing file", []string{"audit", "--nodes", "nope.yaml"}, "nope.yaml"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", tt.args...)
+			assert.Equal(t, ExitUsage, r.code, r.stdout)
+			assert.Contains(t, r.stderr, tt.want)
+		})
+	}
+}
