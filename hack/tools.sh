@@ -3,14 +3,16 @@
 #
 #   hack/tools.sh helm            helm v3.22.0 as bin/helm and helm v4.3.1 as bin/helm4 (helm lint,
 #                                 the differential and lifecycle tests run both)
-#   hack/tools.sh control-plane   kube-apiserver + kube-controller-manager v1.37.2 and etcd v3.7.3
-#                                 (KUBEBUILDER_ASSETS=bin; test/plan runs the controller manager)
+#   hack/tools.sh control-plane   kube-apiserver v1.37.2, its disruption controller alone
+#                                 (hack/tools/disruption-controller; test/plan runs it) and
+#                                 etcd v3.7.3 (KUBEBUILDER_ASSETS=bin)
 #   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint, make test)
 #   hack/tools.sh all             all of them
 #
 # Nothing can be downloaded as a release binary here, so everything is built from Go modules
-# (see hack/tools/go.mod, whose tool directives name kube-apiserver and kube-controller-manager,
-# and hack/etcd/go.mod; separate modules, and therefore not part of the main module's ./...).
+# (see hack/tools/go.mod, whose tool directive names kube-apiserver and which holds the
+# disruption controller's main package, and hack/etcd/go.mod; separate modules, and therefore
+# not part of the main module's ./...).
 #
 # Two levels of reuse:
 #   1. bin/.<tool>.stamp holds the build key (everything that determines the binary: version,
@@ -18,8 +20,9 @@
 #      If it matches and bin/<tool> exists, nothing is done.
 #   2. A machine-wide cache, ${XDG_CACHE_HOME:-$HOME/.cache}/driverguard/bin/<tool>-<hash of key>/,
 #      holds finished builds, so a fresh clone on the same machine only hardlinks (or copies) them.
-# A cold kube-apiserver build takes ~10 min and ~2.4 GiB of memory; kube-controller-manager,
-# which shares most of its packages through Go's build cache, ~3 min more. Everything warm
+# A cold kube-apiserver build takes ~12 min on 2 cores and ~2.4 GiB of memory; the disruption
+# controller, which shares most of its packages through Go's build cache, little more
+# (kube-controller-manager, which links every controller, took 14 min more). Everything warm
 # takes seconds.
 # Note: Go's own build cache also lives under XDG_CACHE_HOME (unless GOCACHE is set), so pointing
 # XDG_CACHE_HOME somewhere new means cold Go builds too.
@@ -167,7 +170,7 @@ do_helm() {
 	ensure helm4 "$key" build_helm4 check_helm4
 }
 
-# --- kube-apiserver, kube-controller-manager (hack/tools module) ----------------------------
+# --- kube-apiserver, the disruption controller (hack/tools module) --------------------------
 K8S_LDFLAGS="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	K8S_LDFLAGS="$K8S_LDFLAGS -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=37"
@@ -178,8 +181,8 @@ build_kube_apiserver() {
 	(cd "$ROOT/hack/tools" && "$GO" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
 }
 
-build_kube_controller_manager() {
-	(cd "$ROOT/hack/tools" && "$GO" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
+build_disruption_controller() {
+	(cd "$ROOT/hack/tools" && "$GO" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/disruption-controller" ./disruption-controller)
 }
 
 build_etcd() {
@@ -187,7 +190,7 @@ build_etcd() {
 }
 
 check_kube_apiserver() { expect_version "$1" "Kubernetes $K8S_VERSION" --version; }
-check_kube_controller_manager() { expect_version "$1" "Kubernetes $K8S_VERSION" --version; }
+check_disruption_controller() { expect_version "$1" "Kubernetes $K8S_VERSION" --version; }
 check_etcd() { expect_version "$1" "etcd Version: ${ETCD_VERSION#v}" --version; }
 
 module_key() { # DIR
@@ -199,9 +202,9 @@ do_control_plane() {
 	key="$(printf 'tool=kube-apiserver\nversion=%s\nldflags=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
 		"$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
 	ensure kube-apiserver "$key" build_kube_apiserver check_kube_apiserver
-	key="$(printf 'tool=kube-controller-manager\nversion=%s\nldflags=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
-		"$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
-	ensure kube-controller-manager "$key" build_kube_controller_manager check_kube_controller_manager
+	key="$(printf 'tool=disruption-controller\nversion=%s\nldflags=%s\nmain=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
+		"$(sha "$ROOT/hack/tools/disruption-controller/main.go")" "$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
+	ensure disruption-controller "$key" build_disruption_controller check_disruption_controller
 	key="$(printf 'tool=etcd\nversion=%s\nldflags=-s -w\n%s\n%s' "$ETCD_VERSION" \
 		"$(module_key "$ROOT/hack/etcd")" "$(toolchain_key "$ROOT/hack/etcd")")"
 	ensure etcd "$key" build_etcd check_etcd

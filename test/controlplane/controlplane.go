@@ -3,8 +3,8 @@
 // CRDs, the chart's own webhook configurations (rewritten by envtest to call this process),
 // and `driverguard serve`'s server (webhook.Run: informer caches, TLS, health, metrics)
 // in-process. Every request a suite makes goes through the API server, which calls the
-// webhook over TLS. Suites that need controllers run bin/kube-controller-manager themselves
-// (ControllerManagerBinary; test/plan runs its disruption controller).
+// webhook over TLS. Suites that need a controller run it themselves (DisruptionControllerBinary:
+// test/plan runs Kubernetes' disruption controller).
 package controlplane
 
 import (
@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -49,8 +50,8 @@ const (
 	ChartNamespace = "driverguard-system"
 )
 
-// ErrNoAssets means kube-apiserver or etcd (or, for ControllerManagerBinary,
-// kube-controller-manager) is not built; suites skip with -short.
+// ErrNoAssets means kube-apiserver or etcd (or, for DisruptionControllerBinary, the
+// disruption controller) is not built; suites skip with -short.
 var ErrNoAssets = errors.New("control-plane binaries not found")
 
 // Plane is a running control plane and webhook server.
@@ -110,6 +111,9 @@ func Start(opts Options) (*Plane, error) {
 	if err := clientgoscheme.AddToScheme(p.Scheme); err != nil {
 		return nil, err
 	}
+	if err := openreports.Install(p.Scheme); err != nil {
+		return nil, err
+	}
 	if err := v1alpha1.AddToScheme(p.Scheme); err != nil {
 		return nil, err
 	}
@@ -122,7 +126,9 @@ func Start(opts Options) (*Plane, error) {
 	}
 	p.Env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		// The API's CRDs, and openreports' ClusterReport CRD that the chart ships for the audit.
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases"),
+			filepath.Join(root, "charts", "driverguard", "crds", "openreports.io_clusterreports.yaml")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                p.Scheme,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: validating, MutatingWebhooks: mutating},
@@ -412,14 +418,15 @@ func assetsDir(root string) string {
 	return filepath.Join(root, "bin")
 }
 
-// ControllerManagerBinary is the path of kube-controller-manager, next to kube-apiserver
-// (hack/tools.sh control-plane builds it; envtest itself does not run it).
-func ControllerManagerBinary() (string, error) {
+// DisruptionControllerBinary is the path of the disruption controller, next to kube-apiserver
+// (hack/tools.sh control-plane builds it from hack/tools/disruption-controller: Kubernetes'
+// controller, wired as kube-controller-manager wires it; envtest itself runs no controller).
+func DisruptionControllerBinary() (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(assetsDir(root), "kube-controller-manager")
+	bin := filepath.Join(assetsDir(root), "disruption-controller")
 	if _, err := os.Stat(bin); err != nil {
 		return "", fmt.Errorf("%w: no %s: run make tools (hack/tools.sh builds it from Go modules)", ErrNoAssets, bin)
 	}

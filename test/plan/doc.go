@@ -1,7 +1,8 @@
 // Package plan checks `driverguard plan` against a real cluster: a kube-apiserver and etcd
 // (envtest, with the CRDs and the in-process webhook of test/controlplane) and the real
-// disruption controller, kube-controller-manager run by the tests with
-// --controllers=disruption-controller (bin/, built by hack/tools.sh control-plane). No other
+// disruption controller, run by the tests as kube-controller-manager wires it
+// (bin/disruption-controller, built by hack/tools.sh control-plane from
+// hack/tools/disruption-controller). No other
 // controller runs: the tests create the Deployments, their ReplicaSets and the pods (bound to
 // nodes, made Ready through the status subresource) themselves.
 //

@@ -215,11 +215,11 @@ func requireAssets(t *testing.T, err error) {
 	t.Fatal(err)
 }
 
-// start starts the control plane and kube-controller-manager with the disruption controller
-// only; both stop when the test ends.
+// start starts the control plane and Kubernetes' disruption controller; both stop when the
+// test ends.
 func start(t *testing.T) *cluster {
 	t.Helper()
-	kcm, err := controlplane.ControllerManagerBinary()
+	dc, err := controlplane.DisruptionControllerBinary()
 	requireAssets(t, err)
 	plane, err := controlplane.Start(controlplane.Options{})
 	requireAssets(t, err)
@@ -234,7 +234,7 @@ func start(t *testing.T) *cluster {
 	cl.cs, err = kubernetes.NewForConfig(plane.Config)
 	require.NoError(t, err)
 	cl.kubeconfig = cl.addUser(t, "driverguard-plan")
-	runControllerManager(t, kcm, cl.addUser(t, "kube-controller-manager"), cl.dir)
+	runDisruptionController(t, dc, cl.addUser(t, "disruption-controller"), cl.dir)
 	return cl
 }
 
@@ -250,21 +250,17 @@ func (cl *cluster) addUser(t *testing.T, name string) string {
 	return path
 }
 
-// runControllerManager runs kube-controller-manager with the disruption controller alone: no
-// leader election, no serving (--secure-port=0, so no delegated authentication either), the
-// one kubeconfig's credentials for every controller. Its log is printed when the test fails.
-func runControllerManager(t *testing.T, bin, kubeconfig, dir string) {
+// runDisruptionController runs the disruption controller (hack/tools/disruption-controller:
+// kube-controller-manager's wiring of it, without the rest of the manager: no leader election,
+// no serving) with the kubeconfig's credentials. Its log is printed when the test fails.
+func runDisruptionController(t *testing.T, bin, kubeconfig, dir string) {
 	t.Helper()
-	logPath := filepath.Join(dir, "kube-controller-manager.log")
+	logPath := filepath.Join(dir, "disruption-controller.log")
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin,
 		"--kubeconfig="+kubeconfig,
-		"--controllers=disruption-controller",
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--use-service-account-credentials=false",
 		"--v=2")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -279,7 +275,7 @@ func runControllerManager(t *testing.T, bin, kubeconfig, dir string) {
 	t.Cleanup(func() {
 		select {
 		case <-exited:
-			t.Errorf("kube-controller-manager exited before the test ended: %v", waitErr)
+			t.Errorf("the disruption controller exited before the test ended: %v", waitErr)
 		default:
 			cancel()
 			<-exited
@@ -291,7 +287,7 @@ func runControllerManager(t *testing.T, bin, kubeconfig, dir string) {
 			if len(out) > 16000 {
 				out = out[len(out)-16000:]
 			}
-			t.Logf("kube-controller-manager log (tail):\n%s", out)
+			t.Logf("disruption controller log (tail):\n%s", out)
 		}
 	})
 }
