@@ -8,13 +8,23 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 )
 
-// ServerOptions configure the admission webhook server.
-type ServerOptions = webhook.ServerOptions
+// ServerOptions configure the admission webhook server; AuditOptions its audit.
+type (
+	ServerOptions = webhook.ServerOptions
+	AuditOptions  = webhook.AuditOptions
+)
+
+// Defaults of serve's audit.
+const (
+	DefaultAuditInterval      = audit.DefaultInterval
+	DefaultAuditImageInterval = audit.DefaultImageInterval
+)
 
 // WebhooksAnnotation is the annotation of a webhook configuration that holds the webhooks
 // Serve registers (ServerOptions.RegisterWebhooks).

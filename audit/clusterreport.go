@@ -13,8 +13,8 @@ import (
 )
 
 const (
-	// Source is the source of every result driverguard reports.
-	Source = "driverguard"
+	// ReportSource is the source of every result driverguard reports.
+	ReportSource = "driverguard"
 	// LabelManagedBy marks the ClusterReports the audit writes (and may delete).
 	LabelManagedBy      = "app.kubernetes.io/managed-by"
 	managedBy           = "driverguard"
@@ -42,7 +42,7 @@ func ClusterReport(r *Report, at time.Time) openreports.ClusterReport {
 			Name:   reportName(r),
 			Labels: map[string]string{LabelManagedBy: managedBy},
 		},
-		Source: Source,
+		Source: ReportSource,
 		Summary: openreports.ReportSummary{
 			Pass: r.Summary.Pass, Fail: r.Summary.Fail, Warn: r.Summary.Warn, Error: r.Summary.Error,
 		},
@@ -56,7 +56,7 @@ func ClusterReport(r *Report, at time.Time) openreports.ClusterReport {
 	}
 	for _, f := range r.Results {
 		res := openreports.ReportResult{
-			Source:      Source,
+			Source:      ReportSource,
 			Policy:      f.Policy,
 			Rule:        f.Rule,
 			Result:      openreports.Result(f.Result),

@@ -55,6 +55,7 @@ type Informed struct {
 	synced    atomic.Bool
 	rebuildMu sync.Mutex // serialises rebuilds
 	kick      chan struct{}
+	changed   chan struct{} // Changed's
 	// syncer, when set, gets every new snapshot's cluster view (data.driverguard_cluster).
 	syncer policy.ClusterSyncer
 }
@@ -76,7 +77,7 @@ type InformedOptions struct {
 // asking it for snapshots; it registers its event handlers on start.
 func NewInformed(c ctrlcache.Cache, opts InformedOptions) *Informed {
 	metricsOnce.Do(func() { ctrlmetrics.Registry.MustRegister(rebuilds, rebuildSeconds, objects) })
-	s := &Informed{cache: c, log: opts.Logger, rebuildDelay: opts.RebuildDelay, kick: make(chan struct{}, 1)}
+	s := &Informed{cache: c, log: opts.Logger, rebuildDelay: opts.RebuildDelay, kick: make(chan struct{}, 1), changed: make(chan struct{}, 1)}
 	if s.rebuildDelay <= 0 {
 		s.rebuildDelay = DefaultRebuildDelay
 	}
@@ -142,9 +143,11 @@ func (s *Informed) handler(f feed) toolscache.ResourceEventHandler {
 		}
 		s.mu.Unlock()
 		if bump {
-			select {
-			case s.kick <- struct{}{}:
-			default:
+			for _, c := range []chan struct{}{s.kick, s.changed} {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}
@@ -210,6 +213,11 @@ func (s *Informed) Start(ctx context.Context) error {
 		}
 	}
 }
+
+// Changed receives after relevant changes (a node's labels, a driver's or the cluster
+// policy's spec, an add or a delete): several changes may make one signal. It has one
+// reader, serve's audit, which then asks for a Snapshot.
+func (s *Informed) Changed() <-chan struct{} { return s.changed }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every replica serves.
 func (s *Informed) NeedLeaderElection() bool { return false }

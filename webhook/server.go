@@ -29,9 +29,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/registry"
 )
 
 // ServerOptions configure Run (`driverguard serve`).
@@ -104,6 +108,28 @@ type ServerOptions struct {
 	// depend on it: failing /readyz would take the webhook down although the last good
 	// policies are still enforced.
 	PolicyStatus func() policy.Status
+
+	// Audit, when set, keeps the audit of what is stored running on one replica (SPEC §9):
+	// the cluster view above, judged with Policy (which must then be the policy engine).
+	Audit *AuditOptions
+}
+
+// AuditOptions configure serve's audit (see audit.Loop).
+type AuditOptions struct {
+	// Interval of the full passes, ImageInterval of the registry checks (CheckImages), MinGap
+	// the least time between two passes; PassTimeout bounds one. Zero: audit's defaults.
+	Interval, ImageInterval, MinGap, PassTimeout time.Duration
+	CheckImages                                  bool
+	ImageTimeout                                 time.Duration
+	// MaxResults caps the results of a report (audit.DefaultMaxResults when zero).
+	MaxResults int
+	// LeaderElection makes one replica audit, chosen by a Lease named LeaseName in
+	// LeaseNamespace; without it every replica this runs in audits.
+	LeaderElection bool
+	LeaseNamespace string
+	LeaseName      string
+	// OnPass, when set, is told about every pass.
+	OnPass func(audit.PassStats)
 }
 
 // CertRotation configures the self-signed certificate bootstrap (cert-controller).
@@ -170,7 +196,10 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	if shutdownTimeout <= 0 {
 		shutdownTimeout = 30 * time.Second
 	}
-	mgr, err := manager.New(cfg, manager.Options{
+	if err := openreports.Install(scheme); err != nil {
+		return err
+	}
+	mo := manager.Options{
 		Scheme: scheme,
 		Logger: log,
 		// The health and metrics endpoints are served within statusLimits (status.go), not by
@@ -183,7 +212,13 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 			ByObject:         map[client.Object]ctrlcache.ByObject{&corev1.Node{}: {Transform: nodeLabelsOnly}},
 		},
 		WebhookServer: srv,
-	})
+	}
+	if a := o.Audit; a != nil && a.LeaderElection {
+		mo.LeaderElection, mo.LeaderElectionID, mo.LeaderElectionNamespace = true, a.LeaseName, a.LeaseNamespace
+		mo.LeaderElectionResourceLock = "leases"
+		mo.LeaderElectionReleaseOnCancel = true
+	}
+	mgr, err := manager.New(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -193,6 +228,11 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		return err
 	}
 	New(state, o.Options).Register(srv)
+	if a := o.Audit; a != nil {
+		if err := addAudit(mgr, state, o, log.WithName("audit")); err != nil {
+			return err
+		}
+	}
 	if o.OnState != nil {
 		o.OnState(state)
 	}
@@ -406,4 +446,24 @@ func statusHandlers(o ServerOptions) map[string]http.Handler {
 		return nil
 	}
 	return out
+}
+
+// addAudit adds serve's audit to mgr: a leader-elected runnable over the cluster view.
+func addAudit(mgr manager.Manager, state *cluster.Informed, o ServerOptions, log logr.Logger) error {
+	a := o.Audit
+	pol, ok := o.Policy.(audit.Policies)
+	if !ok {
+		return errors.New("the audit judges with the policy engine: serve's Policy must be one")
+	}
+	loop := &audit.Loop{
+		Source: state, Policies: pol, PolicyFailOpen: o.PolicyFailOpen,
+		Writer:   &audit.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("driverguard-audit")},
+		Interval: a.Interval, ImageInterval: a.ImageInterval, MinGap: a.MinGap, PassTimeout: a.PassTimeout,
+		MaxResults: a.MaxResults, Log: log, OnPass: a.OnPass,
+	}
+	if a.CheckImages {
+		checker := registry.NewChecker(registry.Options{Timeout: a.ImageTimeout})
+		loop.CheckImages = checker.Check
+	}
+	return mgr.Add(loop)
 }

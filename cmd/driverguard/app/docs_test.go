@@ -122,6 +122,7 @@ func TestGuides(t *testing.T) {
 	}{
 		{"policy-authoring.md", 4, 3},
 		{"plan.md", 4, 0},
+		{"audit.md", 2, 0},
 	} {
 		t.Run(tc.doc, func(t *testing.T) {
 			doc := filepath.Join(root, "docs", tc.doc)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -21,6 +22,9 @@ type serveOptions struct {
 	logLevel      string
 	certRotation  bool
 	rotation      action.CertRotation
+	audit         bool
+	auditOpts     action.AuditOptions
+	leaderElect   bool
 }
 
 func newServeCommand(s Streams) *cobra.Command {
@@ -112,6 +116,12 @@ caBundle, and writes them again whenever they change or disappear.`,
 	f.StringVar(&job.Server.CAFile, "ca-file", "", "CA written into webhooks that have no caBundle yet (--register-webhooks; default <cert-dir>/ca.crt)")
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: error, info, or debug (debug also logs every admission request)")
+	f.BoolVar(&o.audit, "audit", false, "keep auditing what is stored (docs/audit.md): every RBLNDriver and the RBLNClusterPolicy judged as if created now, the nodes' drift, written as openreports.io ClusterReports")
+	f.DurationVar(&o.auditOpts.Interval, "audit-interval", action.DefaultAuditInterval, "full audit pass every interval, besides the passes after each change (--audit)")
+	f.DurationVar(&o.auditOpts.ImageInterval, "audit-image-interval", action.DefaultAuditImageInterval, "how often the audit asks the registries for every image the pools pull (--audit-check-images)")
+	f.BoolVar(&o.auditOpts.CheckImages, "audit-check-images", false, "the audit asks each registry for every image a pool or RSMD DaemonSet pulls (only a 404 counts as missing)")
+	f.IntVar(&o.auditOpts.MaxResults, "audit-max-results", action.DefaultAuditMaxResults, "the most results an audit report lists (its summary counts every one)")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "with --audit, one replica audits, chosen by a Lease in --namespace (or POD_NAMESPACE); every replica admits")
 	return cmd
 }
 
@@ -133,6 +143,18 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 			return errors.New("--cert-rotation needs --namespace (or POD_NAMESPACE), --cert-secret and --service-name")
 		}
 		server.CertRotation = &o.rotation
+	}
+	if o.audit {
+		a := o.auditOpts
+		a.ImageTimeout = 10 * time.Second
+		if o.leaderElect {
+			a.LeaderElection, a.LeaseName = true, "driverguard-audit"
+			a.LeaseNamespace = cmp.Or(o.rotation.Namespace, os.Getenv("POD_NAMESPACE"))
+			if a.LeaseNamespace == "" {
+				return errors.New("--audit with --leader-elect needs --namespace (or POD_NAMESPACE) for its Lease; --leader-elect=false audits on every replica")
+			}
+		}
+		server.Audit = &a
 	}
 	return nil
 }

@@ -1,0 +1,168 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/registry"
+)
+
+// Defaults of a Loop.
+const (
+	DefaultInterval      = 10 * time.Minute
+	DefaultImageInterval = time.Hour
+	// DefaultMinGap is the least time between two passes: under a burst of changes a report
+	// is written at most once per gap.
+	DefaultMinGap = time.Second
+	// DefaultPassTimeout bounds one pass.
+	DefaultPassTimeout = time.Minute
+)
+
+// Source is the cluster view a loop audits: serve's cluster.Informed.
+type Source interface {
+	Snapshot(ctx context.Context) (*cluster.Snapshot, error)
+	// Changed receives after changes to the view.
+	Changed() <-chan struct{}
+}
+
+// Policies is the policy engine a loop judges with: its set (for the pass results) and a
+// generation that changes when it reloads.
+type Policies interface {
+	policy.Evaluator
+	Policies() []policy.PolicyInfo
+	Status() policy.Status
+}
+
+// Loop keeps the audit running in serve (SPEC §9): a pass after every change of the cluster
+// view or of the policies (at most one per MinGap), a full pass every Interval whatever
+// happens, registry checks of every image every ImageInterval (the passes in between use
+// their results). It runs on one replica: it needs leader election.
+type Loop struct {
+	Source   Source
+	Policies Policies
+	// PolicyFailOpen judges an object whose policy evaluation fails without its policies, as
+	// admission does with serve --policy-fail-open.
+	PolicyFailOpen bool
+	Writer         *Writer
+	// CheckImages asks the registries; nil checks none.
+	CheckImages                                  func(ctx context.Context, images []string) map[string]registry.ImageResult
+	Interval, ImageInterval, MinGap, PassTimeout time.Duration
+	MaxResults                                   int
+	Log                                          logr.Logger
+	// OnPass, when set, is told about every pass (tests, metrics).
+	OnPass func(PassStats)
+}
+
+// PassStats describe one pass.
+type PassStats struct {
+	Duration time.Duration
+	Outcome  *Outcome
+	Written  WriteStats
+	Err      error
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: one replica audits.
+func (l *Loop) NeedLeaderElection() bool { return true }
+
+// Start runs the loop until ctx ends (manager.Runnable).
+func (l *Loop) Start(ctx context.Context) error {
+	interval, imageInterval := orDuration(l.Interval, DefaultInterval), orDuration(l.ImageInterval, DefaultImageInterval)
+	minGap := orDuration(l.MinGap, DefaultMinGap)
+	full := time.NewTicker(interval)
+	defer full.Stop()
+	var images map[string]registry.ImageResult
+	var imagesDue <-chan time.Time
+	if l.CheckImages != nil {
+		imagesDue = time.After(0)
+	}
+	policyGen := l.Policies.Status().Generation
+	policyTick := time.NewTicker(minGap)
+	defer policyTick.Stop()
+	var last time.Time
+	pending := true // the first pass
+	for {
+		if pending {
+			if wait := minGap - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(wait):
+				}
+			}
+			pending = false
+			last = time.Now()
+			l.pass(ctx, images)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.Source.Changed():
+			pending = true
+		case <-full.C:
+			pending = true
+		case <-policyTick.C:
+			if g := l.Policies.Status().Generation; g != policyGen {
+				policyGen, pending = g, true
+			}
+		case <-imagesDue:
+			imagesDue = time.After(imageInterval)
+			snap, err := l.Source.Snapshot(ctx)
+			if err != nil {
+				l.Log.Error(err, "reading the cluster view for the registry checks")
+				continue
+			}
+			images = l.CheckImages(ctx, Images(snap))
+			pending = true
+		}
+	}
+}
+
+// pass audits the current view and writes the reports.
+func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, orDuration(l.PassTimeout, DefaultPassTimeout))
+	defer cancel()
+	st := PassStats{}
+	defer func() {
+		st.Duration = time.Since(start)
+		observe(st)
+		if l.OnPass != nil {
+			l.OnPass(st)
+		}
+	}()
+	snap, err := l.Source.Snapshot(ctx)
+	if err != nil {
+		st.Err = err
+		l.Log.Error(err, "audit: reading the cluster view")
+		return
+	}
+	a := &Auditor{Decider: &decision.Decider{Policy: l.Policies, PolicyFailOpen: l.PolicyFailOpen}, Policies: l.Policies.Policies(),
+		Images: images, MaxResults: l.MaxResults}
+	out, err := a.Run(ctx, snap)
+	if err != nil {
+		st.Err = err
+		l.Log.Error(err, "audit pass")
+		return
+	}
+	st.Outcome = out
+	st.Written, err = l.Writer.Write(ctx, out, time.Now())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		st.Err = err
+		l.Log.Error(err, "audit: writing the reports")
+	}
+	l.Log.V(1).Info("audit pass", "reports", len(out.Reports), "fail", out.Summary.Fail, "enforced", out.Enforced,
+		"applied", st.Written.Applied, "deleted", st.Written.Deleted, "took", time.Since(start))
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

@@ -1,0 +1,300 @@
+package audit
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/test/controlplane"
+	"github.com/driverguard/driverguard/webhook"
+	wt "github.com/driverguard/driverguard/webhook/webhooktest"
+)
+
+// passes records the audit's passes.
+type passes struct {
+	mu  sync.Mutex
+	all []audit.PassStats
+}
+
+func (p *passes) add(s audit.PassStats) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.all = append(p.all, s)
+}
+
+func (p *passes) since(n int) []audit.PassStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]audit.PassStats(nil), p.all[min(n, len(p.all)):]...)
+}
+
+func (p *passes) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.all)
+}
+
+const trialPolicy = `# METADATA
+# custom:
+#   enforcement: audit
+package driverguard.trial
+
+deny contains "drivers need the team annotation" if {
+	input.object.kind == "RBLNDriver"
+	not input.object.metadata.annotations["team.example/owner"]
+}
+`
+
+// start runs the control plane with serve's audit (passes at least 100 ms apart, a full pass
+// every 300 ms) and the policy library plus policyDir.
+func start(t *testing.T, policyDir string) (*controlplane.Plane, *policy.Engine, *passes) {
+	t.Helper()
+	engine, err := policy.New(t.Context(), policy.Options{Dirs: []string{policyDir}, Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	p := &passes{}
+	plane, err := controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{
+		Options: webhook.Options{Policy: engine},
+		Audit:   &webhook.AuditOptions{Interval: 300 * time.Millisecond, MinGap: 100 * time.Millisecond, OnPass: p.add},
+	}})
+	if errors.Is(err, controlplane.ErrNoAssets) && testing.Short() {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, plane.Stop()) })
+	return plane, engine, p
+}
+
+func newClient(t *testing.T, plane *controlplane.Plane, w *controlplane.Warnings) client.Client {
+	t.Helper()
+	var h rest.WarningHandler
+	if w != nil {
+		h = w
+	}
+	c, err := plane.Client(h)
+	require.NoError(t, err)
+	return c
+}
+
+// report waits until the ClusterReport name satisfies cond.
+func report(t *testing.T, c client.Client, name string, cond func(*openreports.ClusterReport) bool) *openreports.ClusterReport {
+	t.Helper()
+	var last *openreports.ClusterReport
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		cr := &openreports.ClusterReport{}
+		err := c.Get(t.Context(), client.ObjectKey{Name: name}, cr)
+		if err == nil {
+			last = cr
+			if cond(cr) {
+				return cr
+			}
+		} else if !apierrors.IsNotFound(err) {
+			require.NoError(t, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("ClusterReport %s did not reach the expected state within 20s; last: %+v", name, last)
+	return nil
+}
+
+func hasRule(rule string) func(*openreports.ClusterReport) bool {
+	return func(cr *openreports.ClusterReport) bool {
+		for _, r := range cr.Results {
+			if r.Rule == rule && r.Result == "fail" {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func not(f func(*openreports.ClusterReport) bool) func(*openreports.ClusterReport) bool {
+	return func(cr *openreports.ClusterReport) bool { return !f(cr) }
+}
+
+// event waits for an Event about the RBLNDriver name with reason.
+func event(t *testing.T, c client.Client, name, reason string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		list := &eventsv1.EventList{}
+		require.NoError(t, c.List(t.Context(), list))
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "RBLNDriver" && e.Regarding.Name == name && e.Reason == reason {
+				return
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "no %s Event about RBLNDriver %s within 20s", reason, name)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func create(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		require.NoError(t, c.Create(t.Context(), o))
+	}
+}
+
+func relabel(t *testing.T, c client.Client, name string, change func(map[string]string)) {
+	t.Helper()
+	n := &corev1.Node{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, n))
+	change(n.Labels)
+	require.NoError(t, c.Update(t.Context(), n))
+}
+
+func withOwner(l map[string]string, owner string) map[string]string {
+	l[v1alpha1.LabelOwner] = owner
+	return l
+}
+
+// TestAuditFollowsTheCluster: what changes behind the webhook shows up in the reports and
+// clears; a report deleted by hand comes back; a steady cluster is not rewritten.
+func TestAuditFollowsTheCluster(t *testing.T) {
+	plane, _, p := start(t, t.TempDir())
+	c := newClient(t, plane, nil)
+	create(t, c,
+		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
+		wt.Node("n2", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
+		wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")),
+		wt.Driver("rbln-driver-canary", wt.Sel("env", "canary")),
+		wt.ClusterPolicy(false),
+	)
+	report(t, c, "rbln-driver-atom", func(cr *openreports.ClusterReport) bool { return cr.Summary.Fail == 0 && cr.Summary.Pass > 0 })
+	report(t, c, audit.ClusterReportName, func(cr *openreports.ClusterReport) bool { return cr.Summary.Pass > 0 })
+
+	t.Run("a relabelled node ties two drivers, then clears", func(t *testing.T) {
+		relabel(t, c, "n1", func(l map[string]string) { l["env"] = "canary" })
+		for _, d := range []string{"rbln-driver-atom", "rbln-driver-canary"} {
+			cr := report(t, c, d, hasRule("ConflictingNodeSelector"))
+			assert.Equal(t, "RBLNDriver", cr.Scope.Kind)
+		}
+		event(t, c, "rbln-driver-atom", "AuditFailed")
+		relabel(t, c, "n1", func(l map[string]string) { delete(l, "env") })
+		for _, d := range []string{"rbln-driver-atom", "rbln-driver-canary"} {
+			report(t, c, d, not(hasRule("ConflictingNodeSelector")))
+		}
+		event(t, c, "rbln-driver-atom", "AuditPassed")
+	})
+	t.Run("a stale owner label", func(t *testing.T) {
+		relabel(t, c, "n2", func(l map[string]string) { l[v1alpha1.LabelOwner] = "rbln-driver-gone" })
+		report(t, c, "rbln-driver-atom", hasRule("StaleOwnerLabel"))
+		relabel(t, c, "n2", func(l map[string]string) { l[v1alpha1.LabelOwner] = "rbln-driver-atom" })
+		report(t, c, "rbln-driver-atom", not(hasRule("StaleOwnerLabel")))
+	})
+	t.Run("a node that loses its family label", func(t *testing.T) {
+		// n2 moves to the canary driver (which does not select on the family) without a family.
+		relabel(t, c, "n2", func(l map[string]string) {
+			l["env"], l[v1alpha1.LabelOwner] = "canary", "rbln-driver-canary"
+			delete(l, v1alpha1.LabelFamily)
+		})
+		report(t, c, "rbln-driver-canary", hasRule("DriverFamilyLabelMissing"))
+		relabel(t, c, "n2", func(l map[string]string) {
+			l[v1alpha1.LabelFamily], l[v1alpha1.LabelOwner] = "atom", "rbln-driver-atom"
+			delete(l, "env")
+		})
+		report(t, c, "rbln-driver-canary", not(hasRule("DriverFamilyLabelMissing")))
+	})
+	t.Run("a candidate node no driver selects", func(t *testing.T) {
+		relabel(t, c, "n2", func(l map[string]string) { delete(l, v1alpha1.LabelFamily) })
+		report(t, c, audit.ClusterReportName, hasRule("Unowned"))
+		relabel(t, c, "n2", func(l map[string]string) { l[v1alpha1.LabelFamily] = "atom" })
+		report(t, c, audit.ClusterReportName, not(hasRule("Unowned")))
+	})
+	t.Run("a report deleted by hand comes back", func(t *testing.T) {
+		require.NoError(t, c.Delete(t.Context(), &openreports.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: "rbln-driver-canary"}}))
+		report(t, c, "rbln-driver-canary", func(cr *openreports.ClusterReport) bool { return cr.Summary.Pass > 0 })
+	})
+	t.Run("a deleted driver's report goes", func(t *testing.T) {
+		require.NoError(t, c.Delete(t.Context(), wt.Driver("rbln-driver-canary", nil)))
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			err := c.Get(t.Context(), client.ObjectKey{Name: "rbln-driver-canary"}, &openreports.ClusterReport{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the report of a deleted driver is still there: %v", err)
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	t.Run("a steady cluster is not rewritten", func(t *testing.T) {
+		// Let the last change settle, then count ten full passes.
+		time.Sleep(time.Second)
+		from := p.count()
+		deadline := time.Now().Add(30 * time.Second)
+		for p.count() < from+10 {
+			require.True(t, time.Now().Before(deadline), "fewer than ten passes in 30s")
+			time.Sleep(50 * time.Millisecond)
+		}
+		writes := 0
+		for _, s := range p.since(from) {
+			require.NoError(t, s.Err)
+			writes += s.Written.Applied + s.Written.Deleted
+		}
+		assert.Zero(t, writes, "report writes across ten passes of a steady cluster")
+	})
+}
+
+// TestTrialPolicy: a policy in audit enforcement reports fail on the stored drivers while a
+// new driver that breaks it is admitted without a warning; switched to deny (its METADATA
+// edited, the policies reloaded), the stored driver is reported fail of an enforced rule and a
+// new one that breaks it is denied.
+func TestTrialPolicy(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "trial.rego")
+	require.NoError(t, os.WriteFile(file, []byte(trialPolicy), 0o600))
+	plane, engine, _ := start(t, dir)
+	warnings := &controlplane.Warnings{}
+	c := newClient(t, plane, warnings)
+	create(t, c, wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver")), wt.Driver("rbln-driver", nil))
+	assert.Empty(t, warnings.Take(), "a policy on trial neither denies nor warns at admission")
+
+	trial := func(enforcement string) func(*openreports.ClusterReport) bool {
+		return func(cr *openreports.ClusterReport) bool {
+			for _, r := range cr.Results {
+				if r.Policy == "driverguard.trial" && r.Result == "fail" && r.Properties["enforcement"] == enforcement &&
+					strings.Contains(r.Description, "team annotation") {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	cr := report(t, c, "rbln-driver", trial("audit"))
+	for _, r := range cr.Results {
+		if r.Policy == "driverguard.trial" {
+			assert.Equal(t, openreports.ResultSeverity("low"), r.Severity)
+		}
+	}
+
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(trialPolicy, "enforcement: audit", "enforcement: deny", 1)), 0o600))
+	require.NoError(t, engine.Reload(t.Context()))
+	cr = report(t, c, "rbln-driver", trial("deny"))
+	for _, r := range cr.Results {
+		if r.Policy == "driverguard.trial" {
+			assert.Equal(t, openreports.ResultSeverity("high"), r.Severity)
+		}
+	}
+	err := c.Create(t.Context(), wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "policy driverguard.trial: drivers need the team annotation")
+}
