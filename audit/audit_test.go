@@ -25,6 +25,11 @@ import (
 // engine's cluster view to it (as serve does before it publishes one).
 func snapshot(t *testing.T, engine *policy.Engine, drivers []*v1alpha1.RBLNDriver, nodes []*corev1.Node, cp *v1alpha1.RBLNClusterPolicy) *cluster.Snapshot {
 	t.Helper()
+	return snapshotB(t, engine, drivers, nodes, cp)
+}
+
+func snapshotB(t testing.TB, engine *policy.Engine, drivers []*v1alpha1.RBLNDriver, nodes []*corev1.Node, cp *v1alpha1.RBLNClusterPolicy) *cluster.Snapshot {
+	t.Helper()
 	var ds []v1alpha1.RBLNDriver
 	for _, d := range drivers {
 		ds = append(ds, *d)

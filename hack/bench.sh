@@ -87,6 +87,14 @@ echo "== routing engine (go test -bench; goals: Route 10k nodes x 500 drivers <=
 $GO test -run '^$' -bench 'BenchmarkRoute|BenchmarkConflicts' -benchtime 5x ./routing/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 echo
+echo "== audit pass (go test -bench BenchmarkAuditPass; goals: 10,000 nodes x 500 drivers <= 2 s; report bytes grow with drivers, not nodes)"
+audit_out=$($GO test -run '^$' -bench 'BenchmarkAuditPass' -benchtime 3x -benchmem ./audit/ 2>&1) || { echo "$audit_out" >&2; exit 1; }
+echo "$audit_out" | grep -E '^Benchmark'
+echo "$audit_out" | awk '/nodes=1000\// { for (i = 1; i <= NF; i++) if ($(i+1) == "report-bytes") small = $i }
+	/nodes=10000\// { for (i = 1; i <= NF; i++) { if ($(i+1) == "report-bytes") large = $i; if ($(i+1) == "ns/op") ns = $i } }
+	END { printf "10k x 500 pass: %.0f ms (goal <= 2000); report bytes 10k / 1k nodes: %.2fx (goal ~1: they grow with drivers)\n", ns / 1e6, large / small }'
+
+echo
 echo "== plan at scale: plan.Make end to end, a tenth vs the full size (go test -bench BenchmarkPlan; median of $RUNS runs)"
 echo "   goals: 10,000 nodes x 500 drivers x 50,000 pods x 2,000 PDBs <= 2 s; 10x the inputs <= ~12x the time"
 plan_out=$($GO test -run '^$' -bench 'BenchmarkPlan$' -benchtime 3x -count "$RUNS" -benchmem ./plan/ 2>&1) || { echo "$plan_out" >&2; exit 1; }
