@@ -42,7 +42,7 @@ type Auditor struct {
 	Policies []policy.PolicyInfo
 	// Images are registry results by image (the last registry check); nil checks none.
 	Images map[string]registry.ImageResult
-	// MaxResults caps the results a report lists (DefaultMaxResults when 0).
+	// MaxResults caps the results a report lists (DefaultMaxResults when 0 or less).
 	MaxResults int
 }
 
@@ -265,7 +265,10 @@ type builder struct {
 }
 
 func (a *Auditor) builder(name string, d *v1alpha1.RBLNDriver) *builder {
-	b := &builder{name: name, max: cmp.Or(a.MaxResults, DefaultMaxResults)}
+	b := &builder{name: name, max: a.MaxResults}
+	if b.max <= 0 {
+		b.max = DefaultMaxResults
+	}
 	if d != nil {
 		b.driver, b.instance, b.uid = d.Name, d.Labels[v1alpha1.LabelDriverInstance], string(d.UID)
 	}

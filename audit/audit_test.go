@@ -214,3 +214,16 @@ func TestResultsAreCapped(t *testing.T) {
 	assert.Equal(t, []string{"pass driverguard/admission (deny)"}, results(r))
 	assert.Equal(t, audit.Summary{Pass: 1, Fail: 1}, out.Summary)
 }
+
+// TestMaxResultsBelowOne: a MaxResults of 0 or less lists DefaultMaxResults results; a
+// negative one does not panic.
+func TestMaxResultsBelowOne(t *testing.T) {
+	snap := snapshot(t, nil, []*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, []*corev1.Node{wt.Node("n1", wt.CandidateLabels())}, nil)
+	for _, max := range []int{0, -1, -100} {
+		out, err := (&audit.Auditor{MaxResults: max}).Run(t.Context(), snap)
+		require.NoError(t, err, max)
+		r := report(t, out, "rbln-driver")
+		assert.Len(t, r.Results, 2, "max %d: the StaleOwnerLabel fail and the admission pass", max)
+		assert.Zero(t, r.Omitted)
+	}
+}

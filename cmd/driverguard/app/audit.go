@@ -38,6 +38,9 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
   driverguard audit --live --policy ./policies --enforcement team.new_rule=audit -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkMaxResults("max-results", job.MaxResults); err != nil {
+				return err
+			}
 			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
@@ -67,6 +70,14 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image a pool or RSMD DaemonSet pulls in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	output.register(f)
 	return cmd
+}
+
+// checkMaxResults rejects a --max-results (or --audit-max-results) below 1.
+func checkMaxResults(flag string, n int) error {
+	if n < 1 {
+		return fmt.Errorf("--%s %d: a report lists at least one result (its summary counts every one); give 1 or more (default %d)", flag, n, action.DefaultAuditMaxResults)
+	}
+	return nil
 }
 
 // printClusterReports prints the ClusterReports as a YAML stream.

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/action"
 )
 
 // TestAuditExample: the example inventory against the example drivers — stale owner labels
@@ -105,11 +107,35 @@ func TestAuditUnusableInput(t *testing.T) {
 		{"live and files", []string{"audit", "--live", "--nodes", exampleNodes}, "--live/--kubeconfig reads the cluster; --nodes, --drivers and --cluster-policy read files: use one or the other"},
 		{"a bad -o", []string{"audit", "--nodes", exampleNodes, "-o", "markdown"}, `unsupported output format "markdown": use one of table, json, yaml`},
 		{"a missing file", []string{"audit", "--nodes", "nope.yaml"}, "nope.yaml"},
+		{"no results", []string{"audit", "--nodes", exampleNodes, "--max-results", "0"}, "--max-results 0: a report lists at least one result (its summary counts every one); give 1 or more (default 100)"},
+		{"negative results", []string{"audit", "--nodes", exampleNodes, "--max-results", "-1"}, "--max-results -1: a report lists at least one result"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run(t, "", tt.args...)
 			assert.Equal(t, ExitUsage, r.code, r.stdout)
 			assert.Contains(t, r.stderr, tt.want)
+			assert.Empty(t, r.stdout)
 		})
+	}
+}
+
+// TestServeAuditMaxResults: serve --audit refuses a --audit-max-results below 1 (a negative
+// one made every audit pass panic).
+func TestServeAuditMaxResults(t *testing.T) {
+	for _, tt := range []struct {
+		max  int
+		want string
+	}{
+		{1, ""},
+		{0, "--audit-max-results 0: a report lists at least one result"},
+		{-5, "--audit-max-results -5: a report lists at least one result"},
+	} {
+		o := &serveOptions{tlsMinVersion: "1.3", audit: true, auditOpts: action.AuditOptions{MaxResults: tt.max}}
+		err := o.complete(&action.ServerOptions{})
+		if tt.want == "" {
+			assert.NoError(t, err)
+			continue
+		}
+		assert.ErrorContains(t, err, tt.want)
 	}
 }
