@@ -49,6 +49,7 @@ type Auditor struct {
 // Report is the standing of one RBLNDriver (its findings and those of the nodes it owns),
 // or of the cluster (Name ClusterReportName).
 type Report struct {
+	// Name is the ClusterReport's: the driver's name (see reportName) or ClusterReportName.
 	Name string `json:"name"`
 	// Driver is the RBLNDriver reported on ("" for the cluster report).
 	Driver string `json:"driver,omitempty"`
@@ -83,10 +84,10 @@ type Outcome struct {
 func (a *Auditor) Run(ctx context.Context, snap *cluster.Snapshot) (*Outcome, error) {
 	drivers := snap.Drivers()
 	reports := make(map[string]*builder, len(drivers)+1)
-	clusterReport := a.builder(ClusterReportName, nil)
+	clusterReport := a.builder(nil)
 	for i := range drivers {
 		d := &drivers[i]
-		b := a.builder(d.Name, d)
+		b := a.builder(d)
 		reports[d.Name] = b
 		if err := a.judgeDriver(ctx, snap, d, b); err != nil {
 			return nil, err
@@ -264,13 +265,14 @@ type builder struct {
 	enforced                    int
 }
 
-func (a *Auditor) builder(name string, d *v1alpha1.RBLNDriver) *builder {
-	b := &builder{name: name, max: a.MaxResults}
+// builder starts the report of d, or the cluster report when d is nil.
+func (a *Auditor) builder(d *v1alpha1.RBLNDriver) *builder {
+	b := &builder{name: ClusterReportName, max: a.MaxResults}
 	if b.max <= 0 {
 		b.max = DefaultMaxResults
 	}
 	if d != nil {
-		b.driver, b.instance, b.uid = d.Name, d.Labels[v1alpha1.LabelDriverInstance], string(d.UID)
+		b.name, b.driver, b.instance, b.uid = reportNameOf(d.Name), d.Name, d.Labels[v1alpha1.LabelDriverInstance], string(d.UID)
 	}
 	return b
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -225,5 +226,40 @@ func TestMaxResultsBelowOne(t *testing.T) {
 		r := report(t, out, "rbln-driver")
 		assert.Len(t, r.Results, 2, "max %d: the StaleOwnerLabel fail and the admission pass", max)
 		assert.Zero(t, r.Omitted)
+	}
+}
+
+// TestReportNamesAreDistinct: every driver, whatever its name, gets a ClusterReport of its
+// own, none named as the cluster report; the JSON report's name is the ClusterReport's.
+func TestReportNamesAreDistinct(t *testing.T) {
+	for _, tt := range []struct {
+		drivers []string
+		want    []string
+	}{
+		{[]string{"rbln-driver"}, []string{"rbln-driver", audit.ClusterReportName}},
+		{[]string{"driverguard-cluster"}, []string{"rblndriver.driverguard-cluster", audit.ClusterReportName}},
+		{
+			[]string{"driverguard-cluster", "rblndriver.driverguard-cluster", "rblndriver.rblndriver.driverguard-cluster"},
+			[]string{"rblndriver.driverguard-cluster", "rblndriver.rblndriver.driverguard-cluster", "rblndriver.rblndriver.rblndriver.driverguard-cluster", audit.ClusterReportName},
+		},
+		{[]string{"rblndriver.x", "x"}, []string{"rblndriver.rblndriver.x", "x", audit.ClusterReportName}},
+	} {
+		var ds []*v1alpha1.RBLNDriver
+		for i, n := range tt.drivers {
+			ds = append(ds, wt.Driver(n, wt.Sel("team", fmt.Sprint(i))))
+		}
+		out, err := (&audit.Auditor{}).Run(t.Context(), snapshot(t, nil, ds, nil, nil))
+		require.NoError(t, err)
+		var names, jsonNames []string
+		for i, cr := range audit.ClusterReports(out, time.Now()) {
+			names = append(names, cr.Name)
+			jsonNames = append(jsonNames, out.Reports[i].Name)
+			if out.Reports[i].Driver != "" {
+				require.NotNil(t, cr.Scope)
+				assert.Equal(t, out.Reports[i].Driver, cr.Scope.Name)
+			}
+		}
+		assert.Equal(t, tt.want, names, "drivers %v", tt.drivers)
+		assert.Equal(t, tt.want, jsonNames, "drivers %v", tt.drivers)
 	}
 }
