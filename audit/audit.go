@@ -23,6 +23,10 @@ const (
 	// DefaultMaxResults is the most results a report lists (--audit-max-results); its
 	// summary counts every one.
 	DefaultMaxResults = 100
+	// MaxReportBytes bounds the results a report lists, encoded, whatever MaxResults allows:
+	// a ClusterReport stays well under what the API server accepts in one object (about
+	// 1.5 MiB); the results beyond are omitted and counted as any others.
+	MaxReportBytes = 1 << 20
 	// NodeSample is the most nodes a drift finding names; its nodes property counts all.
 	NodeSample = 10
 	// RuleImageNotFound: an image a pool pulls that its registry answers 404 for.
@@ -354,7 +358,12 @@ func (b *builder) report() Report {
 	slices.SortStableFunc(b.findings, func(x, y Finding) int {
 		return cmp.Or(cmp.Compare(order[x.Result], order[y.Result]), strings.Compare(x.Policy, y.Policy), strings.Compare(x.Rule, y.Rule), strings.Compare(x.Message, y.Message))
 	})
-	n := min(len(b.findings), b.max)
+	n, size := 0, 0
+	for ; n < min(len(b.findings), b.max); n++ {
+		if size += b.findings[n].encodedSize(); size > MaxReportBytes {
+			break
+		}
+	}
 	return Report{Name: b.name, Driver: b.driver, Instance: b.instance, UID: b.uid,
 		Results: slices.Clip(b.findings[:n]), Omitted: len(b.findings) - n, Summary: b.summary, enforced: b.enforced}
 }

@@ -1,9 +1,11 @@
 package audit_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -261,5 +263,48 @@ func TestReportNamesAreDistinct(t *testing.T) {
 		}
 		assert.Equal(t, tt.want, names, "drivers %v", tt.drivers)
 		assert.Equal(t, tt.want, jsonNames, "drivers %v", tt.drivers)
+	}
+}
+
+// TestReportsAreBoundedInBytes: whatever MaxResults allows, a ClusterReport's results stay
+// within MaxReportBytes (here 3,000 pools whose images are all missing, each result about a
+// KiB); the rest are omitted and still counted.
+func TestReportsAreBoundedInBytes(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 3000 {
+		l := withOwner(wt.CandidateLabels(), "rbln-driver")
+		l[v1alpha1.LabelKernel] = fmt.Sprintf("6.8.0-%d-%s", i, strings.Repeat("k", 40))
+		nodes = append(nodes, wt.Node(fmt.Sprintf("n%04d-%s", i, strings.Repeat("x", 200)), l))
+	}
+	snap := snapshot(t, nil, []*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, nodes, nil)
+	images := map[string]registry.ImageResult{}
+	for _, im := range audit.Images(snap) {
+		images[im] = registry.ImageResult{Image: im, Status: registry.NotFound,
+			Message: "driver image " + im + " not found: the registry answered 404 to the manifest request"}
+	}
+	require.Greater(t, len(images), 3000)
+	for _, tt := range []struct {
+		max        int
+		wantListed int // -1: as many as fit
+	}{
+		{100, 100},
+		{2000, -1},
+		{1 << 30, -1},
+	} {
+		out, err := (&audit.Auditor{Images: images, MaxResults: tt.max}).Run(t.Context(), snap)
+		require.NoError(t, err)
+		r := report(t, out, "rbln-driver")
+		if tt.wantListed >= 0 {
+			assert.Len(t, r.Results, tt.wantListed, "max %d", tt.max)
+		} else {
+			assert.Less(t, len(r.Results), tt.max, "max %d: the byte bound, not MaxResults, cut the list", tt.max)
+		}
+		assert.Equal(t, r.Summary.Pass+r.Summary.Fail, len(r.Results)+r.Omitted, "max %d: listed and omitted are every result", tt.max)
+		assert.Equal(t, len(images), r.Enforced(), "max %d", tt.max)
+		for _, cr := range audit.ClusterReports(out, time.Now()) {
+			data, err := json.Marshal(cr)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, len(data), audit.MaxReportBytes+4096, "max %d: ClusterReport %s", tt.max, cr.Name)
+		}
 	}
 }

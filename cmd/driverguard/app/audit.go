@@ -117,7 +117,7 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 			fmt.Fprintf(w, "  %-5s  %s\n", label, auditLine(f))
 		}
 		if r.Omitted > 0 {
-			fmt.Fprintf(w, "  ... and %d more results (--max-results)\n", r.Omitted)
+			fmt.Fprintf(w, "  ... and %d more results (--max-results; a report lists at most 1 MiB)\n", r.Omitted)
 		}
 		if r.Summary.Pass > 0 {
 			fmt.Fprintf(w, "  PASS   %s\n", plural(r.Summary.Pass, "rule"))
