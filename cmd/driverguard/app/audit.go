@@ -3,7 +3,10 @@ package app
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -105,7 +108,7 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 		} else if r.Instance != "" {
 			title += " (instance " + r.Instance + ")"
 		}
-		fmt.Fprintln(w, title)
+		fmt.Fprintln(w, printable(title))
 		for _, f := range r.Results {
 			if f.Result == action.AuditPass {
 				continue
@@ -114,7 +117,7 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 			if f.Enforcement == "audit" {
 				label = "AUDIT"
 			}
-			fmt.Fprintf(w, "  %-5s  %s\n", label, auditLine(f))
+			fmt.Fprintf(w, "  %-5s  %s\n", label, printable(auditLine(f)))
 		}
 		if r.Omitted > 0 {
 			fmt.Fprintf(w, "  ... and %d more results (--max-results; a report lists at most 1 MiB)\n", r.Omitted)
@@ -139,4 +142,25 @@ func auditLine(f action.AuditFinding) string {
 		return f.Policy + ": " + strings.TrimPrefix(f.Message, "policy "+f.Policy+": ")
 	}
 	return f.Rule + ": " + f.Message
+}
+
+// printable escapes, Go-style, what a terminal would act on in a line that quotes names and
+// labels from the cluster or its files: control characters (an escape sequence in a node
+// name), other non-printable runes (a bidi override) and bytes that are not UTF-8.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }

@@ -139,3 +139,48 @@ func TestServeAuditMaxResults(t *testing.T) {
 		assert.ErrorContains(t, err, tt.want)
 	}
 }
+
+// TestAuditTableEscapes: names and labels from the cluster or its files reach the table
+// escaped: an escape sequence in a node name, a driver name or an instance label does not
+// reach the terminal.
+func TestAuditTableEscapes(t *testing.T) {
+	dir := t.TempDir()
+	nodes, drivers := filepath.Join(dir, "nodes.yaml"), filepath.Join(dir, "drivers.yaml")
+	require.NoError(t, os.WriteFile(nodes, []byte(`apiVersion: v1
+kind: Node
+metadata:
+  name: "evil\e]0;title\a\e[2J"
+  labels:
+    feature.node.kubernetes.io/pci-1eff.present: "true"
+    rebellions.ai/npu.deploy.driver: "true"
+`), 0o600))
+	require.NoError(t, os.WriteFile(drivers, []byte(`apiVersion: rebellions.ai/v1alpha1
+kind: RBLNDriver
+metadata:
+  name: "rbln-driver-\e[5m"
+  labels:
+    rebellions.ai/npu.driver.instance: "i\u202e\xff"
+spec:
+  image: rebellions/rbln-driver
+  registry: repo.example.invalid
+  version: "3.2.2"
+  nodeSelector:
+    team: a
+`), 0o600))
+	r := run(t, "", "audit", "--nodes", nodes, "--drivers", drivers)
+	assert.Equal(t, ExitInvalid, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "\x1b")
+	assert.NotContains(t, r.stdout, "\a")
+	assert.NotContains(t, r.stdout, "\u202e")
+	assert.Contains(t, r.stdout, `RBLNDriver/rbln-driver-\x1b[5m (instance i\u202e`)
+	assert.Contains(t, r.stdout, `node evil\x1b]0;title\a\x1b[2J`)
+
+	for _, tt := range []struct{ in, want string }{
+		{"plain, ünïcode", "plain, ünïcode"},
+		{"a\x1b[31mb\tc\n", `a\x1b[31mb\tc\n`},
+		{"bad \xff utf-8", `bad \xff utf-8`},
+		{"bidi \u202e", `bidi \u202e`},
+	} {
+		assert.Equal(t, tt.want, printable(tt.in), "%q", tt.in)
+	}
+}
