@@ -66,6 +66,7 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 	f := cmd.Flags()
 	addClusterFlags(f, &job.Cluster)
 	addPolicyFlags(f, &job.Policy, "policy")
+	f.BoolVar(&job.PolicyFailOpen, "policy-fail-open", false, "judge an object whose policy evaluation fails without its policies (with a warning), as serve --audit --policy-fail-open does; default: the audit fails (exit 2)")
 	f.BoolVar(&job.Live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy (list only)")
 	f.StringVar(&job.Target.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
 	f.StringVar(&job.Target.Context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")

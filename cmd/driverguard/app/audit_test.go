@@ -184,3 +184,40 @@ spec:
 		assert.Equal(t, tt.want, printable(tt.in), "%q", tt.in)
 	}
 }
+
+// TestAuditPolicyFailOpen: a policy whose evaluation fails stops the audit (exit 2) with the
+// hint to --policy-fail-open, which audit takes: the object is then judged without its
+// policies, with a warning.
+func TestAuditPolicyFailOpen(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "broken.rego"), []byte(`package driverguard.broken
+
+kind := input.object.kind
+
+kind := "other" if input.object.kind
+
+deny contains "never" if kind == "none"
+`), 0o600))
+	args := []string{"audit", "--nodes", exampleNodes, "--drivers", "../../../examples/drivers.yaml", "--policy", dir}
+	for _, tt := range []struct {
+		name     string
+		extra    []string
+		code     int
+		stdout   string
+		stderrIn string
+	}{
+		{"fail-closed", nil, ExitUsage, "", "--policy-fail-open admits such objects"},
+		{"fail-open", []string{"--policy-fail-open"}, ExitInvalid, "WARN   PolicyUnavailable: policy evaluation failed, admitted without policies (fail-open)", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", append(args, tt.extra...)...)
+			assert.Equal(t, tt.code, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tt.stderrIn)
+			if tt.stdout == "" {
+				assert.Empty(t, r.stdout)
+			} else {
+				assert.Contains(t, r.stdout, tt.stdout)
+			}
+		})
+	}
+}
