@@ -21,6 +21,10 @@ type Audit struct {
 	cfg *Configuration
 	// Policy are the policies (the bundled library plus Dirs), with their enforcement.
 	Policy Policy
+	// PolicyFailOpen judges an object whose policy evaluation fails without its policies
+	// (with a warning), as serve's audit does with --policy-fail-open; the default fails the
+	// audit (it could not run).
+	PolicyFailOpen bool
 	// Cluster are the files of the cluster (Workloads unused); Live, or a Target.Kubeconfig,
 	// reads the cluster instead.
 	Cluster cluster.Files
@@ -71,7 +75,7 @@ func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	auditor := &audit.Auditor{Decider: &decision.Decider{Policy: engine}, Policies: engine.Policies(), MaxResults: a.MaxResults}
+	auditor := &audit.Auditor{Decider: &decision.Decider{Policy: engine, PolicyFailOpen: a.PolicyFailOpen}, Policies: engine.Policies(), MaxResults: a.MaxResults}
 	if a.CheckImages {
 		auditor.Images = registry.NewChecker(registry.Options{Timeout: a.ImageTimeout}).Check(ctx, audit.Images(snap))
 	}

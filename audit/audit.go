@@ -23,6 +23,10 @@ const (
 	// DefaultMaxResults is the most results a report lists (--audit-max-results); its
 	// summary counts every one.
 	DefaultMaxResults = 100
+	// MaxReportBytes bounds the results a report lists, encoded, whatever MaxResults allows:
+	// a ClusterReport stays well under what the API server accepts in one object (about
+	// 1.5 MiB); the results beyond are omitted and counted as any others.
+	MaxReportBytes = 1 << 20
 	// NodeSample is the most nodes a drift finding names; its nodes property counts all.
 	NodeSample = 10
 	// RuleImageNotFound: an image a pool pulls that its registry answers 404 for.
@@ -42,13 +46,14 @@ type Auditor struct {
 	Policies []policy.PolicyInfo
 	// Images are registry results by image (the last registry check); nil checks none.
 	Images map[string]registry.ImageResult
-	// MaxResults caps the results a report lists (DefaultMaxResults when 0).
+	// MaxResults caps the results a report lists (DefaultMaxResults when 0 or less).
 	MaxResults int
 }
 
 // Report is the standing of one RBLNDriver (its findings and those of the nodes it owns),
 // or of the cluster (Name ClusterReportName).
 type Report struct {
+	// Name is the ClusterReport's: the driver's name (see reportName) or ClusterReportName.
 	Name string `json:"name"`
 	// Driver is the RBLNDriver reported on ("" for the cluster report).
 	Driver string `json:"driver,omitempty"`
@@ -83,10 +88,10 @@ type Outcome struct {
 func (a *Auditor) Run(ctx context.Context, snap *cluster.Snapshot) (*Outcome, error) {
 	drivers := snap.Drivers()
 	reports := make(map[string]*builder, len(drivers)+1)
-	clusterReport := a.builder(ClusterReportName, nil)
+	clusterReport := a.builder(nil)
 	for i := range drivers {
 		d := &drivers[i]
-		b := a.builder(d.Name, d)
+		b := a.builder(d)
 		reports[d.Name] = b
 		if err := a.judgeDriver(ctx, snap, d, b); err != nil {
 			return nil, err
@@ -264,10 +269,14 @@ type builder struct {
 	enforced                    int
 }
 
-func (a *Auditor) builder(name string, d *v1alpha1.RBLNDriver) *builder {
-	b := &builder{name: name, max: cmp.Or(a.MaxResults, DefaultMaxResults)}
+// builder starts the report of d, or the cluster report when d is nil.
+func (a *Auditor) builder(d *v1alpha1.RBLNDriver) *builder {
+	b := &builder{name: ClusterReportName, max: a.MaxResults}
+	if b.max <= 0 {
+		b.max = DefaultMaxResults
+	}
 	if d != nil {
-		b.driver, b.instance, b.uid = d.Name, d.Labels[v1alpha1.LabelDriverInstance], string(d.UID)
+		b.name, b.driver, b.instance, b.uid = reportNameOf(d.Name), d.Name, d.Labels[v1alpha1.LabelDriverInstance], string(d.UID)
 	}
 	return b
 }
@@ -349,7 +358,12 @@ func (b *builder) report() Report {
 	slices.SortStableFunc(b.findings, func(x, y Finding) int {
 		return cmp.Or(cmp.Compare(order[x.Result], order[y.Result]), strings.Compare(x.Policy, y.Policy), strings.Compare(x.Rule, y.Rule), strings.Compare(x.Message, y.Message))
 	})
-	n := min(len(b.findings), b.max)
+	n, size := 0, 0
+	for ; n < min(len(b.findings), b.max); n++ {
+		if size += b.findings[n].encodedSize(); size > MaxReportBytes {
+			break
+		}
+	}
 	return Report{Name: b.name, Driver: b.driver, Instance: b.instance, UID: b.uid,
 		Results: slices.Clip(b.findings[:n]), Omitted: len(b.findings) - n, Summary: b.summary, enforced: b.enforced}
 }

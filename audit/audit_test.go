@@ -1,10 +1,13 @@
 package audit_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -218,4 +221,95 @@ func TestResultsAreCapped(t *testing.T) {
 	r := report(t, out, "rbln-driver-y")
 	assert.Equal(t, []string{"pass driverguard/admission (deny)"}, results(r))
 	assert.Equal(t, audit.Summary{Pass: 1, Fail: 1}, out.Summary)
+}
+
+// TestMaxResultsBelowOne: a MaxResults of 0 or less lists DefaultMaxResults results; a
+// negative one does not panic.
+func TestMaxResultsBelowOne(t *testing.T) {
+	snap := snapshot(t, nil, []*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, []*corev1.Node{wt.Node("n1", wt.CandidateLabels())}, nil)
+	for _, max := range []int{0, -1, -100} {
+		out, err := (&audit.Auditor{MaxResults: max}).Run(t.Context(), snap)
+		require.NoError(t, err, max)
+		r := report(t, out, "rbln-driver")
+		assert.Len(t, r.Results, 2, "max %d: the StaleOwnerLabel fail and the admission pass", max)
+		assert.Zero(t, r.Omitted)
+	}
+}
+
+// TestReportNamesAreDistinct: every driver, whatever its name, gets a ClusterReport of its
+// own, none named as the cluster report; the JSON report's name is the ClusterReport's.
+func TestReportNamesAreDistinct(t *testing.T) {
+	for _, tt := range []struct {
+		drivers []string
+		want    []string
+	}{
+		{[]string{"rbln-driver"}, []string{"rbln-driver", audit.ClusterReportName}},
+		{[]string{"driverguard-cluster"}, []string{"rblndriver.driverguard-cluster", audit.ClusterReportName}},
+		{
+			[]string{"driverguard-cluster", "rblndriver.driverguard-cluster", "rblndriver.rblndriver.driverguard-cluster"},
+			[]string{"rblndriver.driverguard-cluster", "rblndriver.rblndriver.driverguard-cluster", "rblndriver.rblndriver.rblndriver.driverguard-cluster", audit.ClusterReportName},
+		},
+		{[]string{"rblndriver.x", "x"}, []string{"rblndriver.rblndriver.x", "x", audit.ClusterReportName}},
+	} {
+		var ds []*v1alpha1.RBLNDriver
+		for i, n := range tt.drivers {
+			ds = append(ds, wt.Driver(n, wt.Sel("team", fmt.Sprint(i))))
+		}
+		out, err := (&audit.Auditor{}).Run(t.Context(), snapshot(t, nil, ds, nil, nil))
+		require.NoError(t, err)
+		var names, jsonNames []string
+		for i, cr := range audit.ClusterReports(out, time.Now()) {
+			names = append(names, cr.Name)
+			jsonNames = append(jsonNames, out.Reports[i].Name)
+			if out.Reports[i].Driver != "" {
+				require.NotNil(t, cr.Scope)
+				assert.Equal(t, out.Reports[i].Driver, cr.Scope.Name)
+			}
+		}
+		assert.Equal(t, tt.want, names, "drivers %v", tt.drivers)
+		assert.Equal(t, tt.want, jsonNames, "drivers %v", tt.drivers)
+	}
+}
+
+// TestReportsAreBoundedInBytes: whatever MaxResults allows, a ClusterReport's results stay
+// within MaxReportBytes (here 3,000 pools whose images are all missing, each result about a
+// KiB); the rest are omitted and still counted.
+func TestReportsAreBoundedInBytes(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 3000 {
+		l := withOwner(wt.CandidateLabels(), "rbln-driver")
+		l[v1alpha1.LabelKernel] = fmt.Sprintf("6.8.0-%d-%s", i, strings.Repeat("k", 40))
+		nodes = append(nodes, wt.Node(fmt.Sprintf("n%04d-%s", i, strings.Repeat("x", 200)), l))
+	}
+	snap := snapshot(t, nil, []*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, nodes, nil)
+	images := map[string]registry.ImageResult{}
+	for _, im := range audit.Images(snap) {
+		images[im] = registry.ImageResult{Image: im, Status: registry.NotFound,
+			Message: "driver image " + im + " not found: the registry answered 404 to the manifest request"}
+	}
+	require.Greater(t, len(images), 3000)
+	for _, tt := range []struct {
+		max        int
+		wantListed int // -1: as many as fit
+	}{
+		{100, 100},
+		{2000, -1},
+		{1 << 30, -1},
+	} {
+		out, err := (&audit.Auditor{Images: images, MaxResults: tt.max}).Run(t.Context(), snap)
+		require.NoError(t, err)
+		r := report(t, out, "rbln-driver")
+		if tt.wantListed >= 0 {
+			assert.Len(t, r.Results, tt.wantListed, "max %d", tt.max)
+		} else {
+			assert.Less(t, len(r.Results), tt.max, "max %d: the byte bound, not MaxResults, cut the list", tt.max)
+		}
+		assert.Equal(t, r.Summary.Pass+r.Summary.Fail, len(r.Results)+r.Omitted, "max %d: listed and omitted are every result", tt.max)
+		assert.Equal(t, len(images), r.Enforced(), "max %d", tt.max)
+		for _, cr := range audit.ClusterReports(out, time.Now()) {
+			data, err := json.Marshal(cr)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, len(data), audit.MaxReportBytes+4096, "max %d: ClusterReport %s", tt.max, cr.Name)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"maps"
+	"strings"
 	"time"
 
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
@@ -78,15 +79,22 @@ func ClusterReport(r *Report, at time.Time) openreports.ClusterReport {
 	return cr
 }
 
+// driverReportPrefix names the report of a driver that is named ClusterReportName or
+// whose name already starts with it.
+const driverReportPrefix = "rblndriver."
+
 // reportName is the ClusterReport's name: the RBLNDriver's (RBLNDriver names are DNS
 // subdomains, as ClusterReport names are), or ClusterReportName. A driver that is itself
-// named ClusterReportName gets "rblndriver.<name>".
-func reportName(r *Report) string {
-	switch r.Driver {
-	case "":
+// named ClusterReportName, or whose name starts with "rblndriver.", gets "rblndriver.<name>":
+// no two drivers, and no driver and the cluster, share a report.
+func reportName(r *Report) string { return reportNameOf(r.Driver) }
+
+func reportNameOf(driver string) string {
+	switch {
+	case driver == "":
 		return ClusterReportName
-	case ClusterReportName:
-		return "rblndriver." + r.Driver
+	case driver == ClusterReportName || strings.HasPrefix(driver, driverReportPrefix):
+		return driverReportPrefix + driver
 	}
-	return r.Driver
+	return driver
 }

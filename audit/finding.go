@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"encoding/json"
+
 	"github.com/driverguard/driverguard/policy"
 )
 
@@ -44,6 +46,16 @@ type Subject struct {
 
 // Enforced reports whether the finding fails the audit: a fail of a rule that denies.
 func (f Finding) Enforced() bool { return f.Result == Fail && f.Enforcement == policy.EnforceDeny }
+
+// encodedSize is about the bytes f takes in a ClusterReport: its JSON, plus what the
+// ClusterReport adds to a result (source, severity, timestamp) and to each subject (apiVersion).
+func (f Finding) encodedSize() int {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return MaxReportBytes + 1 // unreachable: a Finding holds strings only
+	}
+	return len(data) + 128 + 64*len(f.Subjects)
+}
 
 // severity is the openreports severity of a finding: high for what denies, medium for a
 // warning, low for a policy on trial, info for a pass.

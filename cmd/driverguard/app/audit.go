@@ -3,7 +3,10 @@ package app
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -38,6 +41,9 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
   driverguard audit --live --policy ./policies --enforcement team.new_rule=audit -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkMaxResults("max-results", job.MaxResults); err != nil {
+				return err
+			}
 			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
@@ -60,6 +66,7 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 	f := cmd.Flags()
 	addClusterFlags(f, &job.Cluster)
 	addPolicyFlags(f, &job.Policy, "policy")
+	f.BoolVar(&job.PolicyFailOpen, "policy-fail-open", false, "judge an object whose policy evaluation fails without its policies (with a warning), as serve --audit --policy-fail-open does; default: the audit fails (exit 2)")
 	f.BoolVar(&job.Live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy (list only)")
 	f.StringVar(&job.Target.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
 	f.StringVar(&job.Target.Context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")
@@ -67,6 +74,14 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image a pool or RSMD DaemonSet pulls in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	output.register(f)
 	return cmd
+}
+
+// checkMaxResults rejects a --max-results (or --audit-max-results) below 1.
+func checkMaxResults(flag string, n int) error {
+	if n < 1 {
+		return fmt.Errorf("--%s %d: a report lists at least one result (its summary counts every one); give 1 or more (default %d)", flag, n, action.DefaultAuditMaxResults)
+	}
+	return nil
 }
 
 // printClusterReports prints the ClusterReports as a YAML stream.
@@ -94,7 +109,7 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 		} else if r.Instance != "" {
 			title += " (instance " + r.Instance + ")"
 		}
-		fmt.Fprintln(w, title)
+		fmt.Fprintln(w, printable(title))
 		for _, f := range r.Results {
 			if f.Result == action.AuditPass {
 				continue
@@ -103,10 +118,10 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 			if f.Enforcement == "audit" {
 				label = "AUDIT"
 			}
-			fmt.Fprintf(w, "  %-5s  %s\n", label, auditLine(f))
+			fmt.Fprintf(w, "  %-5s  %s\n", label, printable(auditLine(f)))
 		}
 		if r.Omitted > 0 {
-			fmt.Fprintf(w, "  ... and %d more results (--max-results)\n", r.Omitted)
+			fmt.Fprintf(w, "  ... and %d more results (--max-results; a report lists at most 1 MiB)\n", r.Omitted)
 		}
 		if r.Summary.Pass > 0 {
 			fmt.Fprintf(w, "  PASS   %s\n", plural(r.Summary.Pass, "rule"))
@@ -128,4 +143,25 @@ func auditLine(f action.AuditFinding) string {
 		return f.Policy + ": " + strings.TrimPrefix(f.Message, "policy "+f.Policy+": ")
 	}
 	return f.Rule + ": " + f.Message
+}
+
+// printable escapes, Go-style, what a terminal would act on in a line that quotes names and
+// labels from the cluster or its files: control characters (an escape sequence in a node
+// name), other non-printable runes (a bidi override) and bytes that are not UTF-8.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }

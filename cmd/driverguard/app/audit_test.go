@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/action"
 )
 
 // TestAuditExample: the example inventory against the example drivers — stale owner labels
@@ -105,11 +107,117 @@ func TestAuditUnusableInput(t *testing.T) {
 		{"live and files", []string{"audit", "--live", "--nodes", exampleNodes}, "--live/--kubeconfig reads the cluster; --nodes, --drivers and --cluster-policy read files: use one or the other"},
 		{"a bad -o", []string{"audit", "--nodes", exampleNodes, "-o", "markdown"}, `unsupported output format "markdown": use one of table, json, yaml`},
 		{"a missing file", []string{"audit", "--nodes", "nope.yaml"}, "nope.yaml"},
+		{"no results", []string{"audit", "--nodes", exampleNodes, "--max-results", "0"}, "--max-results 0: a report lists at least one result (its summary counts every one); give 1 or more (default 100)"},
+		{"negative results", []string{"audit", "--nodes", exampleNodes, "--max-results", "-1"}, "--max-results -1: a report lists at least one result"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run(t, "", tt.args...)
 			assert.Equal(t, ExitUsage, r.code, r.stdout)
 			assert.Contains(t, r.stderr, tt.want)
+			assert.Empty(t, r.stdout)
+		})
+	}
+}
+
+// TestServeAuditMaxResults: serve --audit refuses a --audit-max-results below 1 (a negative
+// one made every audit pass panic).
+func TestServeAuditMaxResults(t *testing.T) {
+	for _, tt := range []struct {
+		max  int
+		want string
+	}{
+		{1, ""},
+		{0, "--audit-max-results 0: a report lists at least one result"},
+		{-5, "--audit-max-results -5: a report lists at least one result"},
+	} {
+		o := &serveOptions{tlsMinVersion: "1.3", audit: true, auditOpts: action.AuditOptions{MaxResults: tt.max}}
+		err := o.complete(&action.ServerOptions{})
+		if tt.want == "" {
+			assert.NoError(t, err)
+			continue
+		}
+		assert.ErrorContains(t, err, tt.want)
+	}
+}
+
+// TestAuditTableEscapes: names and labels from the cluster or its files reach the table
+// escaped: an escape sequence in a node name, a driver name or an instance label does not
+// reach the terminal.
+func TestAuditTableEscapes(t *testing.T) {
+	dir := t.TempDir()
+	nodes, drivers := filepath.Join(dir, "nodes.yaml"), filepath.Join(dir, "drivers.yaml")
+	require.NoError(t, os.WriteFile(nodes, []byte(`apiVersion: v1
+kind: Node
+metadata:
+  name: "evil\e]0;title\a\e[2J"
+  labels:
+    feature.node.kubernetes.io/pci-1eff.present: "true"
+    rebellions.ai/npu.deploy.driver: "true"
+`), 0o600))
+	require.NoError(t, os.WriteFile(drivers, []byte(`apiVersion: rebellions.ai/v1alpha1
+kind: RBLNDriver
+metadata:
+  name: "rbln-driver-\e[5m"
+  labels:
+    rebellions.ai/npu.driver.instance: "i\u202e\xff"
+spec:
+  image: rebellions/rbln-driver
+  registry: repo.example.invalid
+  version: "3.2.2"
+  nodeSelector:
+    team: a
+`), 0o600))
+	r := run(t, "", "audit", "--nodes", nodes, "--drivers", drivers)
+	assert.Equal(t, ExitInvalid, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "\x1b")
+	assert.NotContains(t, r.stdout, "\a")
+	assert.NotContains(t, r.stdout, "\u202e")
+	assert.Contains(t, r.stdout, `RBLNDriver/rbln-driver-\x1b[5m (instance i\u202e`)
+	assert.Contains(t, r.stdout, `node evil\x1b]0;title\a\x1b[2J`)
+
+	for _, tt := range []struct{ in, want string }{
+		{"plain, ünïcode", "plain, ünïcode"},
+		{"a\x1b[31mb\tc\n", `a\x1b[31mb\tc\n`},
+		{"bad \xff utf-8", `bad \xff utf-8`},
+		{"bidi \u202e", `bidi \u202e`},
+	} {
+		assert.Equal(t, tt.want, printable(tt.in), "%q", tt.in)
+	}
+}
+
+// TestAuditPolicyFailOpen: a policy whose evaluation fails stops the audit (exit 2) with the
+// hint to --policy-fail-open, which audit takes: the object is then judged without its
+// policies, with a warning.
+func TestAuditPolicyFailOpen(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "broken.rego"), []byte(`package driverguard.broken
+
+kind := input.object.kind
+
+kind := "other" if input.object.kind
+
+deny contains "never" if kind == "none"
+`), 0o600))
+	args := []string{"audit", "--nodes", exampleNodes, "--drivers", "../../../examples/drivers.yaml", "--policy", dir}
+	for _, tt := range []struct {
+		name     string
+		extra    []string
+		code     int
+		stdout   string
+		stderrIn string
+	}{
+		{"fail-closed", nil, ExitUsage, "", "--policy-fail-open admits such objects"},
+		{"fail-open", []string{"--policy-fail-open"}, ExitInvalid, "WARN   PolicyUnavailable: policy evaluation failed, admitted without policies (fail-open)", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, "", append(args, tt.extra...)...)
+			assert.Equal(t, tt.code, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tt.stderrIn)
+			if tt.stdout == "" {
+				assert.Empty(t, r.stdout)
+			} else {
+				assert.Contains(t, r.stdout, tt.stdout)
+			}
 		})
 	}
 }

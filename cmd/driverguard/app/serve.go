@@ -145,6 +145,9 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 		server.CertRotation = &o.rotation
 	}
 	if o.audit {
+		if err := checkMaxResults("audit-max-results", o.auditOpts.MaxResults); err != nil {
+			return err
+		}
 		a := o.auditOpts
 		a.ImageTimeout = 10 * time.Second
 		if o.leaderElect {
