@@ -85,7 +85,7 @@ func (l *Loop) Start(ctx context.Context) error {
 	policyTick := time.NewTicker(minGap)
 	defer policyTick.Stop()
 	var last time.Time
-	pending := true // the first pass
+	pending, refresh := true, true // the first pass, which refreshes the status
 	for {
 		if pending {
 			if wait := minGap - time.Since(last); wait > 0 {
@@ -95,9 +95,9 @@ func (l *Loop) Start(ctx context.Context) error {
 				case <-time.After(wait):
 				}
 			}
-			pending = false
 			last = time.Now()
-			l.pass(ctx, images)
+			l.pass(ctx, images, refresh)
+			pending, refresh = false, false
 		}
 		select {
 		case <-ctx.Done():
@@ -105,7 +105,7 @@ func (l *Loop) Start(ctx context.Context) error {
 		case <-l.Source.Changed():
 			pending = true
 		case <-full.C:
-			pending = true
+			pending, refresh = true, true
 		case <-policyTick.C:
 			if g := l.Policies.Status().Generation; g != policyGen {
 				policyGen, pending = g, true
@@ -123,8 +123,9 @@ func (l *Loop) Start(ctx context.Context) error {
 	}
 }
 
-// pass audits the current view and writes the reports.
-func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult) {
+// pass audits the current view and writes the reports, and the cluster policy's
+// status.audit when its totals changed or refresh is set.
+func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult, refresh bool) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, orDuration(l.PassTimeout, DefaultPassTimeout))
 	defer cancel()
@@ -151,10 +152,16 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult)
 		return
 	}
 	st.Outcome = out
-	st.Written, err = l.Writer.Write(ctx, out, time.Now())
+	at := time.Now()
+	st.Written, err = l.Writer.Write(ctx, out, at)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		st.Err = err
 		l.Log.Error(err, "audit: writing the reports")
+	}
+	st.Written.Status, err = l.Writer.WriteStatus(ctx, snap.ClusterPolicy(), out, at, refresh)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		st.Err = errors.Join(st.Err, err)
+		l.Log.Error(err, "audit: writing the cluster policy's status")
 	}
 	l.Log.V(1).Info("audit pass", "reports", len(out.Reports), "fail", out.Summary.Fail, "enforced", out.Enforced,
 		"applied", st.Written.Applied, "deleted", st.Written.Deleted, "took", time.Since(start))

@@ -43,11 +43,14 @@ type Writer struct {
 	Recorder events.EventRecorder
 
 	failing map[string]bool // the drivers with an enforced failure at the previous write
+	status  *v1alpha1.AuditStatus // the status.audit this writer wrote last
 }
 
 // WriteStats say what one write did.
 type WriteStats struct {
 	Applied, Deleted, Unchanged int
+	// Status: the RBLNClusterPolicy's status.audit was written.
+	Status bool
 }
 
 // Write brings the ClusterReports in line with out, stamping changed results with at.
@@ -106,6 +109,49 @@ func (w *Writer) Write(ctx context.Context, out *Outcome, at time.Time) (WriteSt
 	}
 	w.events(out)
 	return st, errors.Join(errs...)
+}
+
+// Totals are the status.audit totals of out, stamped at.
+func Totals(out *Outcome, at time.Time) *v1alpha1.AuditStatus {
+	return &v1alpha1.AuditStatus{LastRunTime: metav1.NewTime(at.UTC().Truncate(time.Second)), Reports: int32(len(out.Reports)),
+		Pass: int32(out.Summary.Pass), Fail: int32(out.Summary.Fail), Warn: int32(out.Summary.Warn), Error: int32(out.Summary.Error),
+		Enforced: int32(out.Enforced)}
+}
+
+// WriteStatus writes out's totals into the status.audit of cp (the RBLNClusterPolicy as the
+// cluster view holds it; nil: there is none, nothing is written) when they differ from the
+// stored ones, or when refresh is set (the full pass of every interval, which keeps
+// lastRunTime current). The stored totals are those this writer wrote last, else cp's (the
+// view does not follow status-only updates). It reports whether it wrote.
+func (w *Writer) WriteStatus(ctx context.Context, cp *v1alpha1.RBLNClusterPolicy, out *Outcome, at time.Time, refresh bool) (bool, error) {
+	if cp == nil {
+		return false, nil
+	}
+	want := Totals(out, at)
+	old := w.status
+	if old == nil {
+		old = cp.Status.Audit
+	}
+	if old != nil && !refresh {
+		same := *old
+		same.LastRunTime = want.LastRunTime
+		if same == *want {
+			return false, nil
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"audit": want}})
+	if err != nil {
+		return false, err
+	}
+	target := &v1alpha1.RBLNClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: cp.Name}}
+	if err := w.Client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil // deleted since the snapshot
+		}
+		return false, fmt.Errorf("writing the status.audit of RBLNClusterPolicy %s: %w", cp.Name, err)
+	}
+	w.status = want
+	return true, nil
 }
 
 // events records an Event on each RBLNDriver whose enforced failures appeared or cleared.

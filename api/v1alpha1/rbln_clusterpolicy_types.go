@@ -121,6 +121,27 @@ type RBLNClusterPolicyStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Audit totals the audit's last pass over the cluster (serve --audit, docs/audit.md).
+	// +optional
+	Audit *AuditStatus `json:"audit,omitempty"`
+}
+
+// AuditStatus totals one audit pass over every RBLNDriver, the cluster policy and the nodes'
+// drift; the findings themselves are in the ClusterReports it names.
+type AuditStatus struct {
+	// LastRunTime is when the pass that wrote these totals ran: a pass whose totals changed,
+	// or the full pass of every audit interval.
+	LastRunTime metav1.Time `json:"lastRunTime"`
+	// Reports is the number of ClusterReports the pass wrote or kept (one per RBLNDriver and
+	// driverguard-cluster).
+	Reports int32 `json:"reports"`
+	// Totals by result, over every report.
+	Pass  int32 `json:"pass"`
+	Fail  int32 `json:"fail"`
+	Warn  int32 `json:"warn"`
+	Error int32 `json:"error"`
+	// Enforced counts the failures of rules that deny (what makes driverguard audit exit 1).
+	Enforced int32 `json:"enforced"`
 }
 
 // RBLNClusterPolicy is the cluster-scoped singleton (named rbln-cluster-policy) holding

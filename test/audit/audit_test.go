@@ -65,15 +65,17 @@ deny contains "drivers need the team annotation" if {
 
 // start runs the control plane with serve's audit (passes at least 100 ms apart, a full pass
 // every 300 ms) and the policy library plus policyDir.
-func start(t *testing.T, policyDir string) (*controlplane.Plane, *policy.Engine, *passes) {
+// Each tune changes the audit's options.
+func start(t *testing.T, policyDir string, tune ...func(*webhook.AuditOptions)) (*controlplane.Plane, *policy.Engine, *passes) {
 	t.Helper()
 	engine, err := policy.New(t.Context(), policy.Options{Dirs: []string{policyDir}, Metrics: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	p := &passes{}
-	plane, err := controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{
-		Options: webhook.Options{Policy: engine},
-		Audit:   &webhook.AuditOptions{Interval: 300 * time.Millisecond, MinGap: 100 * time.Millisecond, OnPass: p.add},
-	}})
+	a := &webhook.AuditOptions{Interval: 300 * time.Millisecond, MinGap: 100 * time.Millisecond, OnPass: p.add}
+	for _, f := range tune {
+		f(a)
+	}
+	plane, err := controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{Options: webhook.Options{Policy: engine}, Audit: a}})
 	if errors.Is(err, controlplane.ErrNoAssets) && testing.Short() {
 		t.Skip(err)
 	}
@@ -147,6 +149,23 @@ func event(t *testing.T, c client.Client, name, reason string) {
 	}
 }
 
+// totals waits until the RBLNClusterPolicy's status.audit satisfies cond.
+func totals(t *testing.T, c client.Client, cond func(*v1alpha1.AuditStatus) bool) *v1alpha1.AuditStatus {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last *v1alpha1.AuditStatus
+	for time.Now().Before(deadline) {
+		cp := &v1alpha1.RBLNClusterPolicy{}
+		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: v1alpha1.ClusterPolicyName}, cp))
+		if last = cp.Status.Audit; last != nil && cond(last) {
+			return last
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the RBLNClusterPolicy's status.audit did not reach the expected state within 20s; last: %+v", last)
+	return nil
+}
+
 func create(t *testing.T, c client.Client, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
@@ -189,11 +208,13 @@ func TestAuditFollowsTheCluster(t *testing.T) {
 			assert.Equal(t, "RBLNDriver", cr.Scope.Kind)
 		}
 		event(t, c, "rbln-driver-atom", "AuditFailed")
+		totals(t, c, func(a *v1alpha1.AuditStatus) bool { return a.Fail > 0 && a.Enforced > 0 && a.Reports == 3 })
 		relabel(t, c, "n1", func(l map[string]string) { delete(l, "env") })
 		for _, d := range []string{"rbln-driver-atom", "rbln-driver-canary"} {
 			report(t, c, d, not(hasRule("ConflictingNodeSelector")))
 		}
 		event(t, c, "rbln-driver-atom", "AuditPassed")
+		totals(t, c, func(a *v1alpha1.AuditStatus) bool { return a.Fail == 0 && a.Enforced == 0 && a.Pass > 0 })
 	})
 	t.Run("a stale owner label", func(t *testing.T) {
 		relabel(t, c, "n2", func(l map[string]string) { l[v1alpha1.LabelOwner] = "rbln-driver-gone" })
@@ -297,4 +318,37 @@ func TestTrialPolicy(t *testing.T) {
 	err := c.Create(t.Context(), wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "policy driverguard.trial: drivers need the team annotation")
+}
+
+// TestStatusTotals: status.audit follows the totals and is written only when they change (or
+// at the full pass of every interval, here an hour away).
+func TestStatusTotals(t *testing.T) {
+	plane, _, p := start(t, t.TempDir(), func(a *webhook.AuditOptions) { a.Interval = time.Hour })
+	c := newClient(t, plane, nil)
+	create(t, c,
+		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
+		wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")),
+		wt.Driver("rbln-driver-canary", wt.Sel("env", "canary")),
+		wt.ClusterPolicy(false),
+	)
+	first := totals(t, c, func(a *v1alpha1.AuditStatus) bool { return a.Reports == 3 && a.Pass > 0 && a.Fail == 0 })
+	assert.False(t, first.LastRunTime.IsZero())
+
+	// A change that changes no total: a pass, no status write.
+	from := p.count()
+	relabel(t, c, "n1", func(l map[string]string) { l["rack"] = "r1" })
+	deadline := time.Now().Add(20 * time.Second)
+	for p.count() == from {
+		require.True(t, time.Now().Before(deadline), "no pass after a node change")
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, s := range p.since(from) {
+		require.NoError(t, s.Err)
+		assert.False(t, s.Written.Status, "status.audit written though no total changed")
+	}
+
+	// A node relabelled into a tie: the totals change and are written.
+	relabel(t, c, "n1", func(l map[string]string) { l["env"] = "canary" })
+	tied := totals(t, c, func(a *v1alpha1.AuditStatus) bool { return a.Reports == 3 && a.Fail > 0 && a.Enforced > 0 })
+	assert.False(t, tied.LastRunTime.Before(&first.LastRunTime))
 }
