@@ -42,7 +42,7 @@ type Writer struct {
 	// denies appears in its report, and when its last one clears.
 	Recorder events.EventRecorder
 
-	failing map[string]bool // the drivers with an enforced failure at the previous write
+	failing map[string]bool       // the drivers with an enforced failure at the previous write
 	status  *v1alpha1.AuditStatus // the status.audit this writer wrote last
 }
 
