@@ -128,6 +128,9 @@ type AuditOptions struct {
 	LeaderElection bool
 	LeaseNamespace string
 	LeaseName      string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the election (controller-runtime's
+	// defaults when zero: 15s, 10s, 2s): a leader that dies is replaced after LeaseDuration.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// OnPass, when set, is told about every pass.
 	OnPass func(audit.PassStats)
 }
@@ -217,6 +220,14 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		mo.LeaderElection, mo.LeaderElectionID, mo.LeaderElectionNamespace = true, a.LeaseName, a.LeaseNamespace
 		mo.LeaderElectionResourceLock = "leases"
 		mo.LeaderElectionReleaseOnCancel = true
+		for _, d := range []struct {
+			to **time.Duration
+			v  time.Duration
+		}{{&mo.LeaseDuration, a.LeaseDuration}, {&mo.RenewDeadline, a.RenewDeadline}, {&mo.RetryPeriod, a.RetryPeriod}} {
+			if d.v > 0 {
+				*d.to = &d.v
+			}
+		}
 	}
 	mgr, err := manager.New(cfg, mo)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"testing"
 
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
@@ -119,25 +120,33 @@ func TestAuditUnusableInput(t *testing.T) {
 	}
 }
 
-// TestServeAuditMaxResults: serve --audit refuses a --audit-max-results below 1 (a negative
-// one made every audit pass panic).
-func TestServeAuditMaxResults(t *testing.T) {
+// TestServeAuditFlags: serve --audit refuses, before it connects anywhere, a
+// --audit-max-results below 1 (a negative one made every audit pass panic), intervals that are
+// not positive and a Lease timing leader election would refuse.
+func TestServeAuditFlags(t *testing.T) {
 	for _, tt := range []struct {
-		max  int
+		args []string
 		want string
 	}{
-		{1, ""},
-		{0, "--audit-max-results 0: a report lists at least one result"},
-		{-5, "--audit-max-results -5: a report lists at least one result"},
+		{[]string{"--audit-max-results", "0"}, "--audit-max-results 0: a report lists at least one result"},
+		{[]string{"--audit-max-results", "-5"}, "--audit-max-results -5: a report lists at least one result"},
+		{[]string{"--audit-interval", "0s"}, "--audit-interval 0s: give a positive duration"},
+		{[]string{"--audit-image-interval", "-1h"}, "--audit-image-interval -1h0m0s: give a positive duration"},
+		{[]string{"--leader-elect-renew-deadline", "20s"}, "the lease duration must be longer than the renew deadline"},
+		{[]string{"--leader-elect-retry-period", "9s"}, "the renew deadline longer than 1.2 times the retry period"},
+		{[]string{"--leader-elect-lease-duration", "0s"}, "--leader-elect-lease-duration 0s: give a positive duration"},
 	} {
-		o := &serveOptions{tlsMinVersion: "1.3", audit: true, auditOpts: action.AuditOptions{MaxResults: tt.max}}
-		err := o.complete(&action.ServerOptions{})
-		if tt.want == "" {
-			assert.NoError(t, err)
-			continue
-		}
-		assert.ErrorContains(t, err, tt.want)
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := run(t, "", append([]string{"serve", "--audit", "--namespace", "dg"}, tt.args...)...)
+			assert.Equal(t, ExitUsage, r.code, r.stdout+r.stderr)
+			assert.Contains(t, r.stderr, tt.want)
+		})
 	}
+	// The defaults and --audit-max-results 1 pass the checks.
+	o := &serveOptions{tlsMinVersion: "1.3", audit: true, auditOpts: action.AuditOptions{MaxResults: 1,
+		Interval: time.Minute, ImageInterval: time.Hour, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}}
+	o.rotation.Namespace = "dg"
+	assert.NoError(t, o.complete(&action.ServerOptions{}))
 }
 
 // TestAuditTableEscapes: names and labels from the cluster or its files reach the table

@@ -122,6 +122,9 @@ caBundle, and writes them again whenever they change or disappear.`,
 	f.BoolVar(&o.auditOpts.CheckImages, "audit-check-images", false, "the audit asks each registry for every image a pool or RSMD DaemonSet pulls (only a 404 counts as missing)")
 	f.IntVar(&o.auditOpts.MaxResults, "audit-max-results", action.DefaultAuditMaxResults, "the most results an audit report lists (its summary counts every one)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "with --audit, one replica audits, chosen by a Lease in --namespace (or POD_NAMESPACE); every replica admits")
+	f.DurationVar(&o.auditOpts.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the other replicas wait before taking the audit over from a leader that stopped renewing its Lease")
+	f.DurationVar(&o.auditOpts.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew its Lease before it stops auditing (less than the lease duration)")
+	f.DurationVar(&o.auditOpts.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease (less than the renew deadline)")
 	return cmd
 }
 
@@ -148,6 +151,9 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 		if err := checkMaxResults("audit-max-results", o.auditOpts.MaxResults); err != nil {
 			return err
 		}
+		if err := checkAuditTimes(o.auditOpts); err != nil {
+			return err
+		}
 		a := o.auditOpts
 		a.ImageTimeout = 10 * time.Second
 		if o.leaderElect {
@@ -158,6 +164,25 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 			}
 		}
 		server.Audit = &a
+	}
+	return nil
+}
+
+// checkAuditTimes refuses intervals that are not positive and a Lease timing client-go's
+// leader election would refuse (lease duration > renew deadline > 1.2 × retry period).
+func checkAuditTimes(a action.AuditOptions) error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"audit-interval", a.Interval}, {"audit-image-interval", a.ImageInterval}, {"leader-elect-lease-duration", a.LeaseDuration},
+		{"leader-elect-renew-deadline", a.RenewDeadline}, {"leader-elect-retry-period", a.RetryPeriod}} {
+		if d.v <= 0 {
+			return fmt.Errorf("--%s %s: give a positive duration, e.g. 10m or 30s", d.flag, d.v)
+		}
+	}
+	if a.LeaseDuration <= a.RenewDeadline || float64(a.RenewDeadline) <= 1.2*float64(a.RetryPeriod) {
+		return fmt.Errorf("--leader-elect-lease-duration %s, --leader-elect-renew-deadline %s, --leader-elect-retry-period %s: the lease duration must be longer than the renew deadline, and the renew deadline longer than 1.2 times the retry period (defaults 15s, 10s, 2s)",
+			a.LeaseDuration, a.RenewDeadline, a.RetryPeriod)
 	}
 	return nil
 }
