@@ -324,6 +324,9 @@ func TestValidationErrors(t *testing.T) {
 		{"toleration null item", "driver: {tolerations: [null]}", "driver.tolerations[0]: Invalid value"},
 		{"bad toleration operator", "driver: {tolerations: [{operator: Maybe}]}", `driver.tolerations[0].operator: Unsupported value: "Maybe"`},
 		{"bad quantity", "driver: {resources: {limits: {cpu: lots}}}", "driver.resources.limits[cpu]: Invalid value"},
+		{"zero audit interval", "webhook: {audit: {interval: 0s}}", `webhook.audit.interval: Invalid value: "0s": must be a positive duration such as 10m, 90s or 1h30m`},
+		{"audit interval without a unit", "webhook: {audit: {imageInterval: '60'}}", `webhook.audit.imageInterval: Invalid value: "60": must be a positive duration`},
+		{"no audit results", "webhook: {audit: {maxResults: 0}}", "webhook.audit.maxResults: Invalid value: 0: must be 1 or greater"},
 		{"bad pull secret name", "driver: {imagePullSecrets: [Bad_Name]}", "driver.imagePullSecrets[0]: Invalid value"},
 		// A wrong type says what belongs there, from the schema's titles.
 		{"image not a map", "driver: {image: 5}", "driver.image: Invalid value: 5: must be a map of registry, repository, tag and pullPolicy"},

@@ -66,6 +66,7 @@ var explanations = map[string]explanation{
 const (
 	dnsSubdomainPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	quantityPattern     = `^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$`
+	durationPattern     = `^([0-9]*[1-9][0-9]*(\.[0-9]+)?|[0-9]+\.[0-9]*[1-9][0-9]*)(ns|us|µs|ms|s|m|h)([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`
 )
 
 // phrasers word a string that fails a pattern (or a length bound beside it), by pattern:
@@ -81,6 +82,7 @@ var phrasers = map[string]func(string, *field.Path) field.ErrorList{
 	dgvalidation.LabelValuePattern:  messages(validation.IsValidLabelValue, "is not a valid label value: "),
 	dnsSubdomainPattern:             messages(validation.IsDNS1123Subdomain, ""),
 	quantityPattern:                 invalid("", "must be a quantity such as 500m, 2 or 128Mi"),
+	durationPattern:                 invalid("", "must be a positive duration such as 10m, 90s or 1h30m"),
 }
 
 // invalid words "" as a required value (when required says what it is), anything else as

@@ -180,6 +180,19 @@ driver:
 	if err == nil || !strings.Contains(out, `ties with RBLNDriver "rbln-driver-atom" on existing node(s) helm-e2e-n1`) {
 		t.Errorf("helm upgrade with a tie: err=%v\n%s", err, out)
 	}
+
+	// The Deployment's serve, run as the release's ServiceAccount, has every permission the
+	// audit needs. A canary node without its owner label yet is a failure in
+	// rbln-driver-atom-canary's report.
+	t.Run("serve as the chart's ServiceAccount", func(t *testing.T) {
+		serveAsTheChart(t, c, &dep, func() string {
+			n := &corev1.Node{}
+			n.Name = "helm-e2e-n2"
+			n.Labels = map[string]string{v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", "env": "canary"}
+			create(t, c, n)
+			return "rbln-driver-atom-canary"
+		})
+	})
 }
 
 // TestHelmLifecycle: install (a release with RBLNDrivers) → upgrade → uninstall with the real

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cmd/driverguard/app"
+	"github.com/driverguard/driverguard/test/controlplane"
+)
+
+// serveAsTheChart runs the installed Deployment's `driverguard serve` (its arguments, with
+// local ports and directories) as the chart's ServiceAccount, and checks that the RBAC the
+// chart grants is all it needs: it takes the audit's Lease, writes a ClusterReport per
+// RBLNDriver, the cluster policy's status.audit and, once the reports stand, an Event on the
+// driver that breakIt makes fail; it bootstraps its certificate and registers the webhooks, and
+// logs no "forbidden".
+func serveAsTheChart(t *testing.T, c client.Client, dep *appsv1.Deployment, breakIt func() (driver string)) {
+	ns, sa := dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName
+	user, err := suite.env.AddUser(envtest.User{Name: "system:serviceaccount:" + ns + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig, certDir := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "certs")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(certDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	local := map[string]string{
+		"--port":         strconv.Itoa(controlplane.FreePort(t, nil)),
+		"--cert-dir":     certDir,
+		"--health-addr":  "127.0.0.1:" + strconv.Itoa(controlplane.FreePort(t, nil)),
+		"--metrics-addr": "127.0.0.1:" + strconv.Itoa(controlplane.FreePort(t, nil)),
+	}
+	args := []string{}
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		name, _, _ := strings.Cut(a, "=")
+		if v, ok := local[name]; ok {
+			a = name + "=" + v
+		}
+		args = append(args, a)
+	}
+	if !slices.Contains(args, "--audit") {
+		t.Fatalf("the chart's default values do not turn the audit on: %v", args)
+	}
+	args = append(args, "--kubeconfig", kubeconfig, "--host", "127.0.0.1", "--shutdown-delay", "0s", "--log-format", "text",
+		"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms")
+	t.Setenv("POD_NAMESPACE", ns) // the Deployment's downward API
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs controlplane.LogBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- app.Run(ctx, app.Streams{In: bytes.NewReader(nil), Out: io.Discard, Err: &logs}, args)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited with %d; logs:\n%s", code, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s of cancellation")
+		}
+		if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
+			t.Errorf("serve, as the chart's ServiceAccount, was refused something; logs:\n%s", logs.String())
+		}
+	}()
+
+	// The kubelet would mount the certificate Secret once serve filled it.
+	secret := &corev1.Secret{}
+	var secretName string
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Name == "certs" && v.Secret != nil {
+			secretName = v.Secret.SecretName
+		}
+	}
+	eventually(t, 60*time.Second, func() error {
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: secretName}, secret); err != nil {
+			return err
+		}
+		if len(secret.Data["tls.crt"]) == 0 {
+			return fmt.Errorf("no certificate in Secret %s yet; logs:\n%s", secretName, logs.Tail(20))
+		}
+		return nil
+	})
+	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(certDir, k), secret.Data[k], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	eventually(t, 60*time.Second, func() error {
+		lease := &coordinationv1.Lease{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "driverguard-audit"}, lease); err != nil {
+			return fmt.Errorf("the audit's Lease: %w; logs:\n%s", err, logs.Tail(20))
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return fmt.Errorf("the audit's Lease has no holder")
+		}
+		return nil
+	})
+	drivers := &v1alpha1.RBLNDriverList{}
+	if err := c.List(t.Context(), drivers); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		for _, d := range drivers.Items {
+			if err := c.Get(t.Context(), client.ObjectKey{Name: d.Name}, &openreports.ClusterReport{}); err != nil {
+				return fmt.Errorf("ClusterReport %s: %w; logs:\n%s", d.Name, err, logs.Tail(20))
+			}
+		}
+		cp := &v1alpha1.RBLNClusterPolicy{}
+		if err := c.Get(t.Context(), client.ObjectKey{Name: v1alpha1.ClusterPolicyName}, cp); err != nil {
+			return err
+		}
+		if cp.Status.Audit == nil || int(cp.Status.Audit.Reports) != len(drivers.Items)+1 {
+			return fmt.Errorf("status.audit of the cluster policy: %+v", cp.Status.Audit)
+		}
+		return nil
+	})
+	// Events mark a failure that appears (not those a new leader finds standing).
+	failing := breakIt()
+	eventually(t, 60*time.Second, func() error {
+		list := &eventsv1.EventList{}
+		if err := c.List(t.Context(), list); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "RBLNDriver" && e.Regarding.Name == failing && e.Reason == "AuditFailed" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no AuditFailed Event about RBLNDriver %s", failing)
+	})
+}
