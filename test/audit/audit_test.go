@@ -1,7 +1,11 @@
 package audit
 
 import (
+	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -19,9 +24,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
@@ -63,25 +70,112 @@ deny contains "drivers need the team annotation" if {
 }
 `
 
-// start runs the control plane with serve's audit (passes at least 100 ms apart, a full pass
-// every 300 ms) and the policy library plus policyDir.
-// Each tune changes the audit's options.
-func start(t *testing.T, policyDir string, tune ...func(*webhook.AuditOptions)) (*controlplane.Plane, *policy.Engine, *passes) {
+// suite is the package's one control plane: an API server whose admission webhook (no audit)
+// judges with the bundled library and the policies of policyDir. Each test runs its own audit
+// against it (auditor, or serve processes) on a cluster reset beforehand.
+var suite struct {
+	plane     *controlplane.Plane
+	engine    *policy.Engine
+	policyDir string
+	setupErr  error
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	suite.setupErr = setup()
+	code := m.Run()
+	if suite.plane != nil {
+		if err := suite.plane.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}
+	_ = os.RemoveAll(suite.policyDir)
+	os.Exit(code)
+}
+
+func setup() error {
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	var err error
+	if suite.policyDir, err = os.MkdirTemp("", "driverguard-audit-policies-"); err != nil {
+		return err
+	}
+	if suite.engine, err = policy.New(context.Background(), policy.Options{Dirs: []string{suite.policyDir}, Metrics: prometheus.NewRegistry()}); err != nil {
+		return err
+	}
+	suite.plane, err = controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{Options: webhook.Options{Policy: suite.engine}}})
+	return err
+}
+
+// start resets the cluster and runs an audit (serve's, in-process, every replica auditing)
+// against the suite's control plane, with passes at least 100 ms apart and a full pass every
+// 300 ms; each tune changes its options. It stops with the test.
+func start(t *testing.T, tune ...func(*webhook.AuditOptions)) (*controlplane.Plane, *passes) {
 	t.Helper()
-	engine, err := policy.New(t.Context(), policy.Options{Dirs: []string{policyDir}, Metrics: prometheus.NewRegistry()})
-	require.NoError(t, err)
+	prepare(t)
 	p := &passes{}
 	a := &webhook.AuditOptions{Interval: 300 * time.Millisecond, MinGap: 100 * time.Millisecond, OnPass: p.add}
 	for _, f := range tune {
 		f(a)
 	}
-	plane, err := controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{Options: webhook.Options{Policy: engine}, Audit: a}})
-	if errors.Is(err, controlplane.ErrNoAssets) && testing.Short() {
-		t.Skip(err)
-	}
+	health, err := controlplane.FreeAddr()
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, plane.Stop()) })
-	return plane, engine, p
+	port := controlplane.FreePort(t, nil)
+	wio := &suite.plane.Env.WebhookInstallOptions
+	ready := make(chan struct{})
+	var once sync.Once
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- webhook.Run(ctx, suite.plane.Config, webhook.ServerOptions{
+			Options: webhook.Options{Policy: suite.engine}, Audit: a,
+			Host: wio.LocalServingHost, Port: port, CertDir: wio.LocalServingCertDir, HealthAddr: health, MetricsAddr: "0",
+			OnReady: func() { once.Do(func() { close(ready) }) },
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the audit's server stopped: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the audit's server was not ready within 60s")
+	}
+	return suite.plane, p
+}
+
+// prepare skips the test with -short when the control plane's binaries are not built (fails
+// it without), and resets the cluster.
+func prepare(t *testing.T) {
+	t.Helper()
+	if errors.Is(suite.setupErr, controlplane.ErrNoAssets) && testing.Short() {
+		t.Skip(suite.setupErr)
+	}
+	require.NoError(t, suite.setupErr)
+	reset(t)
+}
+
+// reset deletes what earlier tests left: drivers, cluster policies, nodes, reports, Events,
+// and the policies of the suite's directory.
+func reset(t *testing.T) {
+	t.Helper()
+	c := newClient(t, suite.plane, nil)
+	entries, err := os.ReadDir(suite.policyDir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NoError(t, os.Remove(filepath.Join(suite.policyDir, e.Name())))
+	}
+	require.NoError(t, suite.engine.Reload(t.Context()))
+	ctx := t.Context()
+	for _, obj := range []client.Object{&v1alpha1.RBLNDriver{}, &v1alpha1.RBLNClusterPolicy{}, &corev1.Node{}, &openreports.ClusterReport{}} {
+		require.NoError(t, client.IgnoreNotFound(c.DeleteAllOf(ctx, obj)))
+	}
+	require.NoError(t, client.IgnoreNotFound(c.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace(metav1.NamespaceDefault))))
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, suite.plane.State.WaitFor(wait, func(s *cluster.Snapshot) bool { return len(s.Drivers()) == 0 && len(s.Nodes()) == 0 }))
 }
 
 func newClient(t *testing.T, plane *controlplane.Plane, w *controlplane.Warnings) client.Client {
@@ -189,7 +283,7 @@ func withOwner(l map[string]string, owner string) map[string]string {
 // TestAuditFollowsTheCluster: what changes behind the webhook shows up in the reports and
 // clears; a report deleted by hand comes back; a steady cluster is not rewritten.
 func TestAuditFollowsTheCluster(t *testing.T) {
-	plane, _, p := start(t, t.TempDir())
+	plane, p := start(t)
 	c := newClient(t, plane, nil)
 	create(t, c,
 		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
@@ -280,10 +374,11 @@ func TestAuditFollowsTheCluster(t *testing.T) {
 // edited, the policies reloaded), the stored driver is reported fail of an enforced rule and a
 // new one that breaks it is denied.
 func TestTrialPolicy(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "trial.rego")
+	plane, _ := start(t)
+	engine := suite.engine
+	file := filepath.Join(suite.policyDir, "trial.rego")
 	require.NoError(t, os.WriteFile(file, []byte(trialPolicy), 0o600))
-	plane, engine, _ := start(t, dir)
+	require.NoError(t, engine.Reload(t.Context()))
 	warnings := &controlplane.Warnings{}
 	c := newClient(t, plane, warnings)
 	create(t, c, wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver")), wt.Driver("rbln-driver", nil))
@@ -323,7 +418,7 @@ func TestTrialPolicy(t *testing.T) {
 // TestStatusTotals: status.audit follows the totals and is written only when they change (or
 // at the full pass of every interval, here an hour away).
 func TestStatusTotals(t *testing.T) {
-	plane, _, p := start(t, t.TempDir(), func(a *webhook.AuditOptions) { a.Interval = time.Hour })
+	plane, p := start(t, func(a *webhook.AuditOptions) { a.Interval = time.Hour })
 	c := newClient(t, plane, nil)
 	create(t, c,
 		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),

@@ -191,71 +191,132 @@ func Start(opts Options) (*Plane, error) {
 	return p, nil
 }
 
-// startProcess runs `driverguard serve` against the control plane and waits until it is ready.
+// startProcess runs `driverguard serve` against the control plane, on the port its webhook
+// configurations call, and waits until it is ready.
 func (p *Plane) startProcess(opts Options) error {
-	user, err := p.Env.AddUser(envtest.User{Name: "driverguard-serve", Groups: []string{"system:masters"}}, nil)
+	wio := &p.Env.WebhookInstallOptions
+	r, err := p.startServe(opts.ServeBinary, wio.LocalServingPort, p.HealthAddr, p.MetricsAddr, opts.ServeArgs, opts.ServeLog)
 	if err != nil {
 		return err
+	}
+	p.Serve, p.stop = r.Process, r.Stop
+	return nil
+}
+
+// Replica is a `driverguard serve` process of StartReplica.
+type Replica struct {
+	Process *os.Process
+	// HealthAddr and MetricsAddr are its health and metrics endpoints.
+	HealthAddr, MetricsAddr string
+
+	exited chan struct{}
+	dir    string
+}
+
+// StartReplica runs one more `binary serve args...` against the control plane (a second
+// replica: its webhook port is one of its own, which no webhook configuration calls), with
+// the webhook's certificates, and waits until it is ready. Stop (or Kill) it when done.
+func (p *Plane) StartReplica(binary string, args []string, log io.Writer) (*Replica, error) {
+	health, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	webhookAddr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, portText, err := net.SplitHostPort(webhookAddr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, err
+	}
+	return p.startServe(binary, port, health, metrics, args, log)
+}
+
+// startServe runs `binary serve` as a system:masters user on port, health and metrics, and
+// waits until it is ready.
+func (p *Plane) startServe(binary string, port int, health, metrics string, extra []string, log io.Writer) (*Replica, error) {
+	user, err := p.Env.AddUser(envtest.User{Name: "driverguard-serve", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
 	}
 	kc, err := user.KubeConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "driverguard-serve-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		return err
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
 	wio := &p.Env.WebhookInstallOptions
 	args := append([]string{"serve", "--kubeconfig", kubeconfig,
-		"--host", wio.LocalServingHost, "--port", strconv.Itoa(wio.LocalServingPort), "--cert-dir", wio.LocalServingCertDir,
-		"--health-addr", p.HealthAddr, "--metrics-addr", p.MetricsAddr, "--shutdown-delay", "0s", "--log-format", "text"},
-		opts.ServeArgs...)
-	cmd := exec.Command(opts.ServeBinary, args...)
-	cmd.Stdout, cmd.Stderr = opts.ServeLog, opts.ServeLog
+		"--host", wio.LocalServingHost, "--port", strconv.Itoa(port), "--cert-dir", wio.LocalServingCertDir,
+		"--health-addr", health, "--metrics-addr", metrics, "--shutdown-delay", "0s", "--log-format", "text"},
+		extra...)
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", opts.ServeBinary, err)
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting %s: %w", binary, err)
 	}
-	p.Serve = cmd.Process
+	r := &Replica{Process: cmd.Process, HealthAddr: health, MetricsAddr: metrics, exited: make(chan struct{}), dir: dir}
 	var waitErr error
-	exited := make(chan struct{})
 	go func() {
 		waitErr = cmd.Wait()
-		close(exited)
+		close(r.exited)
 	}()
-	p.stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = os.RemoveAll(dir)
-	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case <-exited:
-			p.stop = func() { _ = os.RemoveAll(dir) }
-			return fmt.Errorf("%s serve exited before it was ready: %w", opts.ServeBinary, waitErr)
+		case <-r.exited:
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("%s serve exited before it was ready: %w", binary, waitErr)
 		default:
 		}
-		resp, err := http.Get("http://" + p.HealthAddr + "/readyz")
+		resp, err := http.Get("http://" + health + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return r, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s serve was not ready within 60s", opts.ServeBinary)
+			r.Kill()
+			return nil, fmt.Errorf("%s serve was not ready within 60s", binary)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Stop stops the replica as the kubelet would (SIGTERM, SIGKILL after 30 s).
+func (r *Replica) Stop() {
+	_ = r.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.exited:
+	case <-time.After(30 * time.Second):
+		_ = r.Process.Kill()
+		<-r.exited
+	}
+	_ = os.RemoveAll(r.dir)
+}
+
+// Kill kills the replica (SIGKILL: it releases nothing) and waits until it is gone.
+func (r *Replica) Kill() {
+	_ = r.Process.Kill()
+	<-r.exited
+	_ = os.RemoveAll(r.dir)
 }
 
 func (p *Plane) stopEnv(err error) error {
