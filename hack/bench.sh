@@ -13,7 +13,8 @@
 #   5. check and policy input at scale: 1,000 and 2,000 instances against 10,000 nodes
 #      (wall time, peak RSS, the doubling ratio).
 #   6. serve's resident memory at 10,000 nodes and 500 RBLNDrivers (hack/servemem: a real
-#      kube-apiserver and etcd, serve as its own process).
+#      kube-apiserver and etcd, serve as its own process), without and with the audit; with
+#      it, relabel-to-report latency and report writes under a burst of 1,000 relabels.
 #   7. the served webhook side by side with OPA's own server: ../shared/perf/run.sh (PERF_DIR),
 #      when present; it is how admission speed is judged.
 #
@@ -212,6 +213,8 @@ echo
 echo "== serve's resident memory at 10,000 nodes (real kube-apiserver + etcd, serve as its own process)"
 bash hack/tools.sh control-plane >&2
 $GO run ./hack/servemem -bin "$DG" -assets bin -crds config/crd/bases -nodes 10000 -drivers 500
+echo "== the same with the audit running (goals: peak <= 200 MiB, audit adds <= 32 MiB; relabel -> report p99 <= 2 s; a burst writes a report at most once a second)"
+$GO run ./hack/servemem -bin "$DG" -assets bin -crds config/crd/bases -nodes 10000 -drivers 500 -audit
 
 PERF_DIR=${PERF_DIR:-../shared/perf}
 echo

@@ -2,9 +2,12 @@
 // a real kube-apiserver and etcd (envtest, bin/), creates the nodes and RBLNDrivers, runs the
 // driverguard binary's serve against them as its own process, and reads the process's VmRSS
 // and VmHWM from /proc: once the cluster view is ready, and after a spell of RBLNDriver
-// admission requests over TLS. hack/bench.sh runs it; it prints one line.
+// admission requests over TLS. hack/bench.sh runs it; it prints one line. With -audit, serve
+// audits too (serve --audit, one replica) and, while the admission load runs, nodes are
+// relabelled one at a time (the time until the driver's ClusterReport shows it, p50/p99), then
+// 1,000 at once (how often any one report was written within a second).
 //
-//	go run ./hack/servemem -bin bin/driverguard -nodes 10000 -drivers 500
+//	go run ./hack/servemem -bin bin/driverguard -nodes 10000 -drivers 500 [-audit]
 package main
 
 import (
@@ -27,14 +30,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -51,14 +61,21 @@ func main() {
 	nodes := flag.Int("nodes", 10000, "nodes to create")
 	drivers := flag.Int("drivers", 500, "RBLNDrivers to create")
 	load := flag.Duration("load", 10*time.Second, "how long to send admission requests (8 connections)")
+	withAudit := flag.Bool("audit", false, "serve --audit, and measure relabel-to-report latency and report writes under a burst")
+	reportCRD := flag.String("report-crd", "charts/driverguard/crds/openreports.io_clusterreports.yaml", "openreports' ClusterReport CRD (-audit)")
 	flag.Parse()
-	if err := run(*bin, *assets, *crds, *nodes, *drivers, *load); err != nil {
+	var auditCRD string
+	if *withAudit {
+		auditCRD = *reportCRD
+	}
+	if err := run(*bin, *assets, *crds, auditCRD, *nodes, *drivers, *load); err != nil {
 		fmt.Fprintln(os.Stderr, "servemem:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, assets, crds string, nodes, drivers int, load time.Duration) error {
+// run measures serve; a reportCRD turns the audit on.
+func run(bin, assets, crds, reportCRD string, nodes, drivers int, load time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	scheme := runtime.NewScheme()
@@ -68,14 +85,21 @@ func run(bin, assets, crds string, nodes, drivers int, load time.Duration) error
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true, Scheme: scheme}
+	if err := openreports.Install(scheme); err != nil {
+		return err
+	}
+	crdPaths := []string{crds}
+	if reportCRD != "" {
+		crdPaths = append(crdPaths, reportCRD)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdPaths, ErrorIfCRDPathMissing: true, Scheme: scheme}
 	cfg, err := env.Start()
 	if err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	defer func() { _ = env.Stop() }()
 	cfg.QPS, cfg.Burst = 2000, 4000
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
@@ -110,8 +134,12 @@ func run(bin, assets, crds string, nodes, drivers int, load time.Duration) error
 		return errors.New("no free port")
 	}
 	var serveLog bytes.Buffer
-	serve := exec.CommandContext(ctx, bin, "serve", "--kubeconfig", kubeconfig, "--cert-dir", dir, "--host", "127.0.0.1",
-		"--port", strconv.Itoa(port), "--health-addr", fmt.Sprintf("127.0.0.1:%d", health), "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metrics), "--log-level", "error")
+	args := []string{"serve", "--kubeconfig", kubeconfig, "--cert-dir", dir, "--host", "127.0.0.1",
+		"--port", strconv.Itoa(port), "--health-addr", fmt.Sprintf("127.0.0.1:%d", health), "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metrics), "--log-level", "error"}
+	if reportCRD != "" {
+		args = append(args, "--audit", "--leader-elect=false")
+	}
+	serve := exec.CommandContext(ctx, bin, args...)
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
 	if err := serve.Start(); err != nil {
 		return err
@@ -122,22 +150,211 @@ func run(bin, assets, crds string, nodes, drivers int, load time.Duration) error
 		return fmt.Errorf("%w\n%s", err, serveLog.String())
 	}
 	ready := time.Since(start)
+	if reportCRD != "" {
+		// The first pass has written every report.
+		if err := waitReport(ctx, c, "driverguard-cluster", func(*openreports.ClusterReport) bool { return true }); err != nil {
+			return fmt.Errorf("the audit's first pass: %w\n%s", err, serveLog.String())
+		}
+	}
 	time.Sleep(2 * time.Second) // the first rebuild settles
 	idle, _, err := memory(serve.Process.Pid)
 	if err != nil {
 		return err
 	}
+	var (
+		relabels []time.Duration
+		auditErr error
+		auditWG  sync.WaitGroup
+	)
+	if reportCRD != "" {
+		// Relabel one node at a time while the admission load runs.
+		auditWG.Go(func() { relabels, auditErr = relabelOneByOne(ctx, c, load) })
+	}
 	rps, err := sendLoad(ctx, fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.PathValidateDriver), load)
+	auditWG.Wait()
 	if err != nil {
 		return err
+	}
+	if auditErr != nil {
+		return fmt.Errorf("%w\n%s", auditErr, serveLog.String())
 	}
 	rss, hwm, err := memory(serve.Process.Pid)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("serve with %d nodes, %d RBLNDrivers (created in %s): ready in %s; RSS %d MiB idle, %d MiB after %s of admission load (%.0f req/s), peak %d MiB\n",
-		nodes, drivers, populated.Round(time.Second), ready.Round(100*time.Millisecond), idle>>10, rss>>10, load, rps, hwm>>10)
+	audited := ""
+	if reportCRD != "" {
+		audited = " with the audit"
+	}
+	fmt.Printf("serve%s with %d nodes, %d RBLNDrivers (created in %s): ready in %s; RSS %d MiB idle, %d MiB after %s of admission load (%.0f req/s), peak %d MiB\n",
+		audited, nodes, drivers, populated.Round(time.Second), ready.Round(100*time.Millisecond), idle>>10, rss>>10, load, rps, hwm>>10)
+	if reportCRD == "" {
+		return nil
+	}
+	slices.Sort(relabels)
+	fmt.Printf("audit: node relabel -> report updated, %d relabels under the load: p50 %s, p99 %s, max %s (goal p99 <= 2 s)\n", len(relabels),
+		percentile(relabels, 50), percentile(relabels, 99), relabels[len(relabels)-1].Round(time.Millisecond))
+	burst, err := relabelBurst(ctx, c, 1000)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, serveLog.String())
+	}
+	_, hwm, err = memory(serve.Process.Pid)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("audit: 1,000 nodes relabelled at once: %d reports written %d times in %s; any one report at most %d time(s) within a second (goal 1); peak RSS %d MiB\n",
+		burst.reports, burst.writes, burst.settled.Round(100*time.Millisecond), burst.maxPerSecond, hwm>>10)
 	return nil
+}
+
+// slotDriver is the driver a relabelled node moves to: node 2j (family atom, rack r(2j%50))
+// gets slot s<i> of driver i, whose rack is the node's; nodes 2j and 2j+500 share a driver.
+func slotDriver(j int) int { return (2*j)%50 + 50*((j/25)%10) }
+
+// relabel gives node 2j its driver's slot label and returns the driver's name.
+func relabel(ctx context.Context, c client.Client, j int) (string, error) {
+	i := slotDriver(j)
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"slot":"s%d"}}}`, i)
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("npu-%05d", 2*j)}}
+	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return "", fmt.Errorf("relabelling node %s: %w", n.Name, err)
+	}
+	return fmt.Sprintf("rbln-driver-d%04d", i), nil
+}
+
+// relabelOneByOne moves nodes to drivers one at a time for d, each once the previous one
+// shows in its driver's report (a StaleOwnerLabel finding: the node has no owner label yet),
+// and returns how long each took to show.
+func relabelOneByOne(ctx context.Context, c client.Client, d time.Duration) ([]time.Duration, error) {
+	var out []time.Duration
+	for j, stop := 0, time.Now().Add(d); time.Now().Before(stop) && j < 250; j++ {
+		driver, err := relabel(ctx, c, j)
+		if err != nil {
+			return nil, err
+		}
+		node := fmt.Sprintf("npu-%05d", 2*j)
+		start := time.Now()
+		if err := waitReport(ctx, c, driver, func(cr *openreports.ClusterReport) bool {
+			for _, r := range cr.Results {
+				if r.Rule == "StaleOwnerLabel" && strings.Contains(r.Description, node) {
+					return true
+				}
+			}
+			return false
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(start))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no relabel measured")
+	}
+	return out, nil
+}
+
+type burstResult struct {
+	reports, writes, maxPerSecond int
+	settled                       time.Duration
+}
+
+// relabelBurst moves n nodes (after those relabelOneByOne used) to their drivers at once, 32
+// at a time, watching the ClusterReports until no write came for 3 s: how many reports were
+// written, how often, and the most writes of one report within any second.
+func relabelBurst(ctx context.Context, c client.WithWatch, n int) (burstResult, error) {
+	w, err := c.Watch(ctx, &openreports.ClusterReportList{})
+	if err != nil {
+		return burstResult{}, err
+	}
+	defer w.Stop()
+	writes := map[string][]time.Time{}
+	var mu sync.Mutex
+	last := time.Now()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Modified && ev.Type != watch.Added {
+				continue
+			}
+			cr, ok := ev.Object.(*openreports.ClusterReport)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			writes[cr.Name] = append(writes[cr.Name], time.Now())
+			last = time.Now()
+			mu.Unlock()
+		}
+	}()
+	start := time.Now()
+	work := make(chan int)
+	var (
+		wg    sync.WaitGroup
+		first atomic.Pointer[error]
+	)
+	for range 32 {
+		wg.Go(func() {
+			for j := range work {
+				if _, err := relabel(ctx, c, j); err != nil {
+					first.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	for j := 250; j < 250+n; j++ {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	if err := first.Load(); err != nil {
+		return burstResult{}, *err
+	}
+	for {
+		time.Sleep(500 * time.Millisecond)
+		mu.Lock()
+		quiet := time.Since(last) > 3*time.Second
+		mu.Unlock()
+		if quiet {
+			break
+		}
+	}
+	w.Stop()
+	<-watched
+	res := burstResult{reports: len(writes), settled: last.Sub(start)}
+	for _, ts := range writes {
+		res.writes += len(ts)
+		for i := range ts {
+			k := i
+			for k < len(ts) && ts[k].Sub(ts[i]) < time.Second {
+				k++
+			}
+			res.maxPerSecond = max(res.maxPerSecond, k-i)
+		}
+	}
+	return res, nil
+}
+
+// waitReport polls the ClusterReport name until cond holds (one minute at most).
+func waitReport(ctx context.Context, c client.Client, name string, cond func(*openreports.ClusterReport) bool) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cr := &openreports.ClusterReport{}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, cr)
+		if err == nil && cond(cr) {
+			return nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ClusterReport %s did not show the change within a minute", name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func percentile(sorted []time.Duration, p int) time.Duration {
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)].Round(time.Millisecond)
 }
 
 // populate creates the nodes (families atom and rebel, 50 racks, 3 zones) and the drivers (one
