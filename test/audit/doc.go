@@ -1,7 +1,9 @@
-// Package audit checks serve's audit (SPEC §9) on a real API server (envtest, with the CRDs
-// and openreports' ClusterReport CRD): a node relabelled into a tie shows
-// ConflictingNodeSelector in both drivers' reports and clears when relabelled back, a stale
-// owner label and a node losing its family label show up, a report deleted by hand comes
-// back, a steady cluster causes no report write, and a policy in audit enforcement reports on
-// stored drivers while a new driver that breaks it is admitted.
+// Package audit checks serve's audit (SPEC §9) on one real API server for the package
+// (envtest, with the CRDs and openreports' ClusterReport CRD): a node relabelled into a tie
+// shows ConflictingNodeSelector in both drivers' reports and clears, a stale owner label and
+// a node losing its family label show up, a report deleted by hand comes back, a steady
+// cluster causes no report write, status.audit follows the totals, a policy in audit
+// enforcement reports while a driver that breaks it is admitted, two serve replicas elect one
+// auditor that is replaced when killed, and an image deleted from an in-process registry shows
+// DriverImageNotFound.
 package audit
