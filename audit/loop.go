@@ -57,14 +57,28 @@ type Loop struct {
 	Log                                          logr.Logger
 	// OnPass, when set, is told about every pass (tests, metrics).
 	OnPass func(PassStats)
+
+	// The last pass's outcome and what it was judged from: a pass over the same snapshot,
+	// policies and registry answers (the full pass of a steady cluster) writes it again
+	// without judging anew.
+	last struct {
+		snap      *cluster.Snapshot
+		policyGen int64
+		imagesGen uint64
+		out       *Outcome
+	}
+	imagesGen uint64
 }
 
 // PassStats describe one pass.
 type PassStats struct {
 	Duration time.Duration
 	Outcome  *Outcome
-	Written  WriteStats
-	Err      error
+	// Reused: nothing the outcome depends on changed since the last pass, which is written
+	// again as it was (reports deleted by hand come back) without judging anew.
+	Reused  bool
+	Written WriteStats
+	Err     error
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: one replica audits.
@@ -118,6 +132,7 @@ func (l *Loop) Start(ctx context.Context) error {
 				continue
 			}
 			images = l.CheckImages(ctx, Images(snap))
+			l.imagesGen++
 			pending = true
 		}
 	}
@@ -143,15 +158,13 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 		l.Log.Error(err, "audit: reading the cluster view")
 		return
 	}
-	a := &Auditor{Decider: &decision.Decider{Policy: l.Policies, PolicyFailOpen: l.PolicyFailOpen}, Policies: l.Policies.Policies(),
-		Images: images, MaxResults: l.MaxResults}
-	out, err := a.Run(ctx, snap)
+	out, err := l.judge(ctx, snap, images)
 	if err != nil {
 		st.Err = err
 		l.Log.Error(err, "audit pass")
 		return
 	}
-	st.Outcome = out
+	st.Outcome, st.Reused = out, out == l.last.out
 	at := time.Now()
 	st.Written, err = l.Writer.Write(ctx, out, at)
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -165,6 +178,23 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 	}
 	l.Log.V(1).Info("audit pass", "reports", len(out.Reports), "fail", out.Summary.Fail, "enforced", out.Enforced,
 		"applied", st.Written.Applied, "deleted", st.Written.Deleted, "took", time.Since(start))
+}
+
+// judge audits snap, or returns the last outcome when snap, the policies and the registry
+// answers are those it was judged from (and it holds no evaluation error, which may pass).
+func (l *Loop) judge(ctx context.Context, snap *cluster.Snapshot, images map[string]registry.ImageResult) (*Outcome, error) {
+	gen := l.Policies.Status().Generation
+	if last := &l.last; last.out != nil && last.snap == snap && last.policyGen == gen && last.imagesGen == l.imagesGen && last.out.Summary.Error == 0 {
+		return last.out, nil
+	}
+	a := &Auditor{Decider: &decision.Decider{Policy: l.Policies, PolicyFailOpen: l.PolicyFailOpen}, Policies: l.Policies.Policies(),
+		Images: images, MaxResults: l.MaxResults}
+	out, err := a.Run(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	l.last.snap, l.last.policyGen, l.last.imagesGen, l.last.out = snap, gen, l.imagesGen, out
+	return out, nil
 }
 
 func orDuration(d, def time.Duration) time.Duration {
