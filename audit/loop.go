@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
@@ -100,6 +101,10 @@ func (l *Loop) Start(ctx context.Context) error {
 	defer policyTick.Stop()
 	var last time.Time
 	pending, refresh := true, true // the first pass, which refreshes the status
+	// A pass that failed (the view not synced yet, the API server away) is tried again after
+	// a backoff from minGap up to maxRetryGap; so are registry checks that could not start.
+	var retry <-chan time.Time
+	backoff := minGap
 	for {
 		if pending {
 			if wait := minGap - time.Since(last); wait > 0 {
@@ -110,12 +115,21 @@ func (l *Loop) Start(ctx context.Context) error {
 				}
 			}
 			last = time.Now()
-			l.pass(ctx, images, refresh)
-			pending, refresh = false, false
+			if err := l.pass(ctx, images, refresh); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				retry, backoff = time.After(backoff), min(2*backoff, maxRetryGap)
+				pending = false
+			} else {
+				pending, refresh, retry, backoff = false, false, nil, minGap
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-retry:
+			retry, pending = nil, true
 		case <-l.Source.Changed():
 			pending = true
 		case <-full.C:
@@ -125,12 +139,13 @@ func (l *Loop) Start(ctx context.Context) error {
 				policyGen, pending = g, true
 			}
 		case <-imagesDue:
-			imagesDue = time.After(imageInterval)
 			snap, err := l.Source.Snapshot(ctx)
 			if err != nil {
-				l.Log.Error(err, "reading the cluster view for the registry checks")
+				l.Log.V(1).Info("registry checks postponed", "reason", err.Error())
+				imagesDue = time.After(max(minGap, 5*time.Second))
 				continue
 			}
+			imagesDue = time.After(imageInterval)
 			images = l.CheckImages(ctx, Images(snap))
 			l.imagesGen++
 			pending = true
@@ -138,9 +153,12 @@ func (l *Loop) Start(ctx context.Context) error {
 	}
 }
 
+// maxRetryGap bounds the backoff between failed passes.
+const maxRetryGap = time.Minute
+
 // pass audits the current view and writes the reports, and the cluster policy's
-// status.audit when its totals changed or refresh is set.
-func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult, refresh bool) {
+// status.audit when its totals changed or refresh is set. It returns the pass's error.
+func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult, refresh bool) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, orDuration(l.PassTimeout, DefaultPassTimeout))
 	defer cancel()
@@ -155,14 +173,18 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 	snap, err := l.Source.Snapshot(ctx)
 	if err != nil {
 		st.Err = err
-		l.Log.Error(err, "audit: reading the cluster view")
-		return
+		if apierrors.IsServiceUnavailable(err) { // not synced yet: tried again shortly
+			l.Log.V(1).Info("audit pass postponed", "reason", err.Error())
+		} else {
+			l.Log.Error(err, "audit: reading the cluster view")
+		}
+		return err
 	}
 	out, err := l.judge(ctx, snap, images)
 	if err != nil {
 		st.Err = err
 		l.Log.Error(err, "audit pass")
-		return
+		return err
 	}
 	st.Outcome, st.Reused = out, out == l.last.out
 	at := time.Now()
@@ -178,6 +200,7 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 	}
 	l.Log.V(1).Info("audit pass", "reports", len(out.Reports), "fail", out.Summary.Fail, "enforced", out.Enforced,
 		"applied", st.Written.Applied, "deleted", st.Written.Deleted, "took", time.Since(start))
+	return st.Err
 }
 
 // judge audits snap, or returns the last outcome when snap, the policies and the registry
