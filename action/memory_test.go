@@ -3,8 +3,10 @@ package action
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,4 +37,19 @@ func TestCgroupMemoryLimit(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// TestSetMemoryLimit: an explicit limit sets the soft limit to its softMemoryPercent (the
+// chart's 256Mi gives 102 MiB); GOMEMLIMIT in the environment wins.
+func TestSetMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	t.Setenv("GOMEMLIMIT", "")
+	setMemoryLimit(logr.Discard(), 256<<20)
+	assert.Equal(t, int64(256<<20)/100*softMemoryPercent, debug.SetMemoryLimit(-1))
+
+	debug.SetMemoryLimit(prev)
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	setMemoryLimit(logr.Discard(), 256<<20)
+	assert.Equal(t, prev, debug.SetMemoryLimit(-1), "GOMEMLIMIT from the environment wins")
 }

@@ -41,6 +41,9 @@ type Serve struct {
 	// Policy are the policy directories, watched and reloaded every PolicyPoll too.
 	Policy     Policy
 	PolicyPoll time.Duration
+	// MemoryLimit is the memory serve may use, in bytes (0: its container's limit, if any);
+	// it keeps its Go memory under 40% of it (GOMEMLIMIT, unless the environment sets one).
+	MemoryLimit int64
 	// Logger is the server's structured log.
 	Logger logr.Logger
 }
@@ -85,7 +88,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() { _ = engine.Start(ctx) }() // returns when ctx ends
-	setMemoryLimit(log)
+	setMemoryLimit(log, s.MemoryLimit)
 	s.Server.OnState = func(st *cluster.Informed) {
 		// The first sync (every node listed and converted) is the one burst of garbage; it
 		// runs at Go's default target, steady serving at serve's.

@@ -69,6 +69,8 @@ type Loop struct {
 		out       *Outcome
 	}
 	imagesGen uint64
+	// progressed: the last pass wrote something, though it failed.
+	progressed bool
 }
 
 // PassStats describe one pass.
@@ -118,6 +120,9 @@ func (l *Loop) Start(ctx context.Context) error {
 			if err := l.pass(ctx, images, refresh); err != nil {
 				if ctx.Err() != nil {
 					return nil
+				}
+				if l.progressed {
+					backoff = minGap // reports were written: try the rest again soon
 				}
 				retry, backoff = time.After(backoff), min(2*backoff, maxRetryGap)
 				pending = false
@@ -189,6 +194,7 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 	st.Outcome, st.Reused = out, out == l.last.out
 	at := time.Now()
 	st.Written, err = l.Writer.Write(ctx, out, at)
+	l.progressed = st.Written.Applied+st.Written.Deleted > 0
 	if err != nil && !errors.Is(err, context.Canceled) {
 		st.Err = err
 		l.Log.Error(err, "audit: writing the reports")

@@ -214,7 +214,7 @@ echo "== serve's resident memory at 10,000 nodes (real kube-apiserver + etcd, se
 bash hack/tools.sh control-plane >&2
 $GO run ./hack/servemem -bin "$DG" -assets bin -crds config/crd/bases -nodes 10000 -drivers 500
 echo "== the same with the audit running (goals: peak <= 200 MiB, audit adds <= 32 MiB; relabel -> report p99 <= 2 s; a burst writes a report at most once a second)"
-$GO run ./hack/servemem -bin "$DG" -assets bin -crds config/crd/bases -nodes 10000 -drivers 500 -audit
+$GO run ./hack/servemem -bin "$DG" -assets bin -crds config/crd/bases -nodes 10000 -drivers 500 -audit -load 30s
 
 PERF_DIR=${PERF_DIR:-../shared/perf}
 echo

@@ -459,6 +459,9 @@ func statusHandlers(o ServerOptions) map[string]http.Handler {
 	return out
 }
 
+// auditWriteQPS is the rate of the audit's report writes.
+const auditWriteQPS = 50
+
 // addAudit adds serve's audit to mgr: a leader-elected runnable over the cluster view.
 func addAudit(mgr manager.Manager, state *cluster.Informed, o ServerOptions, log logr.Logger) error {
 	a := o.Audit
@@ -466,9 +469,18 @@ func addAudit(mgr manager.Manager, state *cluster.Informed, o ServerOptions, log
 	if !ok {
 		return errors.New("the audit judges with the policy engine: serve's Policy must be one")
 	}
+	// The reports are written with a client of their own, allowed auditWriteQPS: the first
+	// pass of a cluster with 500 drivers writes 501 reports, which the manager's client (20
+	// a second) would spread over half a minute.
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.QPS, cfg.Burst = auditWriteQPS, 2*auditWriteQPS
+	writer, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("the audit's client: %w", err)
+	}
 	loop := &audit.Loop{
 		Source: state, Policies: pol, PolicyFailOpen: o.PolicyFailOpen,
-		Writer:   &audit.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("driverguard-audit")},
+		Writer:   &audit.Writer{Client: writer, Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("driverguard-audit")},
 		Interval: a.Interval, ImageInterval: a.ImageInterval, MinGap: a.MinGap, PassTimeout: a.PassTimeout,
 		MaxResults: a.MaxResults, Log: log, OnPass: a.OnPass,
 	}

@@ -61,6 +61,7 @@ func main() {
 	nodes := flag.Int("nodes", 10000, "nodes to create")
 	drivers := flag.Int("drivers", 500, "RBLNDrivers to create")
 	load := flag.Duration("load", 10*time.Second, "how long to send admission requests (8 connections)")
+	memLimit := flag.String("memory-limit", "256Mi", "serve --memory-limit: the memory limit serve is given, as the chart's container limit gives it (empty: none)")
 	withAudit := flag.Bool("audit", false, "serve --audit, and measure relabel-to-report latency and report writes under a burst")
 	reportCRD := flag.String("report-crd", "charts/driverguard/crds/openreports.io_clusterreports.yaml", "openreports' ClusterReport CRD (-audit)")
 	flag.Parse()
@@ -68,14 +69,14 @@ func main() {
 	if *withAudit {
 		auditCRD = *reportCRD
 	}
-	if err := run(*bin, *assets, *crds, auditCRD, *nodes, *drivers, *load); err != nil {
+	if err := run(*bin, *assets, *crds, auditCRD, *memLimit, *nodes, *drivers, *load); err != nil {
 		fmt.Fprintln(os.Stderr, "servemem:", err)
 		os.Exit(1)
 	}
 }
 
 // run measures serve; a reportCRD turns the audit on.
-func run(bin, assets, crds, reportCRD string, nodes, drivers int, load time.Duration) error {
+func run(bin, assets, crds, reportCRD, memLimit string, nodes, drivers int, load time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	scheme := runtime.NewScheme()
@@ -139,6 +140,9 @@ func run(bin, assets, crds, reportCRD string, nodes, drivers int, load time.Dura
 	if reportCRD != "" {
 		args = append(args, "--audit", "--leader-elect=false")
 	}
+	if memLimit != "" {
+		args = append(args, "--memory-limit", memLimit)
+	}
 	serve := exec.CommandContext(ctx, bin, args...)
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
 	if err := serve.Start(); err != nil {
@@ -186,6 +190,9 @@ func run(bin, assets, crds, reportCRD string, nodes, drivers int, load time.Dura
 	if reportCRD != "" {
 		audited = " with the audit"
 	}
+	if memLimit != "" {
+		audited += " (--memory-limit " + memLimit + ")"
+	}
 	fmt.Printf("serve%s with %d nodes, %d RBLNDrivers (created in %s): ready in %s; RSS %d MiB idle, %d MiB after %s of admission load (%.0f req/s), peak %d MiB\n",
 		audited, nodes, drivers, populated.Round(time.Second), ready.Round(100*time.Millisecond), idle>>10, rss>>10, load, rps, hwm>>10)
 	if reportCRD == "" {
@@ -201,6 +208,13 @@ func run(bin, assets, crds, reportCRD string, nodes, drivers int, load time.Dura
 	_, hwm, err = memory(serve.Process.Pid)
 	if err != nil {
 		return err
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", serve.Process.Pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "RssAnon") || strings.HasPrefix(line, "RssFile") {
+				fmt.Fprintln(os.Stderr, line)
+			}
+		}
 	}
 	fmt.Printf("audit: 1,000 nodes relabelled at once: %d reports written %d times in %s; any one report at most %d time(s) within a second (goal 1); peak RSS %d MiB\n",
 		burst.reports, burst.writes, burst.settled.Round(100*time.Millisecond), burst.maxPerSecond, hwm>>10)

@@ -124,6 +124,7 @@ func TestAuditUnusableInput(t *testing.T) {
 // --audit-max-results below 1 (a negative one made every audit pass panic), intervals that are
 // not positive and a Lease timing leader election would refuse.
 func TestServeAuditFlags(t *testing.T) {
+	t.Cleanup(func() { stopGrace.Store(0) }) // serve sets the process's stop grace
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -147,6 +148,29 @@ func TestServeAuditFlags(t *testing.T) {
 		Interval: time.Minute, ImageInterval: time.Hour, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}}
 	o.rotation.Namespace = "dg"
 	assert.NoError(t, o.complete(&action.ServerOptions{}))
+}
+
+func TestServeMemoryLimit(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		err  string
+	}{
+		{"", 0, ""},
+		{"256Mi", 256 << 20, ""},
+		{"1Gi", 1 << 30, ""},
+		{"10Mi", 0, `--memory-limit "10Mi": give a quantity of at least 64Mi`},
+		{"-1Gi", 0, "at least 64Mi"},
+		{"lots", 0, `--memory-limit "lots"`},
+	} {
+		got, err := memoryLimit(tt.in)
+		if tt.err != "" {
+			assert.ErrorContains(t, err, tt.err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, got)
+	}
 }
 
 // TestAuditTableEscapes: names and labels from the cluster or its files reach the table

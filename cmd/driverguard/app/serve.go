@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/driverguard/driverguard/action"
 )
@@ -25,6 +26,7 @@ type serveOptions struct {
 	audit         bool
 	auditOpts     action.AuditOptions
 	leaderElect   bool
+	memoryLimit   string
 }
 
 func newServeCommand(s Streams) *cobra.Command {
@@ -77,6 +79,9 @@ caBundle, and writes them again whenever they change or disappear.`,
 			if err := o.complete(&job.Server); err != nil {
 				return usageError(err)
 			}
+			if job.MemoryLimit, err = memoryLimit(o.memoryLimit); err != nil {
+				return usageError(err)
+			}
 			return job.Run(cmd.Context())
 		},
 	}
@@ -100,6 +105,7 @@ caBundle, and writes them again whenever they change or disappear.`,
 	f.StringVar(&job.Server.MetricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.BoolVar(&job.Server.MetricsSecure, "metrics-secure", false, "serve --metrics-addr over HTTPS (the webhook's certificate) to callers whose token the API server authenticates and authorizes (get on the path, e.g. nonResourceURLs /metrics)")
 	f.StringVar(&job.Server.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz; 0 disables them")
+	f.StringVar(&o.memoryLimit, "memory-limit", "", "the memory serve may use, e.g. 256Mi (default: its container's limit, if any); it keeps its Go memory under 40% of it (GOMEMLIMIT, when set, wins)")
 	f.BoolVar(&job.Server.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --metrics-addr (for diagnosing CPU and memory)")
 	f.DurationVar(&job.Server.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
 	f.DurationVar(&job.Server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time for in-flight requests to finish after the delay")
@@ -166,6 +172,18 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 		server.Audit = &a
 	}
 	return nil
+}
+
+// memoryLimit parses --memory-limit ("" is 0: the container's limit).
+func memoryLimit(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 || q.Value() < 64<<20 {
+		return 0, fmt.Errorf("--memory-limit %q: give a quantity of at least 64Mi, e.g. 256Mi or 1Gi", s)
+	}
+	return q.Value(), nil
 }
 
 // checkAuditTimes refuses intervals that are not positive and a Lease timing client-go's
