@@ -243,20 +243,12 @@ func (p *Plane) StartReplica(binary string, args []string, log io.Writer) (*Repl
 // startServe runs `binary serve` as a system:masters user on port, health and metrics, and
 // waits until it is ready.
 func (p *Plane) startServe(binary string, port int, health, metrics string, extra []string, log io.Writer) (*Replica, error) {
-	user, err := p.Env.AddUser(envtest.User{Name: "driverguard-serve", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "driverguard-serve-")
 	if err != nil {
 		return nil, err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := WriteKubeconfig(p.Env, envtest.User{Name: "driverguard-serve", Groups: []string{"system:masters"}}, kubeconfig); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}

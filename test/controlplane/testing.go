@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // RequireSetup fails the test when the suite's control plane did not start (setupErr), or
@@ -86,4 +88,18 @@ func DriverguardBinary(root, suite string) (string, error) {
 		return "", fmt.Errorf("building driverguard: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// WriteKubeconfig adds the user u to env (a client certificate the API server trusts) and
+// writes its kubeconfig to path.
+func WriteKubeconfig(env *envtest.Environment, u envtest.User, path string) error {
+	user, err := env.AddUser(u, nil)
+	if err != nil {
+		return fmt.Errorf("adding user %s: %w", u.Name, err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("the kubeconfig of user %s: %w", u.Name, err)
+	}
+	return os.WriteFile(path, kc, 0o600)
 }

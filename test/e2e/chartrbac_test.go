@@ -34,18 +34,10 @@ import (
 // logs no "forbidden".
 func serveAsTheChart(t *testing.T, c client.Client, dep *appsv1.Deployment, breakIt func() (driver string)) {
 	ns, sa := dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName
-	user, err := suite.env.AddUser(envtest.User{Name: "system:serviceaccount:" + ns + ":" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	kubeconfig, certDir := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "certs")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := controlplane.WriteKubeconfig(suite.env, envtest.User{Name: "system:serviceaccount:" + ns + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(certDir, 0o700); err != nil {

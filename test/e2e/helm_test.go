@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -45,16 +46,8 @@ func newHelm(t *testing.T) *helm {
 			t.Fatal("helm not found in bin/ or on PATH: run make tools")
 		}
 	}
-	user, err := suite.env.AddUser(envtest.User{Name: "helm-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
+	if err := controlplane.WriteKubeconfig(suite.env, envtest.User{Name: "helm-admin", Groups: []string{"system:masters"}}, path); err != nil {
 		t.Fatal(err)
 	}
 	return &helm{bin: bin, kubeconfig: path}

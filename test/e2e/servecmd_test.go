@@ -73,17 +73,9 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{webhook.AnnotationWebhooks: inert()}},
 	})
 
-	user, err := suite.env.AddUser(envtest.User{Name: "serve-e2e", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	kubeconfig, certDir := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "certs")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := controlplane.WriteKubeconfig(suite.env, envtest.User{Name: "serve-e2e", Groups: []string{"system:masters"}}, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(certDir, 0o700); err != nil {

@@ -147,20 +147,12 @@ func freshServe(t *testing.T) {
 // waits up to 60 s for it to be ready.
 func startServe() (*serveProcess, error) {
 	p := suite.plane
-	user, err := p.Env.AddUser(envtest.User{Name: "driverguard-hostile-serve", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "driverguard-hostile-serve-")
 	if err != nil {
 		return nil, err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := controlplane.WriteKubeconfig(p.Env, envtest.User{Name: "driverguard-hostile-serve", Groups: []string{"system:masters"}}, kubeconfig); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	wio := &p.Env.WebhookInstallOptions

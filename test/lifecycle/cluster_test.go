@@ -37,17 +37,9 @@ type helm struct {
 
 func newHelm(t *testing.T, name, file string) *helm {
 	t.Helper()
-	user, err := suite.env.AddUser(envtest.User{Name: "helm-" + name, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
+	if err := controlplane.WriteKubeconfig(suite.env, envtest.User{Name: "helm-" + name, Groups: []string{"system:masters"}}, path); err != nil {
 		t.Fatal(err)
 	}
 	return &helm{name: name, bin: filepath.Join(suite.root, "bin", file), kubeconfig: path, home: dir}
@@ -187,15 +179,7 @@ func startWebhookPod(t *testing.T, c client.Client, ns, name string) *webhookPod
 	if err := os.Mkdir(certDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	user, err := suite.env.AddUser(envtest.User{Name: "webhook-" + ns, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := controlplane.WriteKubeconfig(suite.env, envtest.User{Name: "webhook-" + ns, Groups: []string{"system:masters"}}, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	port := controlplane.FreePort(t, suite.hostIP)

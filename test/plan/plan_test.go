@@ -241,12 +241,8 @@ func start(t *testing.T) *cluster {
 // addUser writes the kubeconfig of a new system:masters user.
 func (cl *cluster) addUser(t *testing.T, name string) string {
 	t.Helper()
-	user, err := cl.plane.Env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
-	require.NoError(t, err)
-	kc, err := user.KubeConfig()
-	require.NoError(t, err)
 	path := filepath.Join(cl.dir, name+".kubeconfig")
-	require.NoError(t, os.WriteFile(path, kc, 0o600))
+	require.NoError(t, controlplane.WriteKubeconfig(cl.plane.Env, envtest.User{Name: name, Groups: []string{"system:masters"}}, path))
 	return path
 }
 

@@ -478,12 +478,8 @@ func (s *suite) testLive(t *testing.T) {
 	ctx := t.Context()
 	// Another team's driver, on the nodes the example's canary selects.
 	require.NoError(t, c.Create(ctx, wt.Driver("team-atom", wt.Sel("rebellions.ai/npu.family", "atom", "env", "canary"))))
-	user, err := plane.Env.AddUser(envtest.User{Name: "helm-plugin", Groups: []string{"system:masters"}}, nil)
-	require.NoError(t, err)
-	kc, err := user.KubeConfig()
-	require.NoError(t, err)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, kc, 0o600))
+	require.NoError(t, controlplane.WriteKubeconfig(plane.Env, envtest.User{Name: "helm-plugin", Groups: []string{"system:masters"}}, kubeconfig))
 
 	h := newHelmHome(t)
 	r := h.run(t, "", nil, s.helm4, "plugin", "install", s.tarball("driverguard-check"), "--verify=false")
