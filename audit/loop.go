@@ -168,6 +168,7 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 	ctx, cancel := context.WithTimeout(ctx, orDuration(l.PassTimeout, DefaultPassTimeout))
 	defer cancel()
 	st := PassStats{}
+	l.progressed = false // until this pass writes something
 	defer func() {
 		st.Duration = time.Since(start)
 		observe(st)
