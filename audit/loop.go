@@ -168,6 +168,7 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 	ctx, cancel := context.WithTimeout(ctx, orDuration(l.PassTimeout, DefaultPassTimeout))
 	defer cancel()
 	st := PassStats{}
+	l.progressed = false // until this pass writes something
 	defer func() {
 		st.Duration = time.Since(start)
 		observe(st)
@@ -185,13 +186,13 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 		}
 		return err
 	}
-	out, err := l.judge(ctx, snap, images)
+	out, reused, err := l.judge(ctx, snap, images)
 	if err != nil {
 		st.Err = err
 		l.Log.Error(err, "audit pass")
 		return err
 	}
-	st.Outcome, st.Reused = out, out == l.last.out
+	st.Outcome, st.Reused = out, reused
 	at := time.Now()
 	st.Written, err = l.Writer.Write(ctx, out, at)
 	l.progressed = st.Written.Applied+st.Written.Deleted > 0
@@ -211,19 +212,20 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 
 // judge audits snap, or returns the last outcome when snap, the policies and the registry
 // answers are those it was judged from (and it holds no evaluation error, which may pass).
-func (l *Loop) judge(ctx context.Context, snap *cluster.Snapshot, images map[string]registry.ImageResult) (*Outcome, error) {
+// It reports whether it reused the last outcome.
+func (l *Loop) judge(ctx context.Context, snap *cluster.Snapshot, images map[string]registry.ImageResult) (*Outcome, bool, error) {
 	gen := l.Policies.Status().Generation
 	if last := &l.last; last.out != nil && last.snap == snap && last.policyGen == gen && last.imagesGen == l.imagesGen && last.out.Summary.Error == 0 {
-		return last.out, nil
+		return last.out, true, nil
 	}
 	a := &Auditor{Decider: &decision.Decider{Policy: l.Policies, PolicyFailOpen: l.PolicyFailOpen}, Policies: l.Policies.Policies(),
 		Images: images, MaxResults: l.MaxResults}
 	out, err := a.Run(ctx, snap)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	l.last.snap, l.last.policyGen, l.last.imagesGen, l.last.out = snap, gen, l.imagesGen, out
-	return out, nil
+	return out, false, nil
 }
 
 func orDuration(d, def time.Duration) time.Duration {

@@ -44,6 +44,9 @@ type Writer struct {
 
 	failing map[string]bool       // the drivers with an enforced failure at the previous write
 	status  *v1alpha1.AuditStatus // the status.audit this writer wrote last
+	// statusUID is the UID of the RBLNClusterPolicy status was written to: one deleted and
+	// created again holds no status.audit, whatever this writer wrote to the old one.
+	statusUID types.UID
 }
 
 // WriteStats say what one write did.
@@ -129,7 +132,7 @@ func (w *Writer) WriteStatus(ctx context.Context, cp *v1alpha1.RBLNClusterPolicy
 	}
 	want := Totals(out, at)
 	old := w.status
-	if old == nil {
+	if old == nil || w.statusUID != cp.UID {
 		old = cp.Status.Audit
 	}
 	if old != nil && !refresh {
@@ -150,7 +153,7 @@ func (w *Writer) WriteStatus(ctx context.Context, cp *v1alpha1.RBLNClusterPolicy
 		}
 		return false, fmt.Errorf("writing the status.audit of RBLNClusterPolicy %s: %w", cp.Name, err)
 	}
-	w.status = want
+	w.status, w.statusUID = want, cp.UID
 	return true, nil
 }
 

@@ -172,7 +172,16 @@ func TestWebhookRBACByCertificateMode(t *testing.T) {
 	assert.Contains(t, verbs, "update", "serve registers the webhooks")
 	assert.NotContains(t, verbs, "create")
 	assert.NotContains(t, verbs, "delete")
-	assert.Empty(t, docs["Role"], "no certificate Secret to write")
+	// The Role is the audit's (its Lease); no certificate Secret to read or write.
+	require.Len(t, docs["Role"], 1)
+	var role rbacv1.Role
+	require.NoError(t, yaml.UnmarshalStrict(docs["Role"][0], &role))
+	for _, r := range role.Rules {
+		assert.NotContains(t, r.Resources, "secrets", "no certificate Secret to write")
+	}
+	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{"certificates": map[string]any{"mode": "certManager"},
+		"audit": map[string]any{"enabled": false}}})
+	assert.Empty(t, docs["Role"], "no certificate Secret to write, no Lease")
 	args := webhookArgs(t, docs)
 	assert.Contains(t, args, "--register-webhooks")
 	assert.NotContains(t, args, "--cert-rotation")

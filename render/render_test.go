@@ -327,6 +327,10 @@ func TestValidationErrors(t *testing.T) {
 		{"zero audit interval", "webhook: {audit: {interval: 0s}}", `webhook.audit.interval: Invalid value: "0s": must be a positive duration such as 10m, 90s or 1h30m`},
 		{"audit interval without a unit", "webhook: {audit: {imageInterval: '60'}}", `webhook.audit.imageInterval: Invalid value: "60": must be a positive duration`},
 		{"no audit results", "webhook: {audit: {maxResults: 0}}", "webhook.audit.maxResults: Invalid value: 0: must be 1 or greater"},
+		{"audit interval that rounds to zero", "webhook: {audit: {interval: 0.0001ns}}", `webhook.audit.interval: Invalid value: "0.0001ns": must be a positive duration`},
+		{"audit interval that overflows", "webhook: {audit: {interval: 99999999h}}", `webhook.audit.interval: Invalid value: "99999999h": must be a positive duration`},
+		{"audit interval too long to add up", "webhook: {audit: {interval: 99999h99999h99999h99999h99999h99999h}}", `webhook.audit.interval: Invalid value: "99999h99999h99999h99999h99999h99999h"`},
+		{"null audit interval", "webhook: {audit: {interval: null}}", `webhook.audit.interval: Required value`},
 		{"bad pull secret name", "driver: {imagePullSecrets: [Bad_Name]}", "driver.imagePullSecrets[0]: Invalid value"},
 		// A wrong type says what belongs there, from the schema's titles.
 		{"image not a map", "driver: {image: 5}", "driver.image: Invalid value: 5: must be a map of registry, repository, tag and pullPolicy"},

@@ -66,7 +66,7 @@ var explanations = map[string]explanation{
 const (
 	dnsSubdomainPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	quantityPattern     = `^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$`
-	durationPattern     = `^([0-9]*[1-9][0-9]*(\.[0-9]+)?|[0-9]+\.[0-9]*[1-9][0-9]*)(ns|us|µs|ms|s|m|h)([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`
+	durationPattern     = `^0*[1-9][0-9]{0,4}(\.[0-9]+)?(ns|us|µs|ms|s|m|h)([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`
 )
 
 // phrasers word a string that fails a pattern (or a length bound beside it), by pattern:
