@@ -22,10 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -212,9 +210,6 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		GracefulShutdownTimeout: &shutdownTimeout,
-		// A process runs one serve, but tests run several in one process, each with its
-		// cert-rotator controller: controller names need not be unique per process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: ctrlcache.Options{
 			DefaultTransform: ctrlcache.TransformStripManagedFields(),
 			ByObject:         map[client.Object]ctrlcache.ByObject{&corev1.Node{}: {Transform: nodeLabelsOnly}},
@@ -278,6 +273,9 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 			// Every replica serves, so every replica must see the certificates.
 			RequireLeaderElection: false,
 			EnableReadinessCheck:  true,
+			// Controller names are unique per process (controller-runtime refuses a second
+			// "cert-rotator"); naming it after its Secret lets tests run two serves in one.
+			ControllerName: "cert-rotator-" + r.Namespace + "-" + r.SecretName,
 		}); err != nil {
 			return fmt.Errorf("setting up certificate rotation: %w", err)
 		}
