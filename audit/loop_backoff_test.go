@@ -3,10 +3,10 @@ package audit_test
 import (
 	"context"
 	"errors"
-	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/audit"
-	"github.com/driverguard/driverguard/cluster"
-	"github.com/driverguard/driverguard/policy"
+	"sync/atomic"
+	"testing"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sync/atomic"
-	"testing"
-	"time"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/policy"
 )
 
 // failingSource returns its snapshot once, then a (non-503) error forever.
@@ -39,7 +41,7 @@ func (f *failingSource) Changed() <-chan struct{} { return nil }
 // but the passes after it that fail before writing anything back off: "progressed" must
 // describe the last pass, not the last pass that got as far as writing.
 func TestLoopBacksOffAfterProgress(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(hostileScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			if u, ok := obj.(interface{ GetName() string }); ok && u.GetName() == audit.ClusterReportName {
 				return errors.New("admission webhook denied the request")

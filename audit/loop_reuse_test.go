@@ -2,21 +2,23 @@ package audit_test
 
 import (
 	"context"
-	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/audit"
-	"github.com/driverguard/driverguard/policy"
+	"sync"
+	"testing"
+	"time"
+
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sync"
-	"testing"
-	"time"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/policy"
 )
 
-func hostileScheme(t *testing.T) *runtime.Scheme {
+func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, openreports.Install(scheme))
@@ -27,7 +29,7 @@ func hostileScheme(t *testing.T) *runtime.Scheme {
 // TestLoopReusedOnlyWhenReused: PassStats.Reused is false for a pass that judged anew (the
 // first), true for a full pass over the same view.
 func TestLoopReusedOnlyWhenReused(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(hostileScheme(t)).Build()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).Build()
 	engine, err := policy.New(t.Context(), policy.Options{Metrics: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	src := &unsynced{snap: snapshot(t, engine, nil, nil, nil)}
