@@ -69,8 +69,6 @@ type Loop struct {
 		out       *Outcome
 	}
 	imagesGen uint64
-	// progressed: the last pass wrote something, though it failed.
-	progressed bool
 }
 
 // PassStats describe one pass.
@@ -117,11 +115,11 @@ func (l *Loop) Start(ctx context.Context) error {
 				}
 			}
 			last = time.Now()
-			if err := l.pass(ctx, images, refresh); err != nil {
+			if wrote, err := l.pass(ctx, images, refresh); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
-				if l.progressed {
+				if wrote {
 					backoff = minGap // reports were written: try the rest again soon
 				}
 				retry, backoff = time.After(backoff), min(2*backoff, maxRetryGap)
@@ -162,13 +160,13 @@ func (l *Loop) Start(ctx context.Context) error {
 const maxRetryGap = time.Minute
 
 // pass audits the current view and writes the reports, and the cluster policy's
-// status.audit when its totals changed or refresh is set. It returns the pass's error.
-func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult, refresh bool) error {
+// status.audit when its totals changed or refresh is set. It returns whether it wrote or
+// deleted a report, and the pass's error.
+func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult, refresh bool) (wrote bool, err error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, orDuration(l.PassTimeout, DefaultPassTimeout))
 	defer cancel()
 	st := PassStats{}
-	l.progressed = false // until this pass writes something
 	defer func() {
 		st.Duration = time.Since(start)
 		observe(st)
@@ -184,18 +182,17 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 		} else {
 			l.Log.Error(err, "audit: reading the cluster view")
 		}
-		return err
+		return false, err
 	}
 	out, reused, err := l.judge(ctx, snap, images)
 	if err != nil {
 		st.Err = err
 		l.Log.Error(err, "audit pass")
-		return err
+		return false, err
 	}
 	st.Outcome, st.Reused = out, reused
 	at := time.Now()
 	st.Written, err = l.Writer.Write(ctx, out, at)
-	l.progressed = st.Written.Applied+st.Written.Deleted > 0
 	if err != nil && !errors.Is(err, context.Canceled) {
 		st.Err = err
 		l.Log.Error(err, "audit: writing the reports")
@@ -207,7 +204,7 @@ func (l *Loop) pass(ctx context.Context, images map[string]registry.ImageResult,
 	}
 	l.Log.V(1).Info("audit pass", "reports", len(out.Reports), "fail", out.Summary.Fail, "enforced", out.Enforced,
 		"applied", st.Written.Applied, "deleted", st.Written.Deleted, "took", time.Since(start))
-	return st.Err
+	return st.Written.Applied+st.Written.Deleted > 0, st.Err
 }
 
 // judge audits snap, or returns the last outcome when snap, the policies and the registry

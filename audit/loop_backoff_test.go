@@ -38,7 +38,7 @@ func (f *failingSource) Snapshot(context.Context) (*cluster.Snapshot, error) {
 func (f *failingSource) Changed() <-chan struct{} { return nil }
 
 // TestLoopBacksOffAfterProgress: a pass that wrote some reports and failed is retried at once,
-// but the passes after it that fail before writing anything back off: "progressed" must
+// but the passes after it that fail before writing anything back off: what a pass wrote must
 // describe the last pass, not the last pass that got as far as writing.
 func TestLoopBacksOffAfterProgress(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
