@@ -15,10 +15,13 @@ TEST_ENV = export PATH="$(CURDIR)/bin:$$PATH" KUBEBUILDER_ASSETS="$(CURDIR)/bin"
 GO_FILES = $$(find . \( -path ./.git -o -path ./bin -o -name node_modules \) -prune -o -type f -name '*.go' -print)
 
 .DEFAULT_GOAL := build
-.PHONY: tools generate build demo test fuzz bench lint vet fmt-check plugin
+.PHONY: tools test-tools generate build demo test fuzz bench lint vet fmt-check plugin
 
 tools: ## build helm, kube-apiserver, the disruption controller, etcd and golangci-lint into bin/ (reused when current)
 	bash hack/tools.sh all
+
+test-tools: ## the tools the tests run: helm, helm4, kube-apiserver, the disruption controller and etcd
+	bash hack/tools.sh helm control-plane
 
 generate: ## deepcopy + CRDs (config/crd/bases, copied into the chart's crds/ with openreports' ClusterReport CRD)
 	rm -f $(CRD_DIR)/*.yaml
@@ -62,12 +65,14 @@ lint: vet fmt-check ## go vet, gofmt and golangci-lint (.golangci.yml)
 # One build configuration besides -race's: the driverguard binary the end-to-end tests run
 # (DRIVERGUARD_BIN, built once here rather than by each test package) and the sustained-load
 # test use the image's (cgo off, -trimpath), so they share every compiled package with the
-# image and plugin builds of test/image and test/plugin. go vet's analyzers run inside
-# golangci-lint (govet).
+# image and plugin builds of test/image and test/plugin. golangci-lint (go vet's analyzers
+# included) is `make lint`, which CI runs after `make test`: its first run on a machine
+# type-checks every dependency from source (~14 min on 2 cores), which a newcomer's first
+# `make test` should not wait for.
 TEST_BIN := bin/driverguard-test
 NOCGO_BUILD = CGO_ENABLED=0 $(GO)
 
-test: tools
+test: test-tools
 	@$(MAKE) --no-print-directory fmt-check
 	@if [ -f $(HELM_CHART)/Chart.yaml ]; then \
 		echo "helm lint --strict $(HELM_CHART)"; \
@@ -75,7 +80,6 @@ test: tools
 	else \
 		echo "skipping helm lint: $(HELM_CHART)/Chart.yaml does not exist"; \
 	fi
-	$(TEST_ENV) golangci-lint run ./...
 	$(NOCGO_BUILD) build -trimpath -o $(TEST_BIN) ./cmd/driverguard
 	$(TEST_ENV) export DRIVERGUARD_BIN="$(CURDIR)/$(TEST_BIN)"; $(GO) test -race ./... -count=1 -timeout 60m
 	@# the sustained-load test is built without -race (the race detector would set its pace)

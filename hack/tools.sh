@@ -6,7 +6,7 @@
 #   hack/tools.sh control-plane   kube-apiserver v1.37.2, its disruption controller alone
 #                                 (hack/tools/disruption-controller; test/plan runs it) and
 #                                 etcd v3.7.3 (KUBEBUILDER_ASSETS=bin)
-#   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint, make test)
+#   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint)
 #   hack/tools.sh all             all of them
 #
 # Nothing can be downloaded as a release binary here, so everything is built from Go modules
