@@ -22,7 +22,9 @@ import (
 type Cluster struct {
 	ix     *Index
 	slotOf map[*v1alpha1.RBLNDriver]int32
-	named  map[string]int32 // name → its active slot
+	// upcoming are the drivers that may be applied, valid or not.
+	upcoming map[*v1alpha1.RBLNDriver]bool
+	named    map[string]int32 // name → its active slot
 	// owner and pool of every node (by index into ix.nodes), as routing decides them now;
 	// owner is a slot or noOwner.
 	owner []int32
@@ -38,8 +40,9 @@ type NodeChange struct {
 
 // NewCluster indexes nodes, the drivers the cluster holds now (current, active from the
 // start) and the drivers that may be applied later (upcoming, inactive until
-// [Cluster.Apply]). Invalid drivers take no part in routing, as in [Route]; an invalid
-// upcoming driver cannot be applied. The objects are referenced, not copied, and must not be
+// [Cluster.Apply]). Invalid drivers take no part in routing, as in [Route]: applying an
+// invalid upcoming driver (an update the decision allows because the stored driver was
+// invalid alike) takes the driver of its name out of routing. The objects are referenced, not copied, and must not be
 // modified while the Cluster is in use.
 func NewCluster(nodes []Node, current []v1alpha1.RBLNDriver, upcoming []*v1alpha1.RBLNDriver) *Cluster {
 	all := make([]*v1alpha1.RBLNDriver, 0, len(current)+len(upcoming))
@@ -48,7 +51,10 @@ func NewCluster(nodes []Node, current []v1alpha1.RBLNDriver, upcoming []*v1alpha
 	}
 	all = append(all, upcoming...)
 	ix, slotOf := newSlotIndex(all, nodes)
-	c := &Cluster{ix: ix, slotOf: slotOf, named: map[string]int32{}}
+	c := &Cluster{ix: ix, slotOf: slotOf, named: map[string]int32{}, upcoming: make(map[*v1alpha1.RBLNDriver]bool, len(upcoming))}
+	for _, d := range upcoming {
+		c.upcoming[d] = true
+	}
 	// Current drivers: one per name, as a cluster holds them (a duplicate name is invalid).
 	stored := newIndex(current, nil)
 	for i := range current {
@@ -101,11 +107,15 @@ func (c *Cluster) Conflicts(candidate v1alpha1.RBLNDriver) ConflictReport {
 
 // Apply makes d, one of the upcoming drivers given to [NewCluster], take part in routing in
 // place of the driver of the same name, and returns the nodes whose owner or pool changed,
-// sorted by name. It fails for a driver the Cluster was not built with or an invalid one.
+// sorted by name. An invalid driver routes no node: it takes the driver of its name out of
+// routing. It fails for a driver the Cluster was not built with as upcoming.
 func (c *Cluster) Apply(d *v1alpha1.RBLNDriver) ([]NodeChange, error) {
 	s, ok := c.slotOf[d]
 	if !ok {
-		return nil, fmt.Errorf("routing: RBLNDriver %q is not one the cluster view was built with, or it is invalid", d.Name)
+		if c.upcoming[d] {
+			return c.Delete(d.Name), nil
+		}
+		return nil, fmt.Errorf("routing: RBLNDriver %q is not one the cluster view was built with", d.Name)
 	}
 	affected := c.matched(s)
 	if old, ok := c.named[d.Name]; ok {

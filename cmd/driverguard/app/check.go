@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,9 +13,9 @@ import (
 
 func newCheckCommand(s Streams) *cobra.Command {
 	job := action.NewCheck(s.cfg)
-	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML, formatJUnit)
 	cmd := &cobra.Command{
-		Use:   "check -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml]",
+		Use:   "check -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml|junit]",
 		Short: "Judge every rendered object exactly as the admission webhook would, before helm upgrade",
 		Long: `check renders the values like 'render' and judges every rendered object — the RBLNClusterPolicy,
 then each RBLNDriver, in the order Helm applies them — with the webhook's own decision: the
@@ -34,6 +35,10 @@ Policies read the object as input (with input.routing: the nodes, pools and ties
 it) and the cluster as data.driverguard_cluster; 'driverguard policy input' and 'policy data'
 print both. Render warnings count as warnings.
 
+-o junit writes JUnit XML for CI: one test case per object and rule (every policy evaluated and
+every built-in rule), failed by the rule's denials; warnings and audit findings are the case's
+output.
+
 Exit codes: 0 passed; 1 a denial, an unacknowledged driver loss, invalid values, or (with
 --fail-on-warn) a warning; 2 unusable input: unreadable files, a policy that does not compile
 or fails to evaluate.`,
@@ -47,7 +52,11 @@ or fails to evaluate.`,
 			if err != nil {
 				return err
 			}
-			if err := output.print(s.Out, rep, func(w io.Writer) error { return printCheck(w, rep) }); err != nil {
+			table := func(w io.Writer) error { return printCheck(w, rep) }
+			if output.format == formatJUnit {
+				table = func(w io.Writer) error { return writeCheckJUnit(w, rep) }
+			}
+			if err := output.print(s.Out, rep, table); err != nil {
 				return err
 			}
 			return failedUnless(rep.Passed)
@@ -149,4 +158,77 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// writeCheckJUnit writes the check as JUnit XML: one test case per object and rule, failed
+// by the rule's denials (one failure, every message in its text); warnings and audit
+// findings are the case's output. Nodes that would lose their driver are one more case.
+func writeCheckJUnit(w io.Writer, rep *action.CheckReport) error {
+	suite := junitSuite{Name: "driverguard check"}
+	rules := append(slices.Clone(rep.Policies), action.BuiltInRules...)
+	for _, res := range rep.Resources {
+		object := res.Kind + "/" + res.Name
+		for _, rule := range rules {
+			if rule == action.RuleDriverLoss {
+				continue
+			}
+			jc := junitCase{Name: object + " " + rule, Classname: object}
+			var denials, other []string
+			for _, f := range res.Deny {
+				if findingRule(f) == rule {
+					denials = append(denials, findingLine(f, object))
+				}
+			}
+			for _, g := range []struct {
+				label    string
+				findings []action.Finding
+			}{{"WARN", res.Warn}, {"AUDIT", res.Audit}} {
+				for _, f := range g.findings {
+					if findingRule(f) == rule {
+						other = append(other, g.label+"  "+findingLine(f, object))
+					}
+				}
+			}
+			if len(denials) > 0 {
+				jc.Failure = &junitProblem{Message: denials[0], Type: "deny", Text: strings.Join(denials, "\n")}
+				suite.Failures++
+			}
+			if len(other) > 0 {
+				jc.Output = strings.Join(other, "\n")
+			}
+			suite.Tests++
+			suite.Cases = append(suite.Cases, jc)
+		}
+		// Syntax findings carry field error types: each is a case of its own.
+		for _, f := range res.Deny {
+			if r := findingRule(f); !slices.Contains(rules, r) {
+				suite.Cases = append(suite.Cases, junitCase{Name: object + " " + r, Classname: object,
+					Failure: &junitProblem{Message: findingLine(f, object), Type: "deny", Text: findingLine(f, object)}})
+				suite.Tests++
+				suite.Failures++
+			}
+		}
+	}
+	loss := junitCase{Name: "nodes keep their driver " + action.RuleDriverLoss, Classname: "Nodes"}
+	var lines []string
+	for _, l := range rep.DriverLoss {
+		lines = append(lines, lossLine(l))
+	}
+	if len(lines) > 0 && !rep.DriverLossAllowed {
+		loss.Failure = &junitProblem{Message: lines[0], Type: "deny", Text: strings.Join(lines, "\n")}
+		suite.Failures++
+	} else if len(lines) > 0 {
+		loss.Output = strings.Join(lines, "\n")
+	}
+	suite.Tests++
+	suite.Cases = append(suite.Cases, loss)
+	return writeXML(w, junitSuites{Name: "driverguard check", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}})
+}
+
+// findingRule is the rule of a finding: its policy's package, else its built-in rule.
+func findingRule(f action.Finding) string {
+	if f.Package != "" {
+		return f.Package
+	}
+	return f.Rule
 }

@@ -1,0 +1,465 @@
+package action
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/api/decode"
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/plan"
+	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/release"
+	"github.com/driverguard/driverguard/render"
+	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/suite"
+	"github.com/driverguard/driverguard/webhook"
+)
+
+// Test runs declarative test suites (`driverguard test`, SPEC §10): every case judged by the
+// decision core as Check would judge it, its expectations compared, rule coverage collected.
+type Test struct {
+	cfg *Configuration
+	// Paths are suite files or folders searched for *.dgtest.yaml (none: the current folder).
+	Paths []string
+	// Select picks the cases whose "<suite file>/<case name>" matches (nil: every case).
+	Select *regexp.Regexp
+	// MinCoverage fails the run when fewer rules than this share (percent) fired.
+	MinCoverage float64
+}
+
+// NewTest returns a Test.
+func NewTest(cfg *Configuration) *Test { return &Test{cfg: cfg} }
+
+// The types of a test run's result.
+type (
+	// TestCaseResult is one case: its expectations missed (none: it passed) or the error
+	// that kept it from being judged.
+	TestCaseResult struct {
+		Suite    string           `json:"suite"`
+		Name     string           `json:"name"`
+		Line     int              `json:"line"`
+		Passed   bool             `json:"passed"`
+		Mismatch []suite.Mismatch `json:"mismatches,omitempty"`
+		Error    string           `json:"error,omitempty"`
+		Results  []suite.Result   `json:"results"`
+		Duration time.Duration    `json:"durationNs"`
+	}
+	// TestRunResult is every case of every suite with the rule coverage.
+	TestRunResult struct {
+		Cases       []TestCaseResult     `json:"cases"`
+		Coverage    []suite.RuleCoverage `json:"coverage"`
+		CoveragePct float64              `json:"coveragePercent"`
+		MinCoverage float64              `json:"minCoverage,omitempty"`
+		Passed      bool                 `json:"passed"`
+		Failed      int                  `json:"failed"`
+	}
+)
+
+// Run loads every suite (an unreadable one is an error naming its line, before any case
+// runs) and judges its cases.
+func (t *Test) Run(ctx context.Context) (*TestRunResult, error) {
+	files, err := suite.Find(t.Paths)
+	if err != nil {
+		return nil, err
+	}
+	suites := make([]*suite.Suite, 0, len(files))
+	for _, f := range files {
+		s, err := suite.Load(f)
+		if err != nil {
+			return nil, err
+		}
+		suites = append(suites, s)
+	}
+	res := &TestRunResult{Cases: []TestCaseResult{}, MinCoverage: t.MinCoverage}
+	cov := suite.NewCoverage()
+	cov.Rules(BuiltInRules, true)
+	for _, s := range suites {
+		if err := t.runSuite(ctx, s, cov, res); err != nil {
+			return nil, err
+		}
+	}
+	res.Coverage, res.CoveragePct = cov.Report()
+	res.Passed = res.Failed == 0 && res.CoveragePct >= t.MinCoverage
+	return res, nil
+}
+
+// BuiltInRules are the rules of the decision core a suite's coverage counts (syntax findings
+// carry field error types, which a case may expect but coverage does not list).
+var BuiltInRules = []string{
+	decision.RuleIdenticalNodeSelector, decision.RuleConflictingNodeSelector, decision.RulePotentialConflict,
+	decision.RuleUpgradePolicy, decision.RuleClusterPolicyName, RuleDriverLoss,
+}
+
+// Rules of results beyond the decision's.
+const (
+	// RuleDriverLoss: a node that carries a driver now would get none.
+	RuleDriverLoss = "DriverLoss"
+	// RuleInvalidValues: the values do not render (the field errors of `render`).
+	RuleInvalidValues = "InvalidValues"
+)
+
+// suiteRun is one suite ready to judge its cases: its policies compiled once, its inventory
+// read once.
+type suiteRun struct {
+	s         *suite.Suite
+	engine    *policy.Engine
+	rules     []string
+	inventory inventory
+}
+
+// inventory is a cluster read from a suite.
+type inventory struct {
+	nodes     []routing.Node
+	drivers   []v1alpha1.RBLNDriver
+	policies  []v1alpha1.RBLNClusterPolicy
+	workloads *cluster.Workloads
+}
+
+func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage, res *TestRunResult) error {
+	var selected []*suite.Case
+	for i := range s.Tests {
+		if t.Select == nil || t.Select.MatchString(s.File+"/"+s.Tests[i].Name) {
+			selected = append(selected, &s.Tests[i])
+		}
+	}
+	if len(selected) == 0 {
+		return nil
+	}
+	dirs := make([]string, 0, len(s.Policies))
+	for _, p := range s.Policies {
+		dirs = append(dirs, s.Resolve(p))
+	}
+	engine, err := Policy{Dirs: dirs}.newEngine(ctx, policy.Options{Metrics: prometheus.NewRegistry(),
+		MaxFileBytes: t.cfg.maxValuesBytes(), ExcludeLibrary: !s.WithLibrary()})
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.File, err)
+	}
+	run := &suiteRun{s: s, engine: engine}
+	for _, p := range engine.Status().Policies {
+		run.rules = append(run.rules, p)
+	}
+	cov.Rules(run.rules, false)
+	if run.inventory, err = t.readInventory(ctx, s, &s.Inventory, inventory{}); err != nil {
+		return err
+	}
+	for _, c := range selected {
+		start := time.Now()
+		cr := TestCaseResult{Suite: s.File, Name: c.Name, Line: c.Line, Results: []suite.Result{}}
+		out, err := t.judgeCase(ctx, run, c)
+		switch {
+		case err != nil:
+			cr.Error = err.Error()
+		default:
+			cr.Results = out.Results
+			cr.Mismatch = suite.Match(c, out)
+			cr.Passed = len(cr.Mismatch) == 0
+			cov.Add(s.File+"/"+c.Name, out)
+		}
+		cr.Duration = time.Since(start)
+		if !cr.Passed {
+			res.Failed++
+		}
+		res.Cases = append(res.Cases, cr)
+	}
+	return nil
+}
+
+// readInventory reads inv over base, kind by kind.
+func (t *Test) readInventory(ctx context.Context, s *suite.Suite, inv *suite.Inventory, base inventory) (inventory, error) {
+	out := base
+	var err error
+	if !inv.Nodes.Empty() {
+		if out.nodes, err = readObjects(ctx, t.cfg, s, inv.Nodes, "nodes", cluster.ReadNodes); err != nil {
+			return out, err
+		}
+	}
+	if !inv.Drivers.Empty() {
+		if out.drivers, err = readObjects(ctx, t.cfg, s, inv.Drivers, "drivers", cluster.ReadDrivers); err != nil {
+			return out, err
+		}
+	}
+	if !inv.ClusterPolicy.Empty() {
+		if out.policies, err = readObjects(ctx, t.cfg, s, inv.ClusterPolicy, "clusterPolicy", cluster.ReadClusterPolicies); err != nil {
+			return out, err
+		}
+	}
+	if !inv.Pods.Empty() {
+		if out.workloads, err = readObjects(ctx, t.cfg, s, inv.Pods, "pods", cluster.ReadWorkloads); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (c *Configuration) inventoryLimit() int64 {
+	if c.MaxInventoryBytes > 0 {
+		return c.MaxInventoryBytes
+	}
+	return decode.DefaultMaxInventoryBytes
+}
+
+// readObjects reads the files and inline objects of o as one stream with read.
+func readObjects[T any](ctx context.Context, cfg *Configuration, s *suite.Suite, o *suite.Objects, what string,
+	read func(context.Context, string, cluster.ReadOptions) (T, error)) (T, error) {
+	var zero T
+	stream, err := objectStream(ctx, cfg, s, o)
+	if err != nil {
+		return zero, err
+	}
+	v, err := read(ctx, "-", cluster.ReadOptions{Stdin: bytes.NewReader(stream)})
+	if err != nil {
+		return zero, &suite.Error{File: s.File, Line: o.Line, Msg: fmt.Sprintf("%s: %v", what, err)}
+	}
+	return v, nil
+}
+
+// objectStream is the files of o then its inline objects as one YAML stream.
+func objectStream(ctx context.Context, cfg *Configuration, s *suite.Suite, o *suite.Objects) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, p := range o.Files {
+		data, err := decode.ReadFile(ctx, s.Resolve(p), nil, cfg.inventoryLimit())
+		if err != nil {
+			return nil, &suite.Error{File: s.File, Line: p.Line, Msg: err.Error()}
+		}
+		buf.WriteString("\n---\n")
+		buf.Write(data)
+	}
+	for _, m := range o.Inline {
+		data, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
+		}
+		buf.WriteString("\n---\n")
+		buf.Write(data)
+	}
+	return buf.Bytes(), nil
+}
+
+// judgeCase judges one case against its cluster.
+func (t *Test) judgeCase(ctx context.Context, run *suiteRun, c *suite.Case) (*suite.Outcome, error) {
+	inv := run.inventory
+	if c.Inventory != nil {
+		var err error
+		if inv, err = t.readInventory(ctx, run.s, c.Inventory, inv); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case !c.Review.Empty():
+		return t.judgeReview(ctx, run, c, inv)
+	case len(c.Values) > 0:
+		opts := RenderOptions{ReleaseName: DefaultReleaseName}
+		for _, p := range c.Values {
+			opts.ValueFiles = append(opts.ValueFiles, run.s.Resolve(p))
+		}
+		opts.Values = c.Set
+		r, err := t.cfg.render(ctx, &opts)
+		var invalid *InvalidError
+		if errors.As(err, &invalid) {
+			return invalidOutcome(invalid, run), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return t.judgeObjects(ctx, run, c, inv, release.FromRender(r, DefaultReleaseName), r)
+	default:
+		objs, err := t.caseObjects(ctx, run.s, c.Objects)
+		if err != nil {
+			return nil, err
+		}
+		if !c.OldObjects.Empty() {
+			old, err := t.caseObjects(ctx, run.s, c.OldObjects)
+			if err != nil {
+				return nil, err
+			}
+			inv.drivers = append(slices.Clone(inv.drivers), old.Drivers...)
+			if old.ClusterPolicy != nil {
+				inv.policies = append(slices.Clone(inv.policies), *old.ClusterPolicy)
+			}
+		}
+		if err := checkOperation(c, objs, inv); err != nil {
+			return nil, err
+		}
+		return t.judgeObjects(ctx, run, c, inv, objs, &render.Result{})
+	}
+}
+
+// caseObjects reads the rendered objects of a case.
+func (t *Test) caseObjects(ctx context.Context, s *suite.Suite, o *suite.Objects) (release.Objects, error) {
+	stream, err := objectStream(ctx, t.cfg, s, o)
+	if err != nil {
+		return release.Objects{}, err
+	}
+	objs, err := renderedObjects(stream)
+	if err != nil {
+		return objs, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
+	}
+	if objs.ClusterPolicy == nil && len(objs.Drivers) == 0 {
+		return objs, &suite.Error{File: s.File, Line: o.Line, Msg: "no RBLNDriver or RBLNClusterPolicy among the objects"}
+	}
+	// Objects are applied one by one, as kubectl apply would: no release owns them, so none
+	// of the stored drivers is deleted for not being among them.
+	objs.ReleaseName = ""
+	return objs, nil
+}
+
+// checkOperation holds a case to its operation: UPDATE needs every object stored already,
+// CREATE none.
+func checkOperation(c *suite.Case, objs release.Objects, inv inventory) error {
+	stored := func(name string) bool {
+		return slices.ContainsFunc(inv.drivers, func(d v1alpha1.RBLNDriver) bool { return d.Name == name })
+	}
+	for _, d := range objs.Drivers {
+		switch {
+		case c.Operation == "UPDATE" && !stored(d.Name):
+			return fmt.Errorf("operation UPDATE: RBLNDriver %s is not stored (give it in oldObjects or the inventory's drivers)", d.Name)
+		case c.Operation != "UPDATE" && stored(d.Name):
+			return fmt.Errorf("operation CREATE: RBLNDriver %s is stored already (oldObjects or the inventory's drivers): say operation: UPDATE", d.Name)
+		}
+	}
+	return nil
+}
+
+// judgeObjects applies objs to the case's cluster as Check does, and plans when the case
+// expects a plan.
+func (t *Test) judgeObjects(ctx context.Context, run *suiteRun, c *suite.Case, inv inventory, objs release.Objects, r *render.Result) (*suite.Outcome, error) {
+	st := inv.state()
+	d := &Decision{}
+	j, err := d.apply(ctx, objs, r, st, run.engine)
+	if err != nil {
+		return nil, err
+	}
+	rep := j.report(false)
+	out := &suite.Outcome{Allowed: rep.Passed, Rules: run.rules, Results: []suite.Result{}}
+	for _, o := range rep.Resources {
+		name := o.Kind + "/" + o.Name
+		out.Objects = append(out.Objects, name)
+		for _, g := range []struct {
+			result   string
+			findings []decision.Finding
+		}{{suite.ResultFail, o.Deny}, {suite.ResultWarn, o.Warn}, {suite.ResultAudit, o.Audit}} {
+			for _, f := range g.findings {
+				out.Results = append(out.Results, findingResult(name, g.result, f))
+			}
+		}
+	}
+	for _, l := range rep.DriverLoss {
+		out.Results = append(out.Results, suite.Result{Object: "Node/" + l.Node, Rule: RuleDriverLoss, Result: suite.ResultFail,
+			Message: lossMessage(l)})
+	}
+	out.Rules = append(slices.Clone(run.rules), BuiltInRules...)
+	if c.Expect.Plan != nil {
+		p, err := plan.Make(ctx, plan.Inputs{Objects: &objs, Cluster: inv.state(), Workloads: inv.workloads,
+			Apply: release.Options{Decider: d.decider(run.engine), Data: run.engine}})
+		if err != nil {
+			return nil, fmt.Errorf("planning: %w", err)
+		}
+		out.Plan = map[string]string{}
+		for _, n := range p.Nodes {
+			out.Plan[n.Name] = n.Action
+		}
+	}
+	return out, nil
+}
+
+func lossMessage(l release.NodeLoss) string {
+	return fmt.Sprintf("owned by %s now, would get no driver (%s)", l.From, l.Reason)
+}
+
+// findingResult is a finding as a suite result: its rule is the policy's package, else the
+// built-in rule; the message is the finding as the webhook words it.
+func findingResult(object, result string, f decision.Finding) suite.Result {
+	rule := f.Rule
+	if f.Package != "" {
+		rule = f.Package
+	}
+	return suite.Result{Object: object, Rule: rule, Result: result, Message: f.String()}
+}
+
+// invalidOutcome is values that do not render: denied, one InvalidValues result.
+func invalidOutcome(err *InvalidError, run *suiteRun) *suite.Outcome {
+	return &suite.Outcome{Allowed: false, Objects: []string{"Values/values"}, Rules: run.rules,
+		Results: []suite.Result{{Object: "Values/values", Rule: RuleInvalidValues, Result: suite.ResultFail, Message: err.Error()}}}
+}
+
+// state is a cluster.State of its own for one case (applying objects changes it).
+func (inv inventory) state() *cluster.State {
+	return cluster.FromLists(slices.Clone(inv.nodes), slices.Clone(inv.drivers), slices.Clone(inv.policies), inv.workloads)
+}
+
+// judgeReview answers the case's AdmissionReview through the webhook's handler.
+func (t *Test) judgeReview(ctx context.Context, run *suiteRun, c *suite.Case, inv inventory) (*suite.Outcome, error) {
+	body, err := objectBody(ctx, t.cfg, run.s, c.Review)
+	if err != nil {
+		return nil, err
+	}
+	return reviewOutcome(ctx, run, body, inv)
+}
+
+// objectBody is the one object of o as JSON.
+func objectBody(ctx context.Context, cfg *Configuration, s *suite.Suite, o *suite.Objects) ([]byte, error) {
+	if len(o.Inline) == 1 {
+		return yaml.Marshal(o.Inline[0])
+	}
+	data, err := decode.ReadFile(ctx, s.Resolve(o.Files[0]), nil, cfg.inventoryLimit())
+	if err != nil {
+		return nil, &suite.Error{File: s.File, Line: o.Files[0].Line, Msg: err.Error()}
+	}
+	return data, nil
+}
+
+// RuleAdmissionWarning is the rule of a warning of a review case that no policy gave: an
+// admission response carries warnings as text, without their rule.
+const RuleAdmissionWarning = "AdmissionWarning"
+
+// reviewOutcome answers body through the webhook's handler with inv as the cluster.
+func reviewOutcome(ctx context.Context, run *suiteRun, body []byte, inv inventory) (*suite.Outcome, error) {
+	js, err := yaml.YAMLToJSON(body)
+	if err != nil {
+		return nil, fmt.Errorf("the review is not YAML or JSON: %w", err)
+	}
+	review, err := webhook.New(cluster.NewStatic(inv.state()), webhook.Options{Policy: run.engine}).Review(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	req, resp := review.Request, review.Response
+	name := req.Kind.Kind + "/" + req.Name
+	out := &suite.Outcome{Allowed: resp.Allowed, Objects: []string{name}, Rules: append(slices.Clone(run.rules), BuiltInRules...),
+		Results: []suite.Result{}}
+	if r := resp.Result; r != nil && !resp.Allowed {
+		if r.Details == nil || len(r.Details.Causes) == 0 {
+			out.Results = append(out.Results, suite.Result{Object: name, Rule: string(r.Reason), Result: suite.ResultFail, Message: r.Message})
+		} else {
+			for _, c := range r.Details.Causes {
+				res := suite.Result{Object: name, Rule: string(c.Type), Result: suite.ResultFail, Message: c.Message}
+				if pkg, ok := strings.CutPrefix(c.Field, "policy:"); ok {
+					res.Rule, res.Message = pkg, "policy "+pkg+": "+c.Message
+				} else if c.Field != "" {
+					res.Message = c.Field + ": " + c.Message
+				}
+				out.Results = append(out.Results, res)
+			}
+		}
+	}
+	for _, w := range resp.Warnings {
+		res := suite.Result{Object: name, Rule: RuleAdmissionWarning, Result: suite.ResultWarn, Message: w}
+		if rest, ok := strings.CutPrefix(w, "policy "); ok {
+			if pkg, _, ok := strings.Cut(rest, ": "); ok {
+				res.Rule = pkg
+			}
+		}
+		out.Results = append(out.Results, res)
+	}
+	return out, nil
+}

@@ -1,0 +1,206 @@
+package app
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/driverguard/driverguard/action"
+)
+
+const formatJUnit = "junit"
+
+func newTestCommand(s Streams) *cobra.Command {
+	job := action.NewTest(s.cfg)
+	output := newOutput(formatTable, formatTable, formatJSON, formatJUnit)
+	var run string
+	cmd := &cobra.Command{
+		Use:   "test [PATH...] [--run REGEX] [--min-coverage PCT] [-o table|json|junit]",
+		Short: "Run declarative policy test suites (*.dgtest.yaml): values or objects against an inventory, with expected results",
+		Long: `test runs every suite file (*.dgtest.yaml) found under the paths (default: the current folder,
+recursively). A suite names its policies (and the bundled library unless library: false), an
+inventory (nodes, drivers, the cluster policy, pods; files or inline objects) and its cases. Each
+case gives values (with set), rendered objects (with oldObjects for an UPDATE) or an
+AdmissionReview, and is judged by the webhook's own decision exactly as 'check' or 'review'
+would judge it; its expectations (verdict, results by object, rule, result and message, the
+plan's node actions) are compared with what came of it. docs/policy-authoring.md, "Test suites",
+describes the format.
+
+Coverage lists every policy (a Rego package with deny or warn rules) and every built-in rule with
+the cases that made it fire and those that judged an object by it without it firing.
+
+Exit codes: 0 every case passed (and coverage reached --min-coverage); 1 a case failed, could not
+be judged, or coverage is below --min-coverage; 2 a suite cannot be read (unknown field, missing
+file: named with its line) or a policy does not compile.`,
+		Example: `  driverguard test policies/tests/
+  driverguard test --run 'canary' --min-coverage 100
+  driverguard test -o junit > test-results.xml`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			job.Paths = args
+			if run != "" {
+				re, err := regexp.Compile(run)
+				if err != nil {
+					return fmt.Errorf("--run: %w", err)
+				}
+				job.Select = re
+			}
+			res, err := job.Run(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := printTestRun(s.Out, output.format, res); err != nil {
+				return err
+			}
+			return failedUnless(res.Passed)
+		},
+	}
+	cmd.Flags().StringVar(&run, "run", "", `run only the cases whose "<suite file>/<case name>" matches this regular expression`)
+	cmd.Flags().Float64Var(&job.MinCoverage, "min-coverage", 0, "fail when fewer than this percentage of the rules fired in at least one case")
+	output.register(cmd.Flags())
+	return cmd
+}
+
+func printTestRun(w io.Writer, format string, res *action.TestRunResult) error {
+	switch format {
+	case formatJSON:
+		return writeJSON(w, res)
+	case formatJUnit:
+		return writeTestJUnit(w, res)
+	}
+	return printTestTable(w, res)
+}
+
+// printTestTable prints each case (PASS, FAIL with what was expected and what came, ERROR),
+// then the coverage and a summary.
+func printTestTable(w io.Writer, res *action.TestRunResult) error {
+	for _, c := range res.Cases {
+		switch {
+		case c.Error != "":
+			fmt.Fprintf(w, "ERROR %s:%d %s\n  %s\n", c.Suite, c.Line, c.Name, c.Error)
+		case !c.Passed:
+			fmt.Fprintf(w, "FAIL  %s:%d %s\n", c.Suite, c.Line, c.Name)
+			for _, m := range c.Mismatch {
+				fmt.Fprintf(w, "  line %d: expected %s\n          got %s\n", m.Line, m.Expected, m.Got)
+			}
+		default:
+			fmt.Fprintf(w, "PASS  %s:%d %s\n", c.Suite, c.Line, c.Name)
+		}
+	}
+	fmt.Fprintln(w, "\nCOVERAGE")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "RULE\tFIRED\tPASSED")
+	var uncovered []string
+	for _, r := range res.Coverage {
+		name := r.Rule
+		if r.BuiltIn {
+			name += " (built-in)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", name, len(r.Fired), len(r.Passed))
+		if !r.Covered() {
+			uncovered = append(uncovered, r.Rule)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(uncovered) > 0 {
+		fmt.Fprintf(w, "never fired: %s\n", strings.Join(uncovered, ", "))
+	}
+	verdict := "passed"
+	if !res.Passed {
+		verdict = "FAILED"
+		if res.Failed == 0 {
+			verdict = fmt.Sprintf("FAILED (coverage below --min-coverage %g%%)", res.MinCoverage)
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%d cases, %d failed; coverage %.1f%% of %d rules; %s\n",
+		len(res.Cases), res.Failed, res.CoveragePct, len(res.Coverage), verdict)
+	return err
+}
+
+// junitSuites is the JUnit XML report CI systems read: one testsuite per suite file, one
+// testcase per case.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     string      `xml:"time,attr,omitempty"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	File      string        `xml:"file,attr,omitempty"`
+	Line      int           `xml:"line,attr,omitempty"`
+	Time      string        `xml:"time,attr,omitempty"`
+	Failure   *junitProblem `xml:"failure"`
+	Error     *junitProblem `xml:"error"`
+	Output    string        `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+func writeTestJUnit(w io.Writer, res *action.TestRunResult) error {
+	out := junitSuites{Name: "driverguard test"}
+	index := map[string]int{}
+	for _, c := range res.Cases {
+		i, ok := index[c.Suite]
+		if !ok {
+			i = len(out.Suites)
+			index[c.Suite] = i
+			out.Suites = append(out.Suites, junitSuite{Name: c.Suite})
+		}
+		s := &out.Suites[i]
+		jc := junitCase{Name: c.Name, Classname: c.Suite, File: c.Suite, Line: c.Line, Time: fmt.Sprintf("%.3f", c.Duration.Seconds())}
+		switch {
+		case c.Error != "":
+			jc.Error = &junitProblem{Message: c.Error, Type: "error", Text: c.Error}
+			s.Errors++
+			out.Errors++
+		case !c.Passed:
+			var lines []string
+			for _, m := range c.Mismatch {
+				lines = append(lines, fmt.Sprintf("line %d: %s", m.Line, m))
+			}
+			jc.Failure = &junitProblem{Message: lines[0], Type: "mismatch", Text: strings.Join(lines, "\n")}
+			s.Failures++
+			out.Failures++
+		}
+		s.Tests++
+		out.Tests++
+		s.Cases = append(s.Cases, jc)
+	}
+	return writeXML(w, out)
+}
+
+func writeXML(w io.Writer, v any) error {
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

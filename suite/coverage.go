@@ -1,0 +1,82 @@
+package suite
+
+import (
+	"slices"
+	"sort"
+)
+
+// RuleCoverage is one rule with the cases that fired it and the cases that judged an object
+// by it without it firing.
+type RuleCoverage struct {
+	Rule string `json:"rule"`
+	// BuiltIn: a rule of the decision core, not a policy.
+	BuiltIn bool     `json:"builtIn,omitempty"`
+	Fired   []string `json:"fired"`
+	Passed  []string `json:"passed"`
+}
+
+// Covered reports whether the rule fired in at least one case.
+func (r *RuleCoverage) Covered() bool { return len(r.Fired) > 0 }
+
+// Coverage collects, over the cases of every suite, which rules fired.
+type Coverage struct {
+	rules map[string]*RuleCoverage
+}
+
+// NewCoverage returns an empty Coverage.
+func NewCoverage() *Coverage { return &Coverage{rules: map[string]*RuleCoverage{}} }
+
+// Rules registers rules to cover: every rule registered counts, whether a case reaches it or
+// not.
+func (c *Coverage) Rules(rules []string, builtIn bool) {
+	for _, r := range rules {
+		if _, ok := c.rules[r]; !ok {
+			c.rules[r] = &RuleCoverage{Rule: r, BuiltIn: builtIn, Fired: []string{}, Passed: []string{}}
+		}
+	}
+}
+
+// Add records the outcome of the case named name: each registered rule that produced a result
+// fired; each other rule the objects were judged by passed.
+func (c *Coverage) Add(name string, out *Outcome) {
+	fired := map[string]bool{}
+	for _, r := range out.Results {
+		fired[r.Rule] = true
+	}
+	for rule := range fired {
+		if rc, ok := c.rules[rule]; ok && !slices.Contains(rc.Fired, name) {
+			rc.Fired = append(rc.Fired, name)
+		}
+	}
+	if len(out.Objects) == 0 {
+		return
+	}
+	for _, rule := range out.Rules {
+		if rc, ok := c.rules[rule]; ok && !fired[rule] && !slices.Contains(rc.Passed, name) {
+			rc.Passed = append(rc.Passed, name)
+		}
+	}
+}
+
+// Report lists the rules by name and the share of them that fired, in percent (100 when
+// there are none).
+func (c *Coverage) Report() ([]RuleCoverage, float64) {
+	out := make([]RuleCoverage, 0, len(c.rules))
+	covered := 0
+	for _, rc := range c.rules {
+		out = append(out, *rc)
+		if rc.Covered() {
+			covered++
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].BuiltIn != out[j].BuiltIn {
+			return !out[i].BuiltIn
+		}
+		return out[i].Rule < out[j].Rule
+	})
+	if len(out) == 0 {
+		return out, 100
+	}
+	return out, 100 * float64(covered) / float64(len(out))
+}

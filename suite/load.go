@@ -1,0 +1,416 @@
+package suite
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/driverguard/driverguard/plan"
+)
+
+// MaxFileBytes bounds a suite file.
+const MaxFileBytes = 4 << 20
+
+// Error is a suite that cannot be read: the file, the line (0: none) and what is wrong.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return e.File + ": " + e.Msg
+}
+
+// Find returns every suite file under paths (a suite file itself, or a folder searched
+// recursively for *.dgtest.yaml, entries starting with "." skipped), sorted, without
+// duplicates. A path that does not exist, or a folder without suites, is an error.
+func Find(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	var out []string
+	for _, root := range paths {
+		info, err := os.Stat(root)
+		if err != nil {
+			return nil, fmt.Errorf("finding suites: %w", err)
+		}
+		if !info.IsDir() {
+			out = append(out, filepath.Clean(root))
+			continue
+		}
+		n := len(out)
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if path != root && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.IsDir() && strings.HasSuffix(d.Name(), FileSuffix) {
+				out = append(out, filepath.Clean(path))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("finding suites under %s: %w", root, err)
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s: no *%s file in this folder or below", root, FileSuffix)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
+
+// Load reads and checks one suite file: unknown fields, wrong kinds, missing files and
+// impossible expectations are an *Error naming the line.
+func Load(path string) (*Suite, error) {
+	data, err := readBounded(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	s := &Suite{File: path, Dir: filepath.Dir(path)}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(s); err != nil {
+		return nil, decodeError(path, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, decodeError(path, err)
+	}
+	if line := nullItem(&root); line > 0 {
+		return nil, &Error{File: path, Line: line, Msg: "an empty (null) list entry: remove it or give a value"}
+	}
+	markLines(s, &root)
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileBytes+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > MaxFileBytes {
+		return nil, fmt.Errorf("larger than %d MiB: split it into several suites", MaxFileBytes>>20)
+	}
+	return buf.Bytes(), nil
+}
+
+var fieldNotFound = regexp.MustCompile(`^line (\d+): field (\S+) not found in type suite\.(\w+)$`)
+
+var lineMsg = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// decodeError turns yaml's errors into lines of the suite: an unknown field names the fields
+// its place takes.
+func decodeError(path string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg := te.Errors[0]
+		if m := fieldNotFound.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			more := ""
+			if len(te.Errors) > 1 {
+				more = fmt.Sprintf(" (and %d more problems)", len(te.Errors)-1)
+			}
+			return &Error{File: path, Line: line, Msg: fmt.Sprintf("unknown field %q in %s; it takes: %s%s",
+				m[2], typeNames[m[3]], strings.Join(fieldsOf(m[3]), ", "), more)}
+		}
+		err = errors.New(msg)
+	}
+	if m := lineMsg.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: path, Line: line, Msg: m[2]}
+	}
+	if err.Error() == "EOF" {
+		return &Error{File: path, Msg: "empty: a suite needs apiVersion, kind and tests"}
+	}
+	return &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+}
+
+// typeNames are the places of the format, for messages.
+var typeNames = map[string]string{
+	"Suite": "the suite", "Inventory": "an inventory", "Case": "a test", "Expect": "expect",
+	"ResultExpect": "an expected result", "PlanExpect": "expect.plan",
+}
+
+var formatTypes = map[string]reflect.Type{
+	"Suite": reflect.TypeFor[Suite](), "Inventory": reflect.TypeFor[Inventory](), "Case": reflect.TypeFor[Case](),
+	"Expect": reflect.TypeFor[Expect](), "ResultExpect": reflect.TypeFor[ResultExpect](), "PlanExpect": reflect.TypeFor[PlanExpect](),
+}
+
+// fieldsOf lists the YAML keys of a format type.
+func fieldsOf(name string) []string {
+	t, ok := formatTypes[name]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for f := range t.Fields() {
+		if key, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); key != "" && key != "-" {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// markLines sets the lines of the tests and their expected results from the document.
+func markLines(s *Suite, root *yaml.Node) {
+	doc := root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	tests := mapValue(doc, "tests")
+	if tests == nil || tests.Kind != yaml.SequenceNode {
+		return
+	}
+	for i, n := range tests.Content {
+		if i >= len(s.Tests) {
+			return
+		}
+		s.Tests[i].Line = n.Line
+		results := mapValue(mapValue(n, "expect"), "results")
+		if results == nil || results.Kind != yaml.SequenceNode {
+			continue
+		}
+		for j, r := range results.Content {
+			if j < len(s.Tests[i].Expect.Results) {
+				s.Tests[i].Expect.Results[j].Line = r.Line
+			}
+		}
+	}
+}
+
+// nullItem is the line of the first null entry of a list (yaml leaves it out of the list it
+// decodes: it would be dropped without a word), or 0.
+func nullItem(n *yaml.Node) int {
+	for _, c := range n.Content {
+		if n.Kind == yaml.SequenceNode && c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
+			return c.Line
+		}
+		if line := nullItem(c); line > 0 {
+			return line
+		}
+	}
+	return 0
+}
+
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// Results a case may expect, and verdicts.
+const (
+	ResultFail  = "fail"
+	ResultWarn  = "warn"
+	ResultAudit = "audit"
+	ResultPass  = "pass"
+
+	VerdictDenied  = "denied"
+	VerdictAllowed = "allowed"
+)
+
+// planActions are the node actions of a plan.
+var planActions = []string{plan.NodeNone, plan.NodeUpgrade, plan.NodeChangeOwner, plan.NodeLoseDriver, plan.NodeGainDriver,
+	plan.NodeHeld, plan.NodeBlocked}
+
+// check reports the first problem of a decoded suite.
+func (s *Suite) check() error {
+	fail := func(line int, format string, args ...any) error {
+		return &Error{File: s.File, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	if s.APIVersion != APIVersion || s.Kind != Kind {
+		return fail(1, "not a suite: want apiVersion %s and kind %s, got %q and %q", APIVersion, Kind, s.APIVersion, s.Kind)
+	}
+	if len(s.Tests) == 0 {
+		return fail(1, "no tests: a suite lists its cases under tests")
+	}
+	for _, p := range s.Policies {
+		if err := s.exists(p); err != nil {
+			return err
+		}
+	}
+	if err := s.checkInventory(&s.Inventory); err != nil {
+		return err
+	}
+	names := map[string]int{}
+	for i := range s.Tests {
+		c := &s.Tests[i]
+		if strings.TrimSpace(c.Name) == "" {
+			return fail(c.Line, "test %d has no name", i+1)
+		}
+		if prev, ok := names[c.Name]; ok {
+			return fail(c.Line, "test %q is also defined at line %d: names must be unique", c.Name, prev)
+		}
+		names[c.Name] = c.Line
+		if err := s.checkCase(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Suite) checkCase(c *Case) error {
+	fail := func(line int, format string, args ...any) error {
+		return &Error{File: s.File, Line: line, Msg: fmt.Sprintf("test %q: ", c.Name) + fmt.Sprintf(format, args...)}
+	}
+	given := 0
+	for _, b := range []bool{len(c.Values) > 0, !c.Objects.Empty(), !c.Review.Empty()} {
+		if b {
+			given++
+		}
+	}
+	if given != 1 {
+		return fail(c.Line, "give exactly one of values, objects or review (%d given)", given)
+	}
+	if len(c.Set) > 0 && len(c.Values) == 0 {
+		return fail(c.Line, "set needs values (it sets values on top of the values files)")
+	}
+	if !c.OldObjects.Empty() && c.Objects.Empty() {
+		return fail(c.OldObjects.Line, "oldObjects need objects (the objects that update them)")
+	}
+	switch c.Operation {
+	case "", "CREATE":
+	case "UPDATE":
+		if c.Objects.Empty() {
+			return fail(c.Line, "operation applies to objects (values are CREATE or UPDATE by the inventory's drivers; a review carries its own)")
+		}
+	default:
+		return fail(c.Line, "operation %q: want CREATE or UPDATE", c.Operation)
+	}
+	if c.Review != nil && (len(c.Review.Files)+len(c.Review.Inline) != 1) {
+		return fail(c.Review.Line, "review takes one AdmissionReview (a file or an inline object)")
+	}
+	for _, p := range c.Values {
+		if err := s.exists(p); err != nil {
+			return err
+		}
+	}
+	for _, o := range []*Objects{c.Objects, c.OldObjects, c.Review} {
+		if err := s.checkObjects(o); err != nil {
+			return err
+		}
+	}
+	if c.Inventory != nil {
+		if err := s.checkInventory(c.Inventory); err != nil {
+			return err
+		}
+	}
+	e := &c.Expect
+	switch e.Verdict {
+	case "", VerdictDenied, VerdictAllowed:
+	default:
+		return fail(c.Line, "expect.verdict %q: want denied or allowed", e.Verdict)
+	}
+	if e.Verdict == "" && len(e.Results) == 0 && e.Plan == nil && !e.Exhaustive {
+		return fail(c.Line, "expects nothing: give expect.verdict, expect.results or expect.plan")
+	}
+	for _, r := range e.Results {
+		if r.Object == "" || !strings.Contains(r.Object, "/") {
+			return fail(r.Line, "object %q: want Kind/name, e.g. RBLNDriver/rbln-driver-canary", r.Object)
+		}
+		if r.Rule == "" {
+			return fail(r.Line, "a result needs its rule: a policy package (driverguard.lib.canary_selector) or a built-in rule (ConflictingNodeSelector)")
+		}
+		switch r.Result {
+		case ResultFail, ResultWarn, ResultAudit:
+		case ResultPass:
+			if r.Message != "" {
+				return fail(r.Line, "a pass result has no message to match")
+			}
+		default:
+			return fail(r.Line, "result %q: want fail, warn, audit or pass", r.Result)
+		}
+		if _, err := regexp.Compile(r.Message); err != nil {
+			return fail(r.Line, "message is not a regular expression: %v", err)
+		}
+	}
+	if e.Plan != nil {
+		if len(e.Plan.Nodes) == 0 {
+			return fail(c.Line, "expect.plan lists no nodes")
+		}
+		for node, action := range e.Plan.Nodes {
+			if !slices.Contains(planActions, action) {
+				return fail(c.Line, "expect.plan.nodes.%s: %q is not a node action: want one of %s", node, action, strings.Join(planActions, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Suite) checkInventory(inv *Inventory) error {
+	for _, o := range []*Objects{inv.Nodes, inv.Drivers, inv.ClusterPolicy, inv.Pods} {
+		if err := s.checkObjects(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Suite) checkObjects(o *Objects) error {
+	if o == nil {
+		return nil
+	}
+	for _, p := range o.Files {
+		if err := s.exists(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Resolve is p relative to the suite's folder.
+func (s *Suite) Resolve(p Path) string {
+	if filepath.IsAbs(p.Value) {
+		return p.Value
+	}
+	return filepath.Join(s.Dir, p.Value)
+}
+
+func (s *Suite) exists(p Path) error {
+	if p.Value == "" {
+		return &Error{File: s.File, Line: p.Line, Msg: "empty file name"}
+	}
+	if _, err := os.Stat(s.Resolve(p)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return &Error{File: s.File, Line: p.Line, Msg: fmt.Sprintf("%s does not exist (paths are relative to the suite file)", p.Value)}
+		}
+		return &Error{File: s.File, Line: p.Line, Msg: err.Error()}
+	}
+	return nil
+}
