@@ -145,10 +145,7 @@ func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.File, err)
 	}
-	run := &suiteRun{s: s, engine: engine}
-	for _, p := range engine.Status().Policies {
-		run.rules = append(run.rules, p)
-	}
+	run := &suiteRun{s: s, engine: engine, rules: slices.Clone(engine.Status().Policies)}
 	cov.Rules(run.rules, false)
 	if run.inventory, err = t.readInventory(ctx, s, &s.Inventory, inventory{}); err != nil {
 		return err
