@@ -182,23 +182,32 @@ func TestSuiteMinCoverage(t *testing.T) {
 }
 
 // TestSuiteJUnit: one testcase per case, the failed one with its mismatch.
+// junitDoc is what the tests read back of a JUnit report.
+type junitDoc struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Suites   []struct {
+		Name  string `xml:"name,attr"`
+		Cases []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func parseJUnit(t *testing.T, out string) junitDoc {
+	t.Helper()
+	var doc junitDoc
+	require.NoError(t, xml.Unmarshal([]byte(out), &doc), out)
+	return doc
+}
+
 func TestSuiteJUnit(t *testing.T) {
 	res := run(t, "", "test", "-o", "junit", writeSuite(t, strings.Replace(passingCases, "rule: IdenticalNodeSelector", "rule: ConflictingNodeSelector", 1)))
 	assert.Equal(t, 1, res.code, res.stderr)
-	var doc struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-		Suites   []struct {
-			Name  string `xml:"name,attr"`
-			Cases []struct {
-				Name    string `xml:"name,attr"`
-				Failure *struct {
-					Message string `xml:"message,attr"`
-				} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	require.NoError(t, xml.Unmarshal([]byte(res.stdout), &doc), res.stdout)
+	doc := parseJUnit(t, res.stdout)
 	assert.Equal(t, 3, doc.Tests)
 	assert.Equal(t, 1, doc.Failures)
 	require.Len(t, doc.Suites, 1)
@@ -252,19 +261,7 @@ func TestCheckJUnit(t *testing.T) {
 	require.NoError(t, os.WriteFile(values, []byte(suiteFiles["values/identical.yaml"]), 0o644))
 	res := run(t, "", "check", "-f", values, "-o", "junit")
 	assert.Equal(t, 1, res.code, res.stderr)
-	var doc struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-		Suites   []struct {
-			Cases []struct {
-				Name    string `xml:"name,attr"`
-				Failure *struct {
-					Message string `xml:"message,attr"`
-				} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	require.NoError(t, xml.Unmarshal([]byte(res.stdout), &doc), res.stdout)
+	doc := parseJUnit(t, res.stdout)
 	require.Len(t, doc.Suites, 1)
 	failed := map[string]string{}
 	names := map[string]bool{}
