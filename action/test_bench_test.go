@@ -85,3 +85,21 @@ func BenchmarkTestSuite(b *testing.B) {
 		}
 	}
 }
+
+// TestLibrarySuite: the bundled library's own suite passes, and every library policy fires in
+// one of its cases and passes in another.
+func TestLibrarySuite(t *testing.T) {
+	job := action.NewTest(config(""))
+	job.Paths = []string{"../policy/library/suites"}
+	res, err := job.Run(context.Background())
+	require.NoError(t, err)
+	for _, c := range res.Cases {
+		require.True(t, c.Passed, "%s: %+v %s", c.Name, c.Mismatch, c.Error)
+	}
+	for _, r := range res.Coverage {
+		if strings.HasPrefix(r.Rule, "driverguard.lib.") {
+			require.NotEmpty(t, r.Fired, "%s never fired", r.Rule)
+			require.NotEmpty(t, r.Passed, "%s never passed", r.Rule)
+		}
+	}
+}

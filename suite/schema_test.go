@@ -31,7 +31,7 @@ func suiteSchema(t *testing.T) (*jsonschema.Schema, map[string]any) {
 // and loads.
 func TestShippedSuitesMatchTheSchema(t *testing.T) {
 	s, _ := suiteSchema(t)
-	files, err := Find([]string{"../docs/examples"})
+	files, err := Find([]string{"../docs/examples", "../policy/library/suites"})
 	require.NoError(t, err)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
