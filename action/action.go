@@ -9,6 +9,7 @@ import (
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/render"
 )
 
 // Configuration is what every action shares.
@@ -42,10 +43,35 @@ func (c *Configuration) readOptions() cluster.ReadOptions {
 
 // InvalidError is input that was judged and rejected — values that do not render — rather
 // than input that could not be used: the CLI exits 1 for it, 2 for any other error.
-type InvalidError struct{ Err error }
+type InvalidError struct {
+	Err error
+	// sources locate the values that were rejected.
+	sources *render.Sources
+}
 
 func (e *InvalidError) Error() string { return e.Err.Error() }
 func (e *InvalidError) Unwrap() error { return e.Err }
+
+// InvalidValue is one problem of values that do not render, with where the user wrote it.
+type InvalidValue struct {
+	// Path is the values path concerned; Message what is wrong with it and how to fix it.
+	Path, Message string
+	Location      ValuesLocation
+}
+
+// Problems are the problems of values that do not render, each located at the values key
+// concerned (else its nearest written ancestor); one problem without a path for any other
+// rejection. Omitted counts those the error does not list.
+func (e *InvalidError) Problems() (problems []InvalidValue, omitted int) {
+	var iv *render.InvalidValuesError
+	if !errors.As(e.Err, &iv) {
+		return []InvalidValue{{Message: e.Err.Error()}}, 0
+	}
+	for _, fe := range iv.Errs {
+		problems = append(problems, InvalidValue{Path: fe.Field, Message: fe.ErrorBody(), Location: e.sources.LocatePath(fe.Field)})
+	}
+	return problems, iv.Omitted
+}
 
 // withLimitHint adds to an input larger than its limit the flag that raises the limit.
 func withLimitHint(err error, flag string) error {

@@ -1,6 +1,10 @@
 package action
 
-import "context"
+import (
+	"context"
+
+	"github.com/driverguard/driverguard/render"
+)
 
 // Check judges every object a set of values renders exactly as the admission webhook would,
 // in the order Helm applies them (`driverguard check`).
@@ -9,6 +13,8 @@ type Check struct {
 	Judge
 	// FailOnWarn fails the check on warnings too.
 	FailOnWarn bool
+
+	rendered *render.Result // the last Run's, for Locate
 }
 
 // NewCheck returns a Check of the default release.
@@ -22,5 +28,24 @@ func (c *Check) Run(ctx context.Context) (*CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.rendered = j.rendered
 	return j.report(c.FailOnWarn), nil
+}
+
+// Locate returns where the user wrote the values an object's field (a finding's Field, ""
+// for the object) was rendered from, in the values of the last Run.
+func (c *Check) Locate(kind, name, field string) ValuesLocation {
+	if c.rendered == nil {
+		return ValuesLocation{}
+	}
+	return c.rendered.LocateValues(kind, name, field)
+}
+
+// LocateWarning returns where the user wrote the values a render warning of the last Run
+// is about.
+func (c *Check) LocateWarning(w Warning) ValuesLocation {
+	if c.rendered == nil {
+		return ValuesLocation{}
+	}
+	return c.rendered.LocateWarning(w)
 }

@@ -107,6 +107,8 @@ const (
 	RuleDriverLoss = "DriverLoss"
 	// RuleInvalidValues: the values do not render (the field errors of `render`).
 	RuleInvalidValues = "InvalidValues"
+	// RuleRenderWarning: legal but suspicious values (a render warning).
+	RuleRenderWarning = "RenderWarning"
 )
 
 // suiteRun is one suite ready to judge its cases: its policies compiled once, its inventory

@@ -18,6 +18,9 @@ type (
 	Rendered = render.Result
 	// Warning is a render warning: legal but suspicious values.
 	Warning = render.Warning
+	// ValuesLocation is where the user wrote a value: a values file's line and column, or
+	// a command-line flag.
+	ValuesLocation = render.ValuesLocation
 	// CheckReport is the verdict of Check (and of Preview and PostRender) on a release.
 	CheckReport = release.Report
 	// Finding is one deny or warn finding of a decision.
@@ -48,6 +51,9 @@ type (
 const (
 	ImageFound = registry.Found
 
+	// ValuesFromFile is a value written in a values file (the others come from --set flags).
+	ValuesFromFile = render.FromFile
+
 	NodeNone     = plan.NodeNone
 	DriverCreate = plan.DriverCreate
 	DriverUpdate = plan.DriverUpdate
@@ -57,9 +63,14 @@ const (
 	TestFail  = policy.TestFail
 	TestError = policy.TestError
 
-	AuditPass = audit.Pass
-	AuditFail = audit.Fail
-	AuditWarn = audit.Warn
+	AuditPass  = audit.Pass
+	AuditFail  = audit.Fail
+	AuditWarn  = audit.Warn
+	AuditError = audit.Error
+	// AuditBuiltinPolicy is the policy name of the built-in rules' and the drift's findings.
+	AuditBuiltinPolicy = audit.BuiltinPolicy
+	// EnforceAudit is the enforcement of a policy on trial: reported, never failing.
+	EnforceAudit = policy.EnforceAudit
 	// DefaultAuditMaxResults caps the results an audit report lists.
 	DefaultAuditMaxResults = audit.DefaultMaxResults
 

@@ -65,11 +65,11 @@ func (c *Configuration) render(ctx context.Context, v *RenderOptions) (*render.R
 	var invalid *render.InvalidValuesError
 	switch {
 	case errors.As(err, &invalid):
-		return nil, &InvalidError{Err: err}
+		return nil, &InvalidError{Err: err, sources: sources}
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case err != nil:
-		return nil, &InvalidError{Err: err}
+		return nil, &InvalidError{Err: err, sources: sources}
 	}
 	return r, nil
 }

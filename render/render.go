@@ -48,6 +48,8 @@ type Result struct {
 	provenance map[string]func() Provenance
 	// InstanceKeys maps an RBLNDriver name to its driver.instances key ("" for the default).
 	InstanceKeys map[string]string
+	// sources are the values' sources (Options.Sources), for LocateValues.
+	sources *Sources
 	// Warnings are legal but suspicious settings.
 	Warnings []Warning
 }
@@ -111,7 +113,7 @@ func render(ctx context.Context, vs *valuesSchema, ch *chart.Chart, user map[str
 		return nil, err
 	}
 
-	r := &Result{Provenance: map[string]Provenance{}, provenance: map[string]func() Provenance{}, InstanceKeys: map[string]string{}}
+	r := &Result{Provenance: map[string]Provenance{}, provenance: map[string]func() Provenance{}, InstanceKeys: map[string]string{}, sources: opts.Sources}
 	userDriver, _ := user["driver"].(map[string]any)
 	labels := chartLabels(ch, opts.ReleaseName)
 

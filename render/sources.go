@@ -326,9 +326,11 @@ func (src *source) locateValue(path []string) (Location, found) {
 // driver.instances.a.nodeSelector[rebellions.ai/npu.family] → driver, instances, a,
 // nodeSelector, rebellions.ai/npu.family. A key holding '.', '[' or ']' outside brackets
 // cannot be told apart (such keys are errors of their own).
-func pathSegments(p *field.Path) []string {
+func pathSegments(p *field.Path) []string { return splitPath(p.String()) }
+
+// splitPath splits a field path written as text into its segments (see pathSegments).
+func splitPath(s string) []string {
 	var segs []string
-	s := p.String()
 	for len(s) > 0 {
 		switch {
 		case s[0] == '.':

@@ -16,9 +16,9 @@ import (
 
 func newAuditCommand(s Streams) *cobra.Command {
 	job := action.NewAudit(s.cfg)
-	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML, formatJUnit, formatSARIF)
 	cmd := &cobra.Command{
-		Use:   "audit (--live | --kubeconfig FILE | --nodes nodes.yaml --drivers drivers.yaml [--cluster-policy policy.yaml]) [--check-images]",
+		Use:   "audit (--live | --kubeconfig FILE | --nodes nodes.yaml --drivers drivers.yaml [--cluster-policy policy.yaml]) [--check-images] [-o table|json|yaml|junit|sarif]",
 		Short: "The cluster's standing now: every stored RBLNDriver judged as if created now, the nodes' drift, missing images",
 		Long: `audit runs once what 'driverguard serve' keeps doing (SPEC §9): every RBLNDriver and the
 RBLNClusterPolicy of the cluster judged by the webhook's decision as if created now against the
@@ -32,7 +32,9 @@ enforcement reports its findings without failing anything: trial a rule, read wh
 then enforce it.
 
 -o yaml prints the openreports.io ClusterReports serve's audit writes; -o json the reports with
-every result field.
+every result field; -o junit one test suite per report, one test case per result (failed by
+what fails the audit); -o sarif every result that is not a pass (error, warning, or note for a
+policy in audit enforcement), located at the objects it is about.
 
 Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a missing image);
 2 the audit could not run.`,
@@ -54,6 +56,10 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 				perr = writeJSON(s.Out, res.Outcome)
 			case formatYAML:
 				perr = printClusterReports(s.Out, res)
+			case formatJUnit:
+				perr = writeAuditJUnit(s.Out, res)
+			case formatSARIF:
+				perr = writeAuditSARIF(s.Out, res)
 			default:
 				perr = printAudit(s.Out, res)
 			}
@@ -164,4 +170,43 @@ func printable(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// writeAuditJUnit writes an audit as JUnit XML: one test suite per report, one test case per
+// result, failed by a fail of a rule that denies (the audit's exit 1), an error for a policy
+// that could not be evaluated; warnings and audit findings pass with their message as output.
+func writeAuditJUnit(w io.Writer, res *action.AuditResult) error {
+	out := junitSuites{Name: "driverguard audit"}
+	for _, rep := range res.Outcome.Reports {
+		suite := junitSuite{Name: rep.Name}
+		for _, f := range rep.Results {
+			subject := rep.Name
+			if len(f.Subjects) > 0 {
+				subject = f.Subjects[0].Kind + "/" + f.Subjects[0].Name
+			}
+			jc := junitCase{Name: subject + " " + auditRule(f), Classname: rep.Name}
+			switch {
+			case f.Enforced():
+				jc.Failure = &junitProblem{Message: f.Message, Type: string(f.Result), Text: f.Message}
+				suite.Failures++
+			case f.Result == action.AuditError:
+				jc.Error = &junitProblem{Message: f.Message, Type: string(f.Result), Text: f.Message}
+				suite.Errors++
+			case f.Result != action.AuditPass:
+				jc.Output = strings.ToUpper(string(f.Result)) + " (" + string(f.Enforcement) + ")  " + f.Message
+			}
+			suite.Tests++
+			suite.Cases = append(suite.Cases, jc)
+		}
+		if rep.Omitted > 0 {
+			suite.Cases = append(suite.Cases, junitCase{Name: fmt.Sprintf("%d more results", rep.Omitted), Classname: rep.Name,
+				Output: fmt.Sprintf("%d results beyond --max-results are not listed; the report's summary counts them", rep.Omitted)})
+			suite.Tests++
+		}
+		out.Tests += suite.Tests
+		out.Failures += suite.Failures
+		out.Errors += suite.Errors
+		out.Suites = append(out.Suites, suite)
+	}
+	return writeXML(w, out)
 }

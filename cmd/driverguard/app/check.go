@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -13,9 +14,9 @@ import (
 
 func newCheckCommand(s Streams) *cobra.Command {
 	job := action.NewCheck(s.cfg)
-	output := newOutput(formatTable, formatTable, formatJSON, formatYAML, formatJUnit)
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML, formatJUnit, formatSARIF)
 	cmd := &cobra.Command{
-		Use:   "check -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml|junit]",
+		Use:   "check -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml|junit|sarif]",
 		Short: "Judge every rendered object exactly as the admission webhook would, before helm upgrade",
 		Long: `check renders the values like 'render' and judges every rendered object — the RBLNClusterPolicy,
 then each RBLNDriver, in the order Helm applies them — with the webhook's own decision: the
@@ -37,7 +38,10 @@ print both. Render warnings count as warnings.
 
 -o junit writes JUnit XML for CI: one test case per object and rule (every policy evaluated and
 every built-in rule), failed by the rule's denials; warnings and audit findings are the case's
-output.
+output. -o sarif writes SARIF 2.1.0 for code scanning: every denial (error), warning (warning)
+and audit finding (note), each located at the file, line and column of the values key the
+object or field came from (a value given with --set has no line: the result says so); values
+that do not render are one InvalidValues error per problem, located the same way.
 
 Exit codes: 0 passed; 1 a denial, an unacknowledged driver loss, invalid values, or (with
 --fail-on-warn) a warning; 2 unusable input: unreadable files, a policy that does not compile
@@ -49,12 +53,21 @@ or fails to evaluate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := job.Run(cmd.Context())
+			var invalid *action.InvalidError
+			if output.format == formatSARIF && errors.As(err, &invalid) {
+				if perr := writeInvalidSARIF(s.Out, invalid); perr != nil {
+					return perr
+				}
+			}
 			if err != nil {
 				return err
 			}
 			table := func(w io.Writer) error { return printCheck(w, rep) }
-			if output.format == formatJUnit {
+			switch output.format {
+			case formatJUnit:
 				table = func(w io.Writer) error { return writeCheckJUnit(w, rep) }
+			case formatSARIF:
+				table = func(w io.Writer) error { return writeCheckSARIF(w, rep, job) }
 			}
 			if err := output.print(s.Out, rep, table); err != nil {
 				return err

@@ -1,0 +1,305 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/driverguard/driverguard/action"
+)
+
+// formatSARIF is SARIF 2.1.0 (OASIS Static Analysis Results Interchange Format), what code
+// scanning reads: each result located at the values key that produced it.
+const formatSARIF = "sarif"
+
+// The SARIF 2.1.0 log, as much of it as driverguard writes.
+type (
+	sarifLog struct {
+		Version string     `json:"version"`
+		Runs    []sarifRun `json:"runs"`
+	}
+	sarifRun struct {
+		Tool    sarifTool     `json:"tool"`
+		Results []sarifResult `json:"results"`
+		// Properties: omittedResults, the findings beyond what a report lists.
+		Properties map[string]any `json:"properties,omitempty"`
+	}
+	sarifTool struct {
+		Driver sarifDriver `json:"driver"`
+	}
+	sarifDriver struct {
+		Name    string      `json:"name"`
+		Version string      `json:"version,omitempty"`
+		Rules   []sarifRule `json:"rules"`
+	}
+	sarifRule struct {
+		ID               string    `json:"id"`
+		ShortDescription sarifText `json:"shortDescription"`
+	}
+	sarifText struct {
+		Text string `json:"text"`
+	}
+	sarifResult struct {
+		RuleID     string            `json:"ruleId"`
+		RuleIndex  int               `json:"ruleIndex"`
+		Level      string            `json:"level"`
+		Message    sarifText         `json:"message"`
+		Locations  []sarifLocation   `json:"locations"`
+		Properties map[string]string `json:"properties,omitempty"`
+	}
+	sarifLocation struct {
+		PhysicalLocation *sarifPhysical `json:"physicalLocation,omitempty"`
+		LogicalLocations []sarifLogical `json:"logicalLocations,omitempty"`
+	}
+	sarifPhysical struct {
+		ArtifactLocation sarifArtifact `json:"artifactLocation"`
+		Region           sarifRegion   `json:"region"`
+	}
+	sarifArtifact struct {
+		URI string `json:"uri"`
+	}
+	sarifRegion struct {
+		StartLine   int `json:"startLine"`
+		StartColumn int `json:"startColumn,omitempty"`
+	}
+	sarifLogical struct {
+		FullyQualifiedName string `json:"fullyQualifiedName"`
+		Kind               string `json:"kind"`
+	}
+)
+
+// SARIF levels: a denial is an error, a warning a warning, an audit finding a note.
+const (
+	sarifError   = "error"
+	sarifWarning = "warning"
+	sarifNote    = "note"
+)
+
+// sarifBuilder collects the results of one run and the rules they cite.
+type sarifBuilder struct {
+	run   sarifRun
+	index map[string]int
+}
+
+func newSARIF(rules []string, describe func(rule string) string) *sarifBuilder {
+	b := &sarifBuilder{index: map[string]int{}}
+	b.run.Tool.Driver = sarifDriver{Name: "driverguard", Version: readBuildInfo().Version, Rules: []sarifRule{}}
+	b.run.Results = []sarifResult{}
+	for _, r := range rules {
+		b.rule(r, describe(r))
+	}
+	return b
+}
+
+// rule is the index of a rule, added on first use.
+func (b *sarifBuilder) rule(id, description string) int {
+	if i, ok := b.index[id]; ok {
+		return i
+	}
+	b.index[id] = len(b.run.Tool.Driver.Rules)
+	b.run.Tool.Driver.Rules = append(b.run.Tool.Driver.Rules, sarifRule{ID: id, ShortDescription: sarifText{Text: description}})
+	return b.index[id]
+}
+
+// add adds a result about object (Kind/name, "" for none) located at the values key loc (a
+// zero loc for a result no values produced).
+func (b *sarifBuilder) add(rule, level, message, object string, loc action.ValuesLocation) {
+	var l sarifLocation
+	props := map[string]string{}
+	if object != "" {
+		l.LogicalLocations = append(l.LogicalLocations, sarifLogical{FullyQualifiedName: object, Kind: "resource"})
+	}
+	if loc.Path != "" {
+		l.LogicalLocations = append(l.LogicalLocations, sarifLogical{FullyQualifiedName: loc.Path, Kind: "property"})
+		props["valuesPath"] = loc.Path
+	}
+	switch {
+	case !loc.Found && loc.Path != "":
+		message += fmt.Sprintf(" [%s: not written in the values given (a chart default): no line to point at]", loc.Path)
+	case !loc.Found:
+	case loc.Kind != action.ValuesFromFile:
+		message += fmt.Sprintf(" [%s: written on the command line (%s): no file line]", loc.Path, loc.String())
+		props["valuesSource"] = loc.String()
+	case loc.Source == "<stdin>" || loc.Source == "-":
+		message += fmt.Sprintf(" [%s: standard input line %d, no file to point at]", loc.Path, sarifLine(loc))
+		props["valuesSource"] = "<stdin>"
+	default:
+		line, col := sarifLine(loc), loc.KeyColumn
+		if loc.KeyLine == 0 {
+			col = loc.Column
+		}
+		l.PhysicalLocation = &sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(loc.Source)}, Region: sarifRegion{StartLine: line, StartColumn: col}}
+	}
+	b.push(rule, level, message, l, props)
+}
+
+// push adds a result at l (nowhere when l is empty).
+func (b *sarifBuilder) push(rule, level, message string, l sarifLocation, props map[string]string) {
+	res := sarifResult{RuleID: rule, RuleIndex: b.rule(rule, ruleDescription(rule)), Level: level, Message: sarifText{Text: message}, Locations: []sarifLocation{}}
+	if l.PhysicalLocation != nil || len(l.LogicalLocations) > 0 {
+		res.Locations = append(res.Locations, l)
+	}
+	if len(props) > 0 {
+		res.Properties = props
+	}
+	b.run.Results = append(b.run.Results, res)
+}
+
+// sarifLine is the line of the values key (of the value for a list item).
+func sarifLine(loc action.ValuesLocation) int {
+	if loc.KeyLine > 0 {
+		return loc.KeyLine
+	}
+	return loc.Line
+}
+
+// fileURI is a values file as a SARIF artifact URI: a relative path stays relative (to the
+// directory the command ran in, which code scanning takes as the repository root), an
+// absolute one becomes a file URI.
+func fileURI(name string) string {
+	if filepath.IsAbs(name) {
+		return (&url.URL{Scheme: "file", Path: filepath.ToSlash(name)}).String()
+	}
+	return (&url.URL{Path: filepath.ToSlash(filepath.Clean(name))}).String()
+}
+
+func (b *sarifBuilder) write(w io.Writer, omitted int) error {
+	if omitted > 0 {
+		b.run.Properties = map[string]any{"omittedResults": omitted}
+	}
+	return writeJSON(w, sarifLog{Version: "2.1.0", Runs: []sarifRun{b.run}})
+}
+
+// ruleDescription is a rule's one-line description.
+func ruleDescription(rule string) string {
+	if d, ok := builtInRuleDescriptions[rule]; ok {
+		return d
+	}
+	return "Rego policy " + rule
+}
+
+var builtInRuleDescriptions = map[string]string{
+	"IdenticalNodeSelector":    "The selector is identical to another RBLNDriver's",
+	"ConflictingNodeSelector":  "The selector ties with another RBLNDriver's on existing nodes",
+	"PotentialConflict":        "The selector could tie with another RBLNDriver's on a future node",
+	"UpgradePolicy":            "A legal but risky upgrade policy",
+	"ClusterPolicyName":        "An RBLNClusterPolicy that is not the one driverguard reads",
+	"PolicyUnavailable":        "Policy evaluation failed and the decision is fail-open",
+	action.RuleDriverLoss:      "A node that carries a driver now would get none",
+	action.RuleInvalidValues:   "The values do not render",
+	action.RuleRenderWarning:   "Legal but suspicious values",
+	"FieldValueInvalid":        "A field holds an invalid value",
+	"FieldValueRequired":       "A required field is missing",
+	"FieldValueForbidden":      "A field may not be set",
+	"FieldValueNotSupported":   "A field holds an unsupported value",
+	"FieldValueTooLong":        "A field's value is too long",
+	"FieldValueDuplicate":      "A field holds a duplicate value",
+	"FieldValueTypeInvalid":    "A field has the wrong type",
+	"FieldValueTooMany":        "A field holds too many items",
+	"FieldValueNotFound":       "A field refers to something that does not exist",
+	"FieldValueInternal":       "An internal error judging a field",
+	"Unowned":                  "A node that matches no RBLNDriver",
+	"DriverFamilyLabelMissing": "A node without its NPU family label",
+	"InvalidImageTag":          "A pool's image tag is not a valid tag",
+	"StaleOwnerLabel":          "A node's owner label names a driver that no longer routes it",
+	"DriverImageNotFound":      "The registry answers 404 for an image a pool pulls",
+}
+
+// writeCheckSARIF writes a check as SARIF: every denial, warning and audit finding, each
+// driver loss and render warning, located at the values key the object or field came from.
+func writeCheckSARIF(w io.Writer, rep *action.CheckReport, job *action.Check) error {
+	b := newSARIF(append(slices.Clone(rep.Policies), action.BuiltInRules...), ruleDescription)
+	omitted := rep.DriverLossOmitted + rep.RenderWarningsOmitted
+	for _, res := range rep.Resources {
+		object := res.Kind + "/" + res.Name
+		for _, g := range []struct {
+			level    string
+			findings []action.Finding
+		}{{sarifError, res.Deny}, {sarifWarning, res.Warn}, {sarifNote, res.Audit}} {
+			for _, f := range g.findings {
+				b.add(findingRule(f), g.level, sarifMessage(f, object), object, job.Locate(res.Kind, res.Name, f.Field))
+			}
+		}
+		omitted += res.OmittedDeny + res.OmittedWarn + res.OmittedAudit
+	}
+	level := sarifError
+	if rep.DriverLossAllowed {
+		level = sarifWarning
+	}
+	for _, l := range rep.DriverLoss {
+		b.add(action.RuleDriverLoss, level, "Node/"+lossLine(l), "Node/"+l.Node, job.Locate("RBLNDriver", l.From, "spec.nodeSelector"))
+	}
+	for _, wn := range rep.RenderWarnings {
+		b.add(action.RuleRenderWarning, sarifWarning, wn.String(), "RBLNDriver/"+wn.Resource, job.LocateWarning(wn))
+	}
+	return b.write(w, omitted)
+}
+
+// writeInvalidSARIF writes values that do not render as SARIF: one InvalidValues error per
+// problem, located at its values key.
+func writeInvalidSARIF(w io.Writer, invalid *action.InvalidError) error {
+	b := newSARIF(nil, ruleDescription)
+	problems, omitted := invalid.Problems()
+	for _, p := range problems {
+		msg := p.Message
+		if p.Path != "" {
+			msg = p.Path + ": " + msg
+		}
+		b.add(action.RuleInvalidValues, sarifError, msg, "", p.Location)
+	}
+	return b.write(w, omitted)
+}
+
+// sarifMessage is a finding's message for SARIF, which names its rule apart: the object, the
+// field, then what is wrong.
+func sarifMessage(f action.Finding, object string) string {
+	msg := strings.TrimPrefix(f.Message, object+": ")
+	if f.Field != "" {
+		msg = f.Field + ": " + msg
+	}
+	return object + ": " + msg
+}
+
+// writeAuditSARIF writes an audit as SARIF: every finding that is not a pass (error for what
+// denies or failed to evaluate, warning for a warning, note for a policy on trial), located
+// at the objects it is about; an audit reads the cluster, not values files.
+func writeAuditSARIF(w io.Writer, out *action.AuditResult) error {
+	b := newSARIF(nil, ruleDescription)
+	omitted := 0
+	for _, rep := range out.Outcome.Reports {
+		omitted += rep.Omitted
+		for _, f := range rep.Results {
+			if f.Result == action.AuditPass {
+				continue
+			}
+			level := sarifError
+			switch {
+			case f.Enforcement == action.EnforceAudit:
+				level = sarifNote
+			case f.Result == action.AuditWarn:
+				level = sarifWarning
+			}
+			var l sarifLocation
+			for _, sub := range f.Subjects {
+				l.LogicalLocations = append(l.LogicalLocations, sarifLogical{FullyQualifiedName: sub.Kind + "/" + sub.Name, Kind: "resource"})
+			}
+			props := map[string]string{"report": rep.Name}
+			if rep.Instance != "" {
+				props["valuesPath"] = "driver.instances." + rep.Instance
+			}
+			b.push(auditRule(f), level, f.Message, l, props)
+		}
+	}
+	return b.write(w, omitted)
+}
+
+// auditRule is the rule of an audit finding: its policy's package, else the built-in rule.
+func auditRule(f action.AuditFinding) string {
+	if f.Policy != action.AuditBuiltinPolicy {
+		return f.Policy
+	}
+	return f.Rule
+}
