@@ -81,6 +81,8 @@ test: test-tools
 		echo "skipping helm lint: $(HELM_CHART)/Chart.yaml does not exist"; \
 	fi
 	$(NOCGO_BUILD) build -trimpath -o $(TEST_BIN) ./cmd/driverguard
+	@# the bundled library's suites, as a platform team's CI runs theirs
+	$(TEST_BIN) test --min-coverage 100 policy/library/suites
 	$(TEST_ENV) export DRIVERGUARD_BIN="$(CURDIR)/$(TEST_BIN)"; $(GO) test -race ./... -count=1 -timeout 60m
 	@# the sustained-load test is built without -race (the race detector would set its pace)
 	$(TEST_ENV) $(NOCGO_BUILD) test -trimpath ./test/load/ -count=1 -timeout 10m -v -run TestSustainedLoad

@@ -114,10 +114,12 @@ const (
 // suiteRun is one suite ready to judge its cases: its policies compiled once, its inventory
 // read once.
 type suiteRun struct {
-	s         *suite.Suite
-	engine    *policy.Engine
-	rules     []string
-	inventory inventory
+	s      *suite.Suite
+	engine *policy.Engine
+	// rules are the suite's policy packages; judgedBy those and the built-in rules, which
+	// every judged object passes unless a result says otherwise.
+	rules, judgedBy []string
+	inventory       inventory
 }
 
 // inventory is a cluster read from a suite.
@@ -148,6 +150,7 @@ func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage
 		return fmt.Errorf("%s: %w", s.File, err)
 	}
 	run := &suiteRun{s: s, engine: engine, rules: slices.Clone(engine.Status().Policies)}
+	run.judgedBy = append(slices.Clone(run.rules), BuiltInRules...)
 	cov.Rules(run.rules, false)
 	if run.inventory, err = t.readInventory(ctx, s, &s.Inventory, inventory{}); err != nil {
 		return err
@@ -340,7 +343,7 @@ func (t *Test) judgeObjects(ctx context.Context, run *suiteRun, c *suite.Case, i
 		return nil, err
 	}
 	rep := j.report(false)
-	out := &suite.Outcome{Allowed: rep.Passed, Rules: run.rules, Results: []suite.Result{}}
+	out := &suite.Outcome{Allowed: rep.Passed, Rules: run.judgedBy, Results: []suite.Result{}}
 	for _, o := range rep.Resources {
 		name := o.Kind + "/" + o.Name
 		out.Objects = append(out.Objects, name)
@@ -353,11 +356,16 @@ func (t *Test) judgeObjects(ctx context.Context, run *suiteRun, c *suite.Case, i
 			}
 		}
 	}
+	// The nodes that carry a driver now are judged by DriverLoss.
+	for _, n := range inv.nodes {
+		if n.Labels[v1alpha1.LabelOwner] != "" {
+			out.Objects = append(out.Objects, "Node/"+n.Name)
+		}
+	}
 	for _, l := range rep.DriverLoss {
 		out.Results = append(out.Results, suite.Result{Object: "Node/" + l.Node, Rule: RuleDriverLoss, Result: suite.ResultFail,
 			Message: lossMessage(l)})
 	}
-	out.Rules = append(slices.Clone(run.rules), BuiltInRules...)
 	if c.Expect.Plan != nil {
 		p, err := plan.Make(ctx, plan.Inputs{Objects: &objs, Cluster: inv.state(), Workloads: inv.workloads,
 			Apply: release.Options{Decider: d.decider(run.engine), Data: run.engine}})
@@ -434,7 +442,7 @@ func reviewOutcome(ctx context.Context, run *suiteRun, body []byte, inv inventor
 	}
 	req, resp := review.Request, review.Response
 	name := req.Kind.Kind + "/" + req.Name
-	out := &suite.Outcome{Allowed: resp.Allowed, Objects: []string{name}, Rules: append(slices.Clone(run.rules), BuiltInRules...),
+	out := &suite.Outcome{Allowed: resp.Allowed, Objects: []string{name}, Rules: run.judgedBy,
 		Results: []suite.Result{}}
 	if r := resp.Result; r != nil && !resp.Allowed {
 		if r.Details == nil || len(r.Details.Causes) == 0 {

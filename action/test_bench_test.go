@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
@@ -86,20 +87,26 @@ func BenchmarkTestSuite(b *testing.B) {
 	}
 }
 
-// TestLibrarySuite: the bundled library's own suite passes, and every library policy fires in
-// one of its cases and passes in another.
+// TestLibrarySuite: the bundled library's own suite passes with 100% coverage: every library
+// policy and every built-in rule fires in one of its cases and passes in another.
 func TestLibrarySuite(t *testing.T) {
 	job := action.NewTest(config(""))
 	job.Paths = []string{"../policy/library/suites"}
+	job.MinCoverage = 100
 	res, err := job.Run(context.Background())
 	require.NoError(t, err)
 	for _, c := range res.Cases {
 		require.True(t, c.Passed, "%s: %+v %s", c.Name, c.Mismatch, c.Error)
 	}
+	lib := 0
 	for _, r := range res.Coverage {
+		require.NotEmpty(t, r.Fired, "%s never fired", r.Rule)
+		require.NotEmpty(t, r.Passed, "%s never passed", r.Rule)
 		if strings.HasPrefix(r.Rule, "driverguard.lib.") {
-			require.NotEmpty(t, r.Fired, "%s never fired", r.Rule)
-			require.NotEmpty(t, r.Passed, "%s never passed", r.Rule)
+			lib++
 		}
 	}
+	assert.Equal(t, len(action.BuiltInRules)+8, len(res.Coverage), "the 8 library policies and the built-in rules")
+	assert.Equal(t, 8, lib)
+	assert.True(t, res.Passed)
 }
