@@ -49,7 +49,8 @@ func isPolicyFile(name string) bool {
 	return false
 }
 
-// readDirs reads every policy file of dirs, in a deterministic order. Entries whose name
+// readDirs reads every policy file of dirs (a path may also be one policy or data file), in a
+// deterministic order. Entries whose name
 // starts with "." are skipped: they are hidden files and, in a mounted ConfigMap, the
 // ..data and ..<timestamp> directories behind the visible symlinks (which are followed).
 // With tests false, *_test.rego files are skipped.
@@ -70,9 +71,6 @@ func readDirs(dirs []string, tests bool, maxBytes int64) ([]sourceFile, error) {
 		if err != nil {
 			return nil, newLoadError(Problem{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)})
 		}
-		if !info.IsDir() {
-			return nil, newLoadError(Problem{File: dir, Message: "is not a directory; --policy takes a directory of .rego files"})
-		}
 		real, err := filepath.EvalSymlinks(dir)
 		if err != nil {
 			return nil, newLoadError(Problem{File: dir, Message: "cannot read the policy directory: " + pathErrorText(err)})
@@ -83,11 +81,36 @@ func readDirs(dirs []string, tests bool, maxBytes int64) ([]sourceFile, error) {
 		}
 		r.seen[real] = true
 		r.root = dir
+		if !info.IsDir() {
+			if err := r.readFile(dir, info, tests); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := r.readDir(dir, real, nil, 0); err != nil {
 			return nil, err
 		}
 	}
 	return r.files, nil
+}
+
+// readFile reads a policy or data file given by itself (its data at the root of data, as
+// `opa eval -d FILE` reads it).
+func (r *dirReader) readFile(path string, info fs.FileInfo, tests bool) error {
+	switch {
+	case !info.Mode().IsRegular() || !isPolicyFile(path):
+		return newLoadError(Problem{File: path, Message: "is neither a directory nor a policy or data file (.rego, .json, .yaml, .yml); --policy takes either"})
+	case !tests && strings.HasSuffix(path, "_test.rego"):
+		return newLoadError(Problem{File: path, Message: "is a Rego test file: 'driverguard policy test' runs it; give the policy itself, or its directory"})
+	case len(r.files) >= MaxPolicyFiles:
+		return newLoadError(Problem{File: path, Message: fmt.Sprintf("more than %d policy and data files given; driverguard reads at most %d", MaxPolicyFiles, MaxPolicyFiles)})
+	}
+	content, err := readLimited(path, r.maxBytes)
+	if err != nil {
+		return newLoadError(Problem{File: path, Message: pathErrorText(err)})
+	}
+	r.files = append(r.files, sourceFile{path: path, content: content})
+	return nil
 }
 
 // DefaultMaxFileBytes bounds one policy or data file: a ConfigMap holds at most 1 MiB, and a

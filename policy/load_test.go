@@ -124,3 +124,37 @@ func TestPolicyDirectoryLimits(t *testing.T) {
 		assert.EqualError(t, err, "policy: "+filepath.Join(deep, "d")+": nested more than 16 directories deep; driverguard reads policy directories at most 16 deep")
 	})
 }
+
+// TestPolicyFiles: a path may be one policy or data file as well as a directory; a file that
+// is neither, a test file outside `policy test`, and a directory given with a file of its own
+// (read once) each say what they are.
+func TestPolicyFiles(t *testing.T) {
+	load := func(t *testing.T, paths ...string) (*policy.Engine, error) {
+		t.Helper()
+		return policy.New(t.Context(), policy.Options{Dirs: paths, ExcludeLibrary: true, Metrics: prometheus.NewRegistry()})
+	}
+	dir := t.TempDir()
+	rego := writeFile(t, dir, "team.rego", treePolicy)
+	data := writeFile(t, dir, "limits.yaml", "limits: {max: 3}\n")
+	test := writeFile(t, dir, "team_test.rego", "package driverguard.tree_test\n")
+	readme := writeFile(t, dir, "README.md", "# not a policy\n")
+
+	e, err := load(t, rego, data)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"driverguard.tree"}, e.Status().Policies)
+
+	e, err = load(t, dir, rego) // the file again, inside the directory read before: read once
+	require.NoError(t, err, "a file reached twice loads once")
+	assert.Equal(t, []string{"driverguard.tree"}, e.Status().Policies)
+
+	for _, tc := range []struct{ path, msg string }{
+		{readme, "is neither a directory nor a policy or data file (.rego, .json, .yaml, .yml); --policy takes either"},
+		{test, "is a Rego test file: 'driverguard policy test' runs it; give the policy itself, or its directory"},
+		{os.DevNull, "is neither a directory nor a policy or data file"},
+	} {
+		_, err := load(t, tc.path)
+		var le *policy.LoadError
+		require.ErrorAs(t, err, &le, tc.path)
+		assert.ErrorContains(t, err, tc.path+": "+tc.msg)
+	}
+}

@@ -19,7 +19,7 @@ const (
 type Suite struct {
 	APIVersion string `yaml:"apiVersion"`
 	Kind       string `yaml:"kind"`
-	// Policies are Rego folders, relative to the suite file.
+	// Policies are Rego folders or files (and data documents), relative to the suite file.
 	Policies []Path `yaml:"policies"`
 	// Library loads the bundled library too (default true).
 	Library *bool `yaml:"library"`
