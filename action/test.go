@@ -3,14 +3,18 @@ package action
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/decode"
@@ -276,13 +280,14 @@ func (t *Test) judgeCase(ctx context.Context, run *suiteRun, c *suite.Case) (*su
 		}
 		return t.judgeObjects(ctx, run, c, inv, release.FromRender(r, DefaultReleaseName), r)
 	default:
-		objs, err := t.caseObjects(ctx, run.s, c.Objects)
+		objs, daemonSets, err := t.caseObjects(ctx, run.s, c.Objects)
 		if err != nil {
 			return nil, err
 		}
+		var oldDaemonSets []decode.Document
 		if !c.OldObjects.Empty() {
-			old, err := t.caseObjects(ctx, run.s, c.OldObjects)
-			if err != nil {
+			var old release.Objects
+			if old, oldDaemonSets, err = t.caseObjects(ctx, run.s, c.OldObjects); err != nil {
 				return nil, err
 			}
 			inv.drivers = append(slices.Clone(inv.drivers), old.Drivers...)
@@ -293,27 +298,122 @@ func (t *Test) judgeCase(ctx context.Context, run *suiteRun, c *suite.Case) (*su
 		if err := checkOperation(c, objs, inv); err != nil {
 			return nil, err
 		}
-		return t.judgeObjects(ctx, run, c, inv, objs, &render.Result{})
+		out := &suite.Outcome{Allowed: true, Results: []suite.Result{}}
+		if objs.ClusterPolicy != nil || len(objs.Drivers) > 0 {
+			if out, err = t.judgeObjects(ctx, run, c, inv, objs, &render.Result{}); err != nil {
+				return nil, err
+			}
+		}
+		if len(daemonSets) == 0 {
+			return out, nil
+		}
+		// Driver DaemonSets come after the drivers they name, as the operator creates them:
+		// the case's drivers are stored by then.
+		inv.drivers = append(slices.Clone(inv.drivers), objs.Drivers...)
+		return judgeDaemonSets(ctx, run, c, inv, daemonSets, oldDaemonSets, out)
 	}
 }
 
-// caseObjects reads the rendered objects of a case.
-func (t *Test) caseObjects(ctx context.Context, s *suite.Suite, o *suite.Objects) (release.Objects, error) {
+// caseObjects reads the objects of a case: the RBLNDrivers and RBLNClusterPolicy, and the
+// driver DaemonSets apart.
+func (t *Test) caseObjects(ctx context.Context, s *suite.Suite, o *suite.Objects) (release.Objects, []decode.Document, error) {
 	stream, err := objectStream(ctx, t.cfg, s, o)
 	if err != nil {
-		return release.Objects{}, err
+		return release.Objects{}, nil, err
 	}
 	objs, err := renderedObjects(stream)
 	if err != nil {
-		return objs, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
+		return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
 	}
-	if objs.ClusterPolicy == nil && len(objs.Drivers) == 0 {
-		return objs, &suite.Error{File: s.File, Line: o.Line, Msg: "no RBLNDriver or RBLNClusterPolicy among the objects"}
+	docs, err := decode.Documents(bytes.NewReader(stream), "the objects")
+	if err != nil {
+		return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
+	}
+	var daemonSets []decode.Document
+	for _, d := range docs {
+		if d.Kind == "DaemonSet" && d.APIVersion == "apps/v1" {
+			daemonSets = append(daemonSets, d)
+		}
+	}
+	if objs.ClusterPolicy == nil && len(objs.Drivers) == 0 && len(daemonSets) == 0 {
+		return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: "no RBLNDriver, RBLNClusterPolicy or driver DaemonSet (apps/v1) among the objects"}
 	}
 	// Objects are applied one by one, as kubectl apply would: no release owns them, so none
 	// of the stored drivers is deleted for not being among them.
 	objs.ReleaseName = ""
-	return objs, nil
+	return objs, daemonSets, nil
+}
+
+// judgeDaemonSets answers each driver DaemonSet as the webhook answers its admission (an
+// UPDATE when oldObjects hold a DaemonSet of the same name), adding to out.
+func judgeDaemonSets(ctx context.Context, run *suiteRun, c *suite.Case, inv inventory, daemonSets, old []decode.Document, out *suite.Outcome) (*suite.Outcome, error) {
+	for _, ds := range daemonSets {
+		var meta struct {
+			Metadata struct{ Name, Namespace string } `json:"metadata"`
+		}
+		if err := json.Unmarshal(ds.Data, &meta); err != nil {
+			return nil, &suite.Error{File: run.s.File, Line: c.Objects.Line, Msg: fmt.Sprintf("%s: %v", ds.Source, err)}
+		}
+		req := map[string]any{
+			"uid":       "driverguard-test",
+			"kind":      map[string]string{"group": "apps", "version": "v1", "kind": "DaemonSet"},
+			"resource":  map[string]string{"group": "apps", "version": "v1", "resource": "daemonsets"},
+			"name":      meta.Metadata.Name,
+			"namespace": meta.Metadata.Namespace,
+			"operation": "CREATE",
+			"object":    json.RawMessage(ds.Data),
+		}
+		for _, o := range old {
+			var om struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			}
+			if json.Unmarshal(o.Data, &om) == nil && om.Metadata.Name == meta.Metadata.Name {
+				req["operation"], req["oldObject"] = "UPDATE", json.RawMessage(o.Data)
+			}
+		}
+		body, err := json.Marshal(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})
+		if err != nil {
+			return nil, err
+		}
+		got, err := reviewOutcome(ctx, run, body, inv)
+		if err != nil {
+			return nil, err
+		}
+		out.Allowed = out.Allowed && got.Allowed
+		out.Objects = append(out.Objects, got.Objects...)
+		out.Results = append(out.Results, got.Results...)
+		if out.Images == nil {
+			out.Images = map[string]string{}
+		}
+		maps.Copy(out.Images, got.Images)
+	}
+	return out, nil
+}
+
+// mutatedImage is the image of a driver DaemonSet's driver or RSMD container once the
+// webhook's patch is applied ("" when the webhook sets none).
+func mutatedImage(object, patch []byte) (string, error) {
+	if len(patch) == 0 {
+		return "", nil
+	}
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return "", fmt.Errorf("the webhook's patch: %w", err)
+	}
+	patched, err := p.Apply(object)
+	if err != nil {
+		return "", fmt.Errorf("applying the webhook's patch: %w", err)
+	}
+	var ds appsv1.DaemonSet
+	if err := json.Unmarshal(patched, &ds); err != nil {
+		return "", fmt.Errorf("the patched DaemonSet: %w", err)
+	}
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name == webhook.DriverContainer || c.Name == webhook.SMDContainer {
+			return c.Image, nil
+		}
+	}
+	return "", nil
 }
 
 // checkOperation holds a case to its operation: UPDATE needs every object stored already,
@@ -444,6 +544,14 @@ func reviewOutcome(ctx context.Context, run *suiteRun, body []byte, inv inventor
 	name := req.Kind.Kind + "/" + req.Name
 	out := &suite.Outcome{Allowed: resp.Allowed, Objects: []string{name}, Rules: run.judgedBy,
 		Results: []suite.Result{}}
+	if req.Kind.Kind == "DaemonSet" { // mutated, not judged by the rules
+		out.Rules = nil
+		image, err := mutatedImage(req.Object.Raw, resp.Patch)
+		if err != nil {
+			return nil, err
+		}
+		out.Images = map[string]string{req.Name: image}
+	}
 	if r := resp.Result; r != nil && !resp.Allowed {
 		if r.Details == nil || len(r.Details.Causes) == 0 {
 			out.Results = append(out.Results, suite.Result{Object: name, Rule: string(r.Reason), Result: suite.ResultFail, Message: r.Message})

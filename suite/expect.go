@@ -2,7 +2,9 @@ package suite
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -20,6 +22,8 @@ type Outcome struct {
 	Rules []string
 	// Plan are the plan's actions per node (nil: no plan was made).
 	Plan map[string]string
+	// Images are the images the mutation set, by DaemonSet name ("" for none).
+	Images map[string]string
 }
 
 // Result is one finding.
@@ -85,6 +89,18 @@ func Match(c *Case, out *Outcome) []Mismatch {
 	}
 	if e.Plan != nil {
 		miss = append(miss, matchPlan(c, out)...)
+	}
+	for _, ds := range slices.Sorted(maps.Keys(e.Images)) {
+		got, ok := out.Images[ds]
+		switch {
+		case !ok:
+			miss = append(miss, Mismatch{Line: c.Line, Expected: "DaemonSet " + ds + " gets image " + e.Images[ds], Got: "no DaemonSet " + ds + " among the objects"})
+		case got != e.Images[ds]:
+			if got == "" {
+				got = "no image set"
+			}
+			miss = append(miss, Mismatch{Line: c.Line, Expected: "DaemonSet " + ds + " gets image " + e.Images[ds], Got: got})
+		}
 	}
 	return miss
 }

@@ -75,6 +75,9 @@ type Expect struct {
 	Exhaustive bool           `yaml:"exhaustive"`
 	// Plan are the plan's node actions.
 	Plan *PlanExpect `yaml:"plan"`
+	// Images are the images the webhook's mutation sets on driver DaemonSets of the case's
+	// objects, by DaemonSet name ("" when it sets none).
+	Images map[string]string `yaml:"images"`
 }
 
 // ResultExpect is one result that must be found.

@@ -337,8 +337,11 @@ func (s *Suite) checkCase(c *Case) error {
 	default:
 		return fail(c.Line, "expect.verdict %q: want denied or allowed", e.Verdict)
 	}
-	if e.Verdict == "" && len(e.Results) == 0 && e.Plan == nil && !e.Exhaustive {
-		return fail(c.Line, "expects nothing: give expect.verdict, expect.results or expect.plan")
+	if e.Verdict == "" && len(e.Results) == 0 && e.Plan == nil && !e.Exhaustive && e.Images == nil {
+		return fail(c.Line, "expects nothing: give expect.verdict, expect.results, expect.plan or expect.images")
+	}
+	if e.Images != nil && c.Objects.Empty() && c.Review.Empty() {
+		return fail(c.Line, "expect.images: only driver DaemonSets (in objects or a review) have images to expect")
 	}
 	for _, r := range e.Results {
 		if r.Object == "" || !strings.Contains(r.Object, "/") {

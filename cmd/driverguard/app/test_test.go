@@ -286,3 +286,82 @@ func TestCheckJUnit(t *testing.T) {
 	assert.True(t, names["RBLNDriver/rbln-driver driverguard.lib.pinned_version"])
 	assert.True(t, names["RBLNClusterPolicy/rbln-cluster-policy IdenticalNodeSelector"])
 }
+
+// TestSuiteDaemonSets: driver DaemonSets among a case's objects are answered as the webhook
+// answers the operator: the image the mutation sets is expected with expect.images (a wrong
+// one fails the case with the image it got); one naming no stored driver is denied.
+func TestSuiteDaemonSets(t *testing.T) {
+	ds := func(name, driver string) string {
+		return `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: ` + name + `
+  labels: {rebellions.ai/npu.driver.component: driver, rebellions.ai/npu.driver.instance: ` + driver + `}
+spec:
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+    spec:
+      nodeSelector:
+        rebellions.ai/npu.family: atom
+        feature.node.kubernetes.io/system-os_release.ID: ubuntu
+        feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04"
+        feature.node.kubernetes.io/kernel-version.full: 6.8.0-custom_1
+      containers: [{name: rbln-driver-container, image: placeholder}]
+`
+	}
+	driver := `apiVersion: rebellions.ai/v1alpha1
+kind: RBLNDriver
+metadata: {name: rbln-driver-atom}
+spec: {registry: registry.example, image: team/rbln-driver, version: 3.2.2, nodeSelector: {rebellions.ai/npu.family: atom}}
+`
+	cases := `  - name: the driver and its pool's DaemonSet
+    objects: [objects/driver.yaml, objects/ds.yaml]
+    expect:
+      verdict: allowed
+      images: {atom-pool: "registry.example/team/atom/rbln-driver:3.2.2-6.8.0-custom_1-ubuntu22.04"}
+  - name: a DaemonSet naming no driver
+    objects: objects/orphan.yaml
+    expect:
+      verdict: denied
+      exhaustive: true
+      results:
+        - object: DaemonSet/orphan
+          rule: FieldValueNotFound
+          result: fail
+          message: RBLNDriver "rbln-driver-gone" does not exist
+`
+	path := writeSuite(t, cases)
+	dir := filepath.Dir(path)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "objects"), 0o755))
+	for name, content := range map[string]string{"driver.yaml": driver, "ds.yaml": ds("atom-pool", "rbln-driver-atom"), "orphan.yaml": ds("orphan", "rbln-driver-gone")} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "objects", name), []byte(content), 0o644))
+	}
+	res := run(t, "", "test", path)
+	require.Equal(t, 0, res.code, res.stdout+res.stderr)
+	assert.Contains(t, res.stdout, "2 cases, 0 failed")
+
+	// A wrong image fails the case, with the image the mutation set.
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(mustRead(t, path), "3.2.2-6.8.0", "3.2.3-6.8.0", 1)), 0o644))
+	res = run(t, "", "test", path)
+	assert.Equal(t, 1, res.code, res.stdout+res.stderr)
+	assert.Regexp(t, `FAIL  \S+ the driver and its pool's DaemonSet`, res.stdout)
+	assert.Contains(t, res.stdout, "got registry.example/team/atom/rbln-driver:3.2.2-6.8.0-custom_1-ubuntu22.04")
+
+	// Images on a case without objects cannot be expected: exit 2 with its line.
+	res = run(t, "", "test", writeSuite(t, `  - name: images of values
+    values: [values/tie.yaml]
+    expect:
+      images: {atom-pool: x}
+`))
+	assert.Equal(t, 2, res.code, res.stdout+res.stderr)
+	assert.Contains(t, res.stderr, "team.dgtest.yaml:5: ")
+	assert.Contains(t, res.stderr, "only driver DaemonSets (in objects or a review) have images to expect")
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
+}
