@@ -5,7 +5,9 @@
 #   1. render: `helm template` vs `driverguard render` (whole processes, same values file), and
 #      vs the Go renderer in-process (BenchmarkRender), for 10/100/500 instances.
 #   2. the Go benchmarks of the routing engine (BenchmarkRoute, BenchmarkConflicts).
-#   3. plan at scale (BenchmarkPlan): plan.Make at 10,000 nodes, 500 drivers, 50,000 pods and
+#   3. policy test suites (BenchmarkTestSuite): 200 cases over the library at 1,000 nodes
+#      against the 2 s goal, and per case against a one-case suite.
+#   3b. plan at scale (BenchmarkPlan): plan.Make at 10,000 nodes, 500 drivers, 50,000 pods and
 #      2,000 PDBs against the 2 s goal, and against a tenth of that (the scaling ratio).
 #   4. the policy engine: one evaluation of the bundled library vs a single trivial rule
 #      (BenchmarkEvaluate), and a whole AdmissionReview through the webhook's handler on a
@@ -94,6 +96,29 @@ echo "$audit_out" | grep -E '^Benchmark'
 echo "$audit_out" | awk '/nodes=1000\// { for (i = 1; i <= NF; i++) if ($(i+1) == "report-bytes") small = $i }
 	/nodes=10000\// { for (i = 1; i <= NF; i++) { if ($(i+1) == "report-bytes") large = $i; if ($(i+1) == "ns/op") ns = $i } }
 	END { printf "10k x 500 pass: %.0f ms (goal <= 2000); report bytes 10k / 1k nodes: %.2fx (goal ~1: they grow with drivers)\n", ns / 1e6, large / small }'
+
+echo
+echo "== policy test suites (go test -bench BenchmarkTestSuite; goal: 200 cases over the library at 1,000 nodes <= 2 s)"
+# cases=1 is the baseline: a one-case suite pays the policy compile and the inventory read
+# alone; per-case ratio = (200-case suite / 200) / one-case suite (well below 1: paid once).
+suite_out=$($GO test -run '^$' -bench 'BenchmarkTestSuite' -benchtime 3x -count "$RUNS" -benchmem ./action/ 2>&1) || { echo "$suite_out" >&2; exit 1; }
+echo "$suite_out" | awk '
+	function median(name,   n, i, j, v, a) {
+		n = cnt[name]
+		for (i = 1; i <= n; i++) a[i] = val[name, i]
+		for (i = 2; i <= n; i++) { v = a[i]; for (j = i - 1; j >= 1 && a[j] > v; j--) a[j+1] = a[j]; a[j+1] = v }
+		return a[int((n + 1) / 2)]
+	}
+	/^BenchmarkTestSuite\// {
+		name = $1; sub(/^BenchmarkTestSuite\//, "", name); sub(/-[0-9]+$/, "", name)
+		k = ++cnt[name]
+		for (i = 2; i < NF; i++) if ($(i+1) == "ns/op") val[name, k] = $i + 0
+	}
+	END {
+		one = median("nodes=1000/cases=1"); all = median("nodes=1000/cases=200")
+		printf "one-case suite: %.0f ms; 200-case suite: %.0f ms (goal <= 2000: %s)\n", one / 1e6, all / 1e6, (all <= 2e9 ? "met" : "MISSED")
+		if (one > 0) printf "per case in the 200-case suite / one-case suite: %.2fx\n", all / 200 / one
+	}'
 
 echo
 echo "== plan at scale: plan.Make end to end, a tenth vs the full size (go test -bench BenchmarkPlan; median of $RUNS runs)"
