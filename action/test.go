@@ -208,13 +208,6 @@ func (t *Test) readInventory(ctx context.Context, s *suite.Suite, inv *suite.Inv
 	return out, nil
 }
 
-func (c *Configuration) inventoryLimit() int64 {
-	if c.MaxInventoryBytes > 0 {
-		return c.MaxInventoryBytes
-	}
-	return decode.DefaultMaxInventoryBytes
-}
-
 // readObjects reads the files and inline objects of o as one stream with read.
 func readObjects[T any](ctx context.Context, cfg *Configuration, s *suite.Suite, o *suite.Objects, what string,
 	read func(context.Context, string, cluster.ReadOptions) (T, error)) (T, error) {
@@ -234,9 +227,9 @@ func readObjects[T any](ctx context.Context, cfg *Configuration, s *suite.Suite,
 func objectStream(ctx context.Context, cfg *Configuration, s *suite.Suite, o *suite.Objects) ([]byte, error) {
 	var buf bytes.Buffer
 	for _, p := range o.Files {
-		data, err := decode.ReadFile(ctx, s.Resolve(p), nil, cfg.inventoryLimit())
+		data, err := decode.ReadFile(ctx, s.Resolve(p), nil, cfg.readOptions().Limit())
 		if err != nil {
-			return nil, &suite.Error{File: s.File, Line: p.Line, Msg: err.Error()}
+			return nil, &suite.Error{File: s.File, Line: p.Line, Msg: withLimitHint(err, FlagMaxInventorySize).Error()}
 		}
 		buf.WriteString("\n---\n")
 		buf.Write(data)
@@ -422,6 +415,15 @@ func checkOperation(c *suite.Case, objs release.Objects, inv inventory) error {
 	stored := func(name string) bool {
 		return slices.ContainsFunc(inv.drivers, func(d v1alpha1.RBLNDriver) bool { return d.Name == name })
 	}
+	if cp := objs.ClusterPolicy; cp != nil {
+		storedPolicy := slices.ContainsFunc(inv.policies, func(p v1alpha1.RBLNClusterPolicy) bool { return p.Name == cp.Name })
+		switch {
+		case c.Operation == "UPDATE" && !storedPolicy:
+			return fmt.Errorf("operation UPDATE: RBLNClusterPolicy %s is not stored (give it in oldObjects or the inventory's clusterPolicy)", cp.Name)
+		case c.Operation != "UPDATE" && storedPolicy:
+			return fmt.Errorf("operation CREATE: RBLNClusterPolicy %s is stored already (oldObjects or the inventory's clusterPolicy): say operation: UPDATE", cp.Name)
+		}
+	}
 	for _, d := range objs.Drivers {
 		switch {
 		case c.Operation == "UPDATE" && !stored(d.Name):
@@ -519,9 +521,9 @@ func objectBody(ctx context.Context, cfg *Configuration, s *suite.Suite, o *suit
 	if len(o.Inline) == 1 {
 		return yaml.Marshal(o.Inline[0])
 	}
-	data, err := decode.ReadFile(ctx, s.Resolve(o.Files[0]), nil, cfg.inventoryLimit())
+	data, err := decode.ReadFile(ctx, s.Resolve(o.Files[0]), nil, cfg.readOptions().Limit())
 	if err != nil {
-		return nil, &suite.Error{File: s.File, Line: o.Files[0].Line, Msg: err.Error()}
+		return nil, &suite.Error{File: s.File, Line: o.Files[0].Line, Msg: withLimitHint(err, FlagMaxInventorySize).Error()}
 	}
 	return data, nil
 }

@@ -124,15 +124,19 @@ func readKind[T any](ctx context.Context, f file, path string, o ReadOptions, de
 	return v, nil
 }
 
+// Limit is the most bytes one file may hold: MaxBytes, else the default.
+func (o ReadOptions) Limit() int64 {
+	if o.MaxBytes <= 0 {
+		return decode.DefaultMaxInventoryBytes
+	}
+	return o.MaxBytes
+}
+
 // read reads the documents of path within o.MaxBytes, stopping when ctx is done. A file that
 // holds objects but none of the kinds it must is unusable, as is any problem reading it; an
 // empty file holds none.
 func (f file) read(ctx context.Context, path string, o ReadOptions) ([]decode.Document, error) {
-	limit := o.MaxBytes
-	if limit <= 0 {
-		limit = decode.DefaultMaxInventoryBytes
-	}
-	docs, err := decode.ReadDocuments(ctx, path, o.Stdin, limit)
+	docs, err := decode.ReadDocuments(ctx, path, o.Stdin, o.Limit())
 	if err != nil {
 		var tl *decode.TooLargeError
 		if errors.As(err, &tl) && o.LimitFlag != "" {

@@ -365,3 +365,26 @@ func mustRead(t *testing.T, path string) string {
 	require.NoError(t, err)
 	return string(data)
 }
+
+// TestSuiteOperation: a case is held to its operation for an RBLNClusterPolicy as for an
+// RBLNDriver: UPDATE needs it stored, CREATE needs it not stored.
+func TestSuiteOperation(t *testing.T) {
+	policy := `    objects:
+      - apiVersion: rebellions.ai/v1alpha1
+        kind: RBLNClusterPolicy
+        metadata: {name: rbln-cluster-policy}
+        spec: {driver: {upgradePolicy: {maxParallelUpgrades: 2}}}
+    expect: {verdict: allowed}
+`
+	res := run(t, "", "test", writeSuite(t, "  - name: update of a policy not stored\n    operation: UPDATE\n"+policy))
+	assert.Equal(t, 1, res.code, res.stdout+res.stderr)
+	assert.Contains(t, res.stdout, "operation UPDATE: RBLNClusterPolicy rbln-cluster-policy is not stored")
+
+	stored := "    inventory:\n      clusterPolicy:\n        - apiVersion: rebellions.ai/v1alpha1\n          kind: RBLNClusterPolicy\n          metadata: {name: rbln-cluster-policy}\n"
+	res = run(t, "", "test", writeSuite(t, "  - name: create of a policy stored\n"+stored+policy))
+	assert.Equal(t, 1, res.code, res.stdout+res.stderr)
+	assert.Contains(t, res.stdout, "operation CREATE: RBLNClusterPolicy rbln-cluster-policy is stored already")
+
+	res = run(t, "", "test", writeSuite(t, "  - name: update of a policy stored\n    operation: UPDATE\n"+stored+policy))
+	assert.Equal(t, 0, res.code, res.stdout+res.stderr)
+}
