@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/url"
@@ -302,4 +303,35 @@ func auditRule(f action.AuditFinding) string {
 		return f.Policy
 	}
 	return f.Rule
+}
+
+// Rules of a test run's SARIF results.
+const (
+	ruleCaseFailed = "TestCaseFailed"
+	ruleCaseError  = "TestCaseError"
+	ruleUncovered  = "RuleNeverFired"
+)
+
+// writeTestSARIF writes a test run as SARIF: an error per expectation a case missed, at its
+// line in the suite file; an error per case that could not be judged, at the case's line; a
+// note per rule no case made fire.
+func writeTestSARIF(w io.Writer, res *action.TestRunResult) error {
+	b := newSARIF(nil, ruleDescription)
+	at := func(suite string, line int) sarifLocation {
+		return sarifLocation{PhysicalLocation: &sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(suite)}, Region: sarifRegion{StartLine: max(line, 1)}}}
+	}
+	for _, c := range res.Cases {
+		if c.Error != "" {
+			b.push(ruleCaseError, sarifError, c.Name+": "+c.Error, at(c.Suite, c.Line), map[string]string{"case": c.Name})
+		}
+		for _, m := range c.Mismatch {
+			b.push(ruleCaseFailed, sarifError, c.Name+": expected "+m.Expected+", got "+m.Got, at(c.Suite, cmp.Or(m.Line, c.Line)), map[string]string{"case": c.Name})
+		}
+	}
+	for _, r := range res.Coverage {
+		if !r.Covered() {
+			b.push(ruleUncovered, sarifNote, "no case makes "+r.Rule+" fire", sarifLocation{LogicalLocations: []sarifLogical{{FullyQualifiedName: r.Rule, Kind: "module"}}}, nil)
+		}
+	}
+	return b.write(w, 0)
 }

@@ -233,3 +233,37 @@ func mustGetwd(t *testing.T) string {
 	require.NoError(t, err)
 	return wd
 }
+
+// TestTestSARIF: test -o sarif is SARIF 2.1.0: a missed expectation is an error at its line
+// in the suite file; a rule no case fires is a note.
+func TestTestSARIF(t *testing.T) {
+	schema := sarifSchema(t)
+	path := writeSuite(t, strings.Replace(passingCases, `message: "legacy drivers are retired"`, `message: "legacy drivers are welcome"`, 1))
+	res := run(t, "", "test", path, "-o", "sarif")
+	require.Equal(t, 1, res.code, res.stderr)
+	doc := validSARIF(t, schema, res.stdout)
+	lines := strings.Split(mustRead(t, path), "\n")
+	var blocks []string
+	uncovered := 0
+	for _, r := range doc.Runs[0].Results {
+		switch r.RuleID {
+		case ruleCaseFailed:
+			require.Equal(t, "error", r.Level)
+			p := r.Locations[0].PhysicalLocation
+			require.NotNil(t, p)
+			assert.Equal(t, fileURI(path), p.ArtifactLocation.URI)
+			blocks = append(blocks, strings.Join(lines[p.Region.StartLine-1:min(p.Region.StartLine+4, len(lines))], "\n")+"\n=> "+r.Message.Text)
+		case ruleUncovered:
+			uncovered++
+			assert.Equal(t, "note", r.Level)
+		}
+	}
+	// The result that missed, at its own lines (which hold the message expected), and the
+	// finding the case did not list (exhaustive), at the case's line.
+	require.Len(t, blocks, 2)
+	assert.Contains(t, blocks[0], `message: "legacy drivers are welcome"`)
+	assert.Contains(t, blocks[0], "=> legacy drivers are retired: expected fail RBLNDriver/rbln-driver-legacy driverguard.team.names matching /legacy drivers are welcome/")
+	assert.Contains(t, blocks[1], "- name: legacy drivers are retired")
+	assert.Contains(t, blocks[1], "expected nothing else (exhaustive)")
+	assert.Positive(t, uncovered, "the library's rules no case fires")
+}

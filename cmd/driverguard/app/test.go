@@ -16,10 +16,10 @@ const formatJUnit = "junit"
 
 func newTestCommand(s Streams) *cobra.Command {
 	job := action.NewTest(s.cfg)
-	output := newOutput(formatTable, formatTable, formatJSON, formatJUnit)
+	output := newOutput(formatTable, formatTable, formatJSON, formatJUnit, formatSARIF)
 	var run string
 	cmd := &cobra.Command{
-		Use:   "test [PATH...] [--run REGEX] [--min-coverage PCT] [-o table|json|junit]",
+		Use:   "test [PATH...] [--run REGEX] [--min-coverage PCT] [-o table|json|junit|sarif]",
 		Short: "Run declarative policy test suites (*.dgtest.yaml): values or objects against an inventory, with expected results",
 		Long: `test runs every suite file (*.dgtest.yaml) found under the paths (default: the current folder,
 recursively). A suite names its policies (and the bundled library unless library: false), an
@@ -32,6 +32,9 @@ describes the format.
 
 Coverage lists every policy (a Rego package with deny or warn rules) and every built-in rule with
 the cases that made it fire and those that judged an object by it without it firing.
+
+-o junit writes one test case per suite case; -o sarif one error per missed expectation (at its
+line in the suite file) or case that could not be judged, and a note per rule that never fired.
 
 Exit codes: 0 every case passed (and coverage reached --min-coverage); 1 a case failed, could not
 be judged, or coverage is below --min-coverage; 2 a suite cannot be read (unknown field, missing
@@ -70,6 +73,8 @@ func printTestRun(w io.Writer, format string, res *action.TestRunResult) error {
 		return writeJSON(w, res)
 	case formatJUnit:
 		return writeTestJUnit(w, res)
+	case formatSARIF:
+		return writeTestSARIF(w, res)
 	}
 	return printTestTable(w, res)
 }
