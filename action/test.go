@@ -19,6 +19,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/plan"
@@ -93,6 +94,13 @@ func (t *Test) Run(ctx context.Context) (*TestRunResult, error) {
 			return nil, err
 		}
 	}
+	if t.Select != nil && len(res.Cases) == 0 {
+		n := 0
+		for _, s := range suites {
+			n += len(s.Tests)
+		}
+		return nil, fmt.Errorf("--run %q matches none of the %d cases found (it matches <suite file>/<case name>)", t.Select, n)
+	}
 	res.Coverage, res.CoveragePct = cov.Report()
 	res.Passed = res.Failed == 0 && res.CoveragePct >= t.MinCoverage
 	return res, nil
@@ -113,6 +121,8 @@ const (
 	RuleInvalidValues = "InvalidValues"
 	// RuleRenderWarning: legal but suspicious values (a render warning).
 	RuleRenderWarning = "RenderWarning"
+	// RuleOmittedFindings: findings beyond what the decision lists for one object, counted.
+	RuleOmittedFindings = "OmittedFindings"
 )
 
 // suiteRun is one suite ready to judge its cases: its policies compiled once, its inventory
@@ -141,9 +151,6 @@ func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage
 			selected = append(selected, &s.Tests[i])
 		}
 	}
-	if len(selected) == 0 {
-		return nil
-	}
 	dirs := make([]string, 0, len(s.Policies))
 	for _, p := range s.Policies {
 		dirs = append(dirs, s.Resolve(p))
@@ -163,6 +170,9 @@ func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage
 		start := time.Now()
 		cr := TestCaseResult{Suite: s.File, Name: c.Name, Line: c.Line, Results: []suite.Result{}}
 		out, err := t.judgeCase(ctx, run, c)
+		if ctx.Err() != nil { // interrupted: no case after this one was judged, report none
+			return ctx.Err()
+		}
 		switch {
 		case err != nil:
 			cr.Error = err.Error()
@@ -223,11 +233,20 @@ func readObjects[T any](ctx context.Context, cfg *Configuration, s *suite.Suite,
 	return v, nil
 }
 
-// objectStream is the files of o then its inline objects as one YAML stream.
+// objectStream is the files of o then its inline objects as one YAML stream, within the
+// inventory limit in all. Files must be YAML or JSON (a NUL byte stops the reading); inline
+// objects are written as JSON, which is no larger than the suite that held them.
 func objectStream(ctx context.Context, cfg *Configuration, s *suite.Suite, o *suite.Objects) ([]byte, error) {
+	limit := cfg.readOptions().Limit()
 	var buf bytes.Buffer
+	tooLarge := func(line int) error {
+		return &suite.Error{File: s.File, Line: line, Msg: withLimitHint(&decode.TooLargeError{Name: "the objects given here", Limit: limit}, FlagMaxInventorySize).Error()}
+	}
 	for _, p := range o.Files {
-		data, err := decode.ReadFile(ctx, s.Resolve(p), nil, cfg.readOptions().Limit())
+		if int64(buf.Len()) >= limit {
+			return nil, tooLarge(p.Line)
+		}
+		data, err := decode.ReadText(ctx, s.Resolve(p), nil, limit-int64(buf.Len()))
 		if err != nil {
 			return nil, &suite.Error{File: s.File, Line: p.Line, Msg: withLimitHint(err, FlagMaxInventorySize).Error()}
 		}
@@ -235,12 +254,15 @@ func objectStream(ctx context.Context, cfg *Configuration, s *suite.Suite, o *su
 		buf.Write(data)
 	}
 	for _, m := range o.Inline {
-		data, err := yaml.Marshal(m)
+		data, err := json.Marshal(m)
 		if err != nil {
 			return nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
 		}
 		buf.WriteString("\n---\n")
 		buf.Write(data)
+		if int64(buf.Len()) > limit {
+			return nil, tooLarge(o.Line)
+		}
 	}
 	return buf.Bytes(), nil
 }
@@ -324,8 +346,14 @@ func (t *Test) caseObjects(ctx context.Context, s *suite.Suite, o *suite.Objects
 	}
 	var daemonSets []decode.Document
 	for _, d := range docs {
-		if d.Kind == "DaemonSet" && d.APIVersion == "apps/v1" {
+		switch {
+		case d.Kind == "DaemonSet" && d.APIVersion == "apps/v1":
 			daemonSets = append(daemonSets, d)
+		case d.Kind == "RBLNDriver" || d.Kind == "RBLNClusterPolicy":
+		default:
+			return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: fmt.Sprintf(
+				"a %s %s among the objects: a case judges RBLNDrivers, the RBLNClusterPolicy and driver DaemonSets (apps/v1) only",
+				validation.Truncate(d.APIVersion, 80), validation.Truncate(d.Kind, 80))}
 		}
 	}
 	if objs.ClusterPolicy == nil && len(objs.Drivers) == 0 && len(daemonSets) == 0 {
@@ -457,6 +485,15 @@ func (t *Test) judgeObjects(ctx context.Context, run *suiteRun, c *suite.Case, i
 				out.Results = append(out.Results, findingResult(name, g.result, f))
 			}
 		}
+		for _, g := range []struct {
+			result string
+			n      int
+		}{{suite.ResultFail, o.OmittedDeny}, {suite.ResultWarn, o.OmittedWarn}, {suite.ResultAudit, o.OmittedAudit}} {
+			if g.n > 0 {
+				out.Results = append(out.Results, suite.Result{Object: name, Rule: RuleOmittedFindings, Result: g.result,
+					Message: fmt.Sprintf("%d more %s findings not listed: the decision lists the first %d of each kind per object", g.n, g.result, decision.MaxFindings)})
+			}
+		}
 	}
 	// The nodes that carry a driver now are judged by DriverLoss.
 	for _, n := range inv.nodes {
@@ -519,11 +556,22 @@ func (t *Test) judgeReview(ctx context.Context, run *suiteRun, c *suite.Case, in
 // objectBody is the one object of o as JSON.
 func objectBody(ctx context.Context, cfg *Configuration, s *suite.Suite, o *suite.Objects) ([]byte, error) {
 	if len(o.Inline) == 1 {
-		return yaml.Marshal(o.Inline[0])
+		data, err := json.Marshal(o.Inline[0])
+		if err == nil && len(data) > webhook.MaxReviewBytes {
+			err = fmt.Errorf("the review is larger than the limit of %s, the webhook's: it would refuse the request (413) unread", decode.FormatBytes(webhook.MaxReviewBytes))
+		}
+		if err != nil {
+			return nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
+		}
+		return data, nil
 	}
-	data, err := decode.ReadFile(ctx, s.Resolve(o.Files[0]), nil, cfg.readOptions().Limit())
+	data, err := decode.ReadText(ctx, s.Resolve(o.Files[0]), nil, webhook.MaxReviewBytes)
+	var tl *decode.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, &suite.Error{File: s.File, Line: o.Files[0].Line, Msg: err.Error() + ", the webhook's: it would refuse the request (413) unread"}
+	}
 	if err != nil {
-		return nil, &suite.Error{File: s.File, Line: o.Files[0].Line, Msg: withLimitHint(err, FlagMaxInventorySize).Error()}
+		return nil, &suite.Error{File: s.File, Line: o.Files[0].Line, Msg: err.Error()}
 	}
 	return data, nil
 }

@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"slices"
 	"sort"
 )
 
@@ -44,7 +43,7 @@ func (c *Coverage) Add(name string, out *Outcome) {
 		fired[r.Rule] = true
 	}
 	for rule := range fired {
-		if rc, ok := c.rules[rule]; ok && !slices.Contains(rc.Fired, name) {
+		if rc, ok := c.rules[rule]; ok && !last(rc.Fired, name) {
 			rc.Fired = append(rc.Fired, name)
 		}
 	}
@@ -52,11 +51,15 @@ func (c *Coverage) Add(name string, out *Outcome) {
 		return
 	}
 	for _, rule := range out.Rules {
-		if rc, ok := c.rules[rule]; ok && !fired[rule] && !slices.Contains(rc.Passed, name) {
+		if rc, ok := c.rules[rule]; ok && !fired[rule] && !last(rc.Passed, name) {
 			rc.Passed = append(rc.Passed, name)
 		}
 	}
 }
+
+// last reports whether name is the last of names: a case's outcome is added once, so a name
+// already listed is the last one (a linear scan would make a run quadratic in its cases).
+func last(names []string, name string) bool { return len(names) > 0 && names[len(names)-1] == name }
 
 // Report lists the rules by name and the share of them that fired, in percent (100 when
 // there are none).

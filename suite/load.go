@@ -16,6 +16,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"helm.sh/helm/v3/pkg/strvals"
+
+	"github.com/driverguard/driverguard/api/validation"
 
 	"github.com/driverguard/driverguard/plan"
 )
@@ -78,7 +81,23 @@ func Find(paths []string) ([]string, error) {
 		}
 	}
 	sort.Strings(out)
-	return slices.Compact(out), nil
+	// One suite reached twice (given twice, as a relative and an absolute path, or through a
+	// symlink) runs once.
+	seen := map[string]bool{}
+	uniq := out[:0]
+	for _, path := range out {
+		key := path
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			if abs, err := filepath.Abs(real); err == nil {
+				key = abs
+			}
+		}
+		if !seen[key] {
+			seen[key] = true
+			uniq = append(uniq, path)
+		}
+	}
+	return uniq, nil
 }
 
 // Load reads and checks one suite file: unknown fields, wrong kinds, missing files and
@@ -88,14 +107,27 @@ func Load(path string) (*Suite, error) {
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
+	// The tree first: its size is bounded before yaml decodes it into the suite (which costs
+	// more per key, and again for each alias).
+	var root yaml.Node
+	nodes := yaml.NewDecoder(bytes.NewReader(data))
+	if err := nodes.Decode(&root); err != nil {
+		return nil, decodeError(path, err)
+	}
+	var next yaml.Node
+	switch err := nodes.Decode(&next); {
+	case err == nil:
+		return nil, &Error{File: path, Line: max(next.Line, 1), Msg: "a second YAML document: a suite file holds one TestSuite (split the suites into files of their own)"}
+	case !errors.Is(err, io.EOF):
+		return nil, decodeError(path, err)
+	}
+	if err := checkSize(path, &root); err != nil {
+		return nil, err
+	}
 	s := &Suite{File: path, Dir: filepath.Dir(path)}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(s); err != nil {
-		return nil, decodeError(path, err)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, decodeError(path, err)
 	}
 	if line := nullItem(&root); line > 0 {
@@ -109,6 +141,13 @@ func Load(path string) (*Suite, error) {
 }
 
 func readBounded(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", info.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -261,7 +300,7 @@ func (s *Suite) check() error {
 		return fail(1, "no tests: a suite lists its cases under tests")
 	}
 	for _, p := range s.Policies {
-		if err := s.exists(p); err != nil {
+		if err := s.exists(p, true); err != nil {
 			return err
 		}
 	}
@@ -317,8 +356,13 @@ func (s *Suite) checkCase(c *Case) error {
 		return fail(c.Review.Line, "review takes one AdmissionReview (a file or an inline object)")
 	}
 	for _, p := range c.Values {
-		if err := s.exists(p); err != nil {
+		if err := s.exists(p, false); err != nil {
 			return err
+		}
+	}
+	for _, arg := range c.Set {
+		if err := strvals.ParseInto(arg, map[string]any{}); err != nil {
+			return fail(c.Line, "set %q: %v", validation.Truncate(arg, 200), err)
 		}
 	}
 	for _, o := range []*Objects{c.Objects, c.OldObjects, c.Review} {
@@ -390,30 +434,79 @@ func (s *Suite) checkObjects(o *Objects) error {
 		return nil
 	}
 	for _, p := range o.Files {
-		if err := s.exists(p); err != nil {
+		if err := s.exists(p, false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Resolve is p relative to the suite's folder.
+// Resolve is p relative to the suite's folder; always a file's path, never "-" (which the
+// readers take for standard input).
 func (s *Suite) Resolve(p Path) string {
-	if filepath.IsAbs(p.Value) {
-		return p.Value
+	path := p.Value
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(s.Dir, path)
 	}
-	return filepath.Join(s.Dir, p.Value)
+	if path == "-" {
+		return "." + string(filepath.Separator) + "-"
+	}
+	return path
 }
 
-func (s *Suite) exists(p Path) error {
+// exists checks that p names a regular file (or, with dirs, a folder too): a folder, a FIFO
+// or a device given as a values or objects file is an error here, not when a case runs.
+func (s *Suite) exists(p Path, dirs bool) error {
 	if p.Value == "" {
 		return &Error{File: s.File, Line: p.Line, Msg: "empty file name"}
 	}
-	if _, err := os.Stat(s.Resolve(p)); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return &Error{File: s.File, Line: p.Line, Msg: fmt.Sprintf("%s does not exist (paths are relative to the suite file)", p.Value)}
-		}
+	info, err := os.Stat(s.Resolve(p))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &Error{File: s.File, Line: p.Line, Msg: fmt.Sprintf("%s does not exist (paths are relative to the suite file)", p.Value)}
+	case err != nil:
 		return &Error{File: s.File, Line: p.Line, Msg: err.Error()}
+	case info.IsDir() && !dirs:
+		return &Error{File: s.File, Line: p.Line, Msg: fmt.Sprintf("%s is a folder: name the files", p.Value)}
+	case !info.IsDir() && !info.Mode().IsRegular():
+		return &Error{File: s.File, Line: p.Line, Msg: fmt.Sprintf("%s is not a regular file (%s)", p.Value, info.Mode().Type())}
 	}
 	return nil
+}
+
+// The most a suite may hold, aliases expanded: nodes in all, and keys in one mapping. Both are
+// far beyond a suite written by people (inventories of thousands of nodes belong in files);
+// they bound what a 4 MiB file can make the loader do.
+const (
+	MaxNodes       = 1 << 20
+	MaxMappingKeys = 10000
+)
+
+// checkSize bounds the suite's tree, aliases expanded (each alias counts its target's nodes
+// again, as decoding it would).
+func checkSize(path string, root *yaml.Node) error {
+	count := 0
+	var walk func(n *yaml.Node, depth int) error
+	walk = func(n *yaml.Node, depth int) error {
+		count++
+		if count > MaxNodes {
+			return &Error{File: path, Line: n.Line, Msg: fmt.Sprintf("more than %d YAML nodes (aliases counted at each use): put large inventories in files of their own", MaxNodes)}
+		}
+		if n.Kind == yaml.MappingNode && len(n.Content)/2 > MaxMappingKeys {
+			return &Error{File: path, Line: n.Line, Msg: fmt.Sprintf("a mapping of %d keys: a suite's mappings hold at most %d", len(n.Content)/2, MaxMappingKeys)}
+		}
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			if depth > 100 {
+				return &Error{File: path, Line: n.Line, Msg: "aliases nested more than 100 deep"}
+			}
+			return walk(n.Alias, depth+1)
+		}
+		for _, c := range n.Content {
+			if err := walk(c, depth); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(root, 0)
 }

@@ -1,8 +1,10 @@
 package suite
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,6 +47,13 @@ func TestLoadErrors(t *testing.T) {
 		"null path":              {header + "tests:\n  - name: a\n    values: [~]\n    expect: {verdict: allowed}\n", 5, "an empty (null) list entry"},
 		"update without objects": {header + "tests:\n  - name: a\n    values: [v.yaml]\n    operation: UPDATE\n    expect: {verdict: allowed}\n", 4, "operation applies to objects"},
 		"not yaml":               {header + "tests: [\n", 3, "did not find expected node content"},
+		"second document": {header + "tests:\n  - name: a\n    values: [v.yaml]\n    expect: {verdict: allowed}\n---\n" + header + "tests: []\n", 7,
+			"a second YAML document: a suite file holds one TestSuite"},
+		"values is a folder": {header + "tests:\n  - name: a\n    values: [.]\n    expect: {verdict: allowed}\n", 5, ". is a folder: name the files"},
+		"bad set":            {header + "tests:\n  - name: a\n    values: [v.yaml]\n    set: [\"driver.image.tag\"]\n    expect: {verdict: allowed}\n", 4, `set "driver.image.tag": key "tag" has no value`},
+		"a mapping too large": {header + "tests: []\nx: {" + manyKeys(MaxMappingKeys+1) + "}\n", 4, "a mapping of 10001 keys: a suite's mappings hold at most 10000"},
+		"aliases expanded": {header + "a: &a [" + strings.Repeat("x, ", 5000) + "x]\nb: [" + strings.Repeat("*a, ", 300) + "*a]\ntests: []\n", 3,
+			"YAML nodes (aliases counted at each use)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := writeSuiteFile(t, tc.content)
@@ -98,4 +107,29 @@ func TestFind(t *testing.T) {
 	empty := t.TempDir()
 	_, err = Find([]string{empty})
 	require.ErrorContains(t, err, "no *.dgtest.yaml file")
+}
+
+func manyKeys(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "k%d: 1, ", i)
+	}
+	return b.String()
+}
+
+// TestFindOnce: a suite reached twice (relative and absolute, or through a symlink) is found
+// once; "-" in a suite is a file, never standard input.
+func TestFindOnce(t *testing.T) {
+	path := writeSuiteFile(t, header+"tests: []\n")
+	abs, err := filepath.Abs(path)
+	require.NoError(t, err)
+	link := filepath.Join(t.TempDir(), "link.dgtest.yaml")
+	require.NoError(t, os.Symlink(path, link))
+	found, err := Find([]string{path, abs, link, filepath.Dir(path)})
+	require.NoError(t, err)
+	assert.Len(t, found, 1, "%v", found)
+
+	s := &Suite{Dir: "."}
+	assert.Equal(t, "./-", filepath.ToSlash(s.Resolve(Path{Value: "-"})))
+	assert.Equal(t, "./-", filepath.ToSlash(s.Resolve(Path{Value: "./-"})))
 }

@@ -94,16 +94,22 @@ func ReadFile(ctx context.Context, path string, stdin io.Reader, limit int64) ([
 	return readAll(ctx, path, stdin, limit, nil)
 }
 
+// ReadText reads all of path ("-" reads stdin) as ReadFile does, for a file that must be YAML
+// or JSON: a NUL byte ends the reading at once, as in ReadDocuments.
+func ReadText(ctx context.Context, path string, stdin io.Reader, limit int64) ([]byte, error) {
+	name := Name(path)
+	return readAll(ctx, path, stdin, limit, func(r io.Reader) io.Reader { return &noNUL{r: r, name: name} })
+}
+
 // ReadDocuments reads the objects of path ("-" reads stdin) as Documents does, through
 // Open's limit and cancellation. A NUL byte, which neither YAML nor JSON allows, ends the
 // reading at once (-f /dev/zero is not read up to the limit).
 func ReadDocuments(ctx context.Context, path string, stdin io.Reader, limit int64) ([]Document, error) {
-	name := Name(path)
-	data, err := readAll(ctx, path, stdin, limit, func(r io.Reader) io.Reader { return &noNUL{r: r, name: name} })
+	data, err := ReadText(ctx, path, stdin, limit)
 	if err != nil {
 		return nil, err
 	}
-	return parseDocuments(data, name)
+	return parseDocuments(data, Name(path))
 }
 
 // readAll reads all of path through open, and wrap when given.

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strings"
 
@@ -43,6 +44,9 @@ file: named with its line) or a policy does not compile.`,
   driverguard test --run 'canary' --min-coverage 100
   driverguard test -o junit > test-results.xml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if job.MinCoverage < 0 || job.MinCoverage > 100 || math.IsNaN(job.MinCoverage) {
+				return usageError(fmt.Errorf("--min-coverage %g: want a percentage from 0 to 100", job.MinCoverage))
+			}
 			job.Paths = args
 			if run != "" {
 				re, err := regexp.Compile(run)
@@ -84,15 +88,17 @@ func printTestRun(w io.Writer, format string, res *action.TestRunResult) error {
 func printTestTable(w io.Writer, res *action.TestRunResult) error {
 	for _, c := range res.Cases {
 		switch {
+		// Names, messages and policies' words are the suite's: escaped, so that they cannot
+		// act on the terminal.
 		case c.Error != "":
-			fmt.Fprintf(w, "ERROR %s:%d %s\n  %s\n", c.Suite, c.Line, c.Name, c.Error)
+			fmt.Fprintf(w, "ERROR %s:%d %s\n  %s\n", printable(c.Suite), c.Line, printable(c.Name), printable(c.Error))
 		case !c.Passed:
-			fmt.Fprintf(w, "FAIL  %s:%d %s\n", c.Suite, c.Line, c.Name)
+			fmt.Fprintf(w, "FAIL  %s:%d %s\n", printable(c.Suite), c.Line, printable(c.Name))
 			for _, m := range c.Mismatch {
-				fmt.Fprintf(w, "  line %d: expected %s\n          got %s\n", m.Line, m.Expected, m.Got)
+				fmt.Fprintf(w, "  line %d: expected %s\n          got %s\n", m.Line, printable(m.Expected), printable(m.Got))
 			}
 		default:
-			fmt.Fprintf(w, "PASS  %s:%d %s\n", c.Suite, c.Line, c.Name)
+			fmt.Fprintf(w, "PASS  %s:%d %s\n", printable(c.Suite), c.Line, printable(c.Name))
 		}
 	}
 	fmt.Fprintln(w, "\nCOVERAGE")
@@ -104,7 +110,7 @@ func printTestTable(w io.Writer, res *action.TestRunResult) error {
 		if r.BuiltIn {
 			name += " (built-in)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", name, len(r.Fired), len(r.Passed))
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", printable(name), len(r.Fired), len(r.Passed))
 		if !r.Covered() {
 			uncovered = append(uncovered, r.Rule)
 		}

@@ -388,3 +388,70 @@ func TestSuiteOperation(t *testing.T) {
 	res = run(t, "", "test", writeSuite(t, "  - name: update of a policy stored\n    operation: UPDATE\n"+stored+policy))
 	assert.Equal(t, 0, res.code, res.stdout+res.stderr)
 }
+
+// TestSuiteHostileInputs: what a hostile or careless suite gets (found by attacking `test`):
+// each is refused with what is wrong, nothing is dropped silently.
+func TestSuiteHostileInputs(t *testing.T) {
+	t.Run("--run that matches nothing", func(t *testing.T) {
+		res := run(t, "", "test", "--run", "no such case", writeSuite(t, passingCases))
+		assert.Equal(t, 2, res.code, res.stdout+res.stderr)
+		assert.Contains(t, res.stderr, `--run "no such case" matches none of the 3 cases found`)
+	})
+	t.Run("a policy that does not compile, its cases not selected", func(t *testing.T) {
+		path := writeSuite(t, passingCases)
+		require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(path), "policies", "broken.rego"), []byte("package driverguard.broken\n\ndeny contains if {\n"), 0o644))
+		res := run(t, "", "test", "--run", "no such case", path)
+		assert.Equal(t, 2, res.code, res.stdout+res.stderr)
+		assert.Contains(t, res.stderr, "broken.rego")
+	})
+	for _, pct := range []string{"-1", "101", "NaN"} {
+		t.Run("--min-coverage "+pct, func(t *testing.T) {
+			res := run(t, "", "test", "--min-coverage", pct, writeSuite(t, passingCases))
+			assert.Equal(t, 2, res.code, res.stdout+res.stderr)
+			assert.Contains(t, res.stderr, "want a percentage from 0 to 100")
+			assert.Empty(t, res.stdout)
+		})
+	}
+	t.Run("an object of another kind", func(t *testing.T) {
+		res := run(t, "", "test", writeSuite(t, `  - name: a typo'd kind
+    objects:
+      - {apiVersion: rebellions.ai/v1alpha1, kind: RBLNDrivr, metadata: {name: x}}
+      - {apiVersion: rebellions.ai/v1alpha1, kind: RBLNDriver, metadata: {name: rbln-driver-x}, spec: {nodeSelector: {env: x}}}
+    expect: {verdict: allowed}
+`))
+		assert.Equal(t, 1, res.code, res.stdout+res.stderr)
+		assert.Contains(t, res.stdout, "a rebellions.ai/v1alpha1 RBLNDrivr among the objects: a case judges RBLNDrivers, the RBLNClusterPolicy and driver DaemonSets (apps/v1) only")
+	})
+	t.Run("a device as the inventory", func(t *testing.T) {
+		res := run(t, "", "test", writeSuite(t, `  - name: zero nodes
+    inventory:
+      nodes: /dev/zero
+    values: [values/tie.yaml]
+    expect: {verdict: allowed}
+`))
+		assert.Equal(t, 2, res.code, res.stdout+res.stderr)
+		assert.Contains(t, res.stderr, "/dev/zero is not a regular file")
+	})
+	t.Run("findings beyond what the decision lists", func(t *testing.T) {
+		path := writeSuite(t, `  - name: sixty findings, fifty listed
+    values: [values/legacy.yaml]
+    expect:
+      exhaustive: true
+      results:
+        - {object: RBLNDriver/rbln-driver-legacy, rule: driverguard.team.many, result: fail}
+`)
+		require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(path), "policies", "many.rego"), []byte(`package driverguard.team.many
+
+deny contains msg if {
+	input.object.kind == "RBLNDriver"
+	endswith(input.object.metadata.name, "-legacy")
+	some i in numbers.range(1, 60)
+	msg := sprintf("finding %d", [i])
+}
+`), 0o644))
+		res := run(t, "", "test", path)
+		assert.Equal(t, 1, res.code, res.stdout+res.stderr)
+		assert.Contains(t, res.stdout, "expected nothing else (exhaustive)")
+		assert.Regexp(t, `OmittedFindings: \d+ more fail findings not listed`, res.stdout)
+	})
+}
