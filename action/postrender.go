@@ -91,7 +91,7 @@ func (p *PostRender) Run(ctx context.Context) (*PostRenderResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the rendered manifests: %w", withLimitHint(err, FlagMaxManifestsSize))
 	}
-	objs, err := renderedObjects(data)
+	objs, err := renderedObjects(data, "the rendered manifests")
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +152,12 @@ func (p *PostRender) cluster(ctx context.Context) (st *cluster.State, against st
 // renderedObjects are the RBLNClusterPolicy and the RBLNDrivers of Helm's rendered manifests, in
 // their order (Helm's install order, which the post-renderer receives), without the annotation
 // Helm 4 adds for the post-renderer only.
-func renderedObjects(data []byte) (release.Objects, error) {
+func renderedObjects(data []byte, source string) (release.Objects, error) {
 	var objs release.Objects
-	if err := decode.CheckDocumentValues(data, "the rendered manifests", maxManifestValues); err != nil {
+	if err := decode.CheckDocumentValues(data, source, maxManifestValues); err != nil {
 		return objs, err
 	}
-	docs, err := decode.Documents(bytes.NewReader(data), "the rendered manifests")
+	docs, err := decode.Documents(bytes.NewReader(data), source)
 	if err != nil {
 		return objs, err
 	}
@@ -170,7 +170,7 @@ func renderedObjects(data []byte) (release.Objects, error) {
 		return objs, err
 	}
 	if len(policies) > 1 {
-		return objs, fmt.Errorf("the rendered manifests hold %d RBLNClusterPolicies; a release renders at most one (%s)", len(policies), v1alpha1.ClusterPolicyName)
+		return objs, fmt.Errorf("%s hold %d RBLNClusterPolicies; a release renders at most one (%s)", source, len(policies), v1alpha1.ClusterPolicyName)
 	}
 	for i := range drivers {
 		delete(drivers[i].Annotations, helmPostRenderFilename)

@@ -43,7 +43,7 @@ kind: Service
 metadata:
   name: svc
 `
-	objs, err := renderedObjects([]byte(in))
+	objs, err := renderedObjects([]byte(in), "the rendered manifests")
 	require.NoError(t, err)
 	require.NotNil(t, objs.ClusterPolicy)
 	assert.Nil(t, objs.ClusterPolicy.Annotations, "Helm 4's annotation never reaches the cluster")

@@ -250,7 +250,7 @@ func objectStream(ctx context.Context, cfg *Configuration, s *suite.Suite, o *su
 		if err != nil {
 			return nil, &suite.Error{File: s.File, Line: p.Line, Msg: withLimitHint(err, FlagMaxInventorySize).Error()}
 		}
-		buf.WriteString("\n---\n")
+		separate(&buf)
 		buf.Write(data)
 	}
 	for _, m := range o.Inline {
@@ -258,13 +258,21 @@ func objectStream(ctx context.Context, cfg *Configuration, s *suite.Suite, o *su
 		if err != nil {
 			return nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
 		}
-		buf.WriteString("\n---\n")
+		separate(&buf)
 		buf.Write(data)
 		if int64(buf.Len()) > limit {
 			return nil, tooLarge(o.Line)
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// separate ends the document in buf, if any, so that the next starts a document of its own
+// (the first is document 1 in messages).
+func separate(buf *bytes.Buffer) {
+	if buf.Len() > 0 {
+		buf.WriteString("\n---\n")
+	}
 }
 
 // judgeCase judges one case against its cluster.
@@ -336,7 +344,7 @@ func (t *Test) caseObjects(ctx context.Context, s *suite.Suite, o *suite.Objects
 	if err != nil {
 		return release.Objects{}, nil, err
 	}
-	objs, err := renderedObjects(stream)
+	objs, err := renderedObjects(stream, "the objects")
 	if err != nil {
 		return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
 	}

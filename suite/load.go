@@ -165,6 +165,8 @@ func readBounded(path string) ([]byte, error) {
 
 var fieldNotFound = regexp.MustCompile(`^line (\d+): field (\S+) not found in type suite\.(\w+)$`)
 
+var goType = regexp.MustCompile(`into suite\.\w+`)
+
 var lineMsg = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 // decodeError turns yaml's errors into lines of the suite: an unknown field names the fields
@@ -186,7 +188,14 @@ func decodeError(path string, err error) error {
 	}
 	if m := lineMsg.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{File: path, Line: line, Msg: m[2]}
+		// "into suite.Suite": the place in the format, not the Go type
+		msg := goType.ReplaceAllStringFunc(m[2], func(t string) string {
+			if name, ok := typeNames[strings.TrimPrefix(t, "into suite.")]; ok {
+				return "where " + name + " belongs"
+			}
+			return t
+		})
+		return &Error{File: path, Line: line, Msg: msg}
 	}
 	if err.Error() == "EOF" {
 		return &Error{File: path, Msg: "empty: a suite needs apiVersion, kind and tests"}

@@ -49,6 +49,7 @@ func TestLoadErrors(t *testing.T) {
 		"not yaml":               {header + "tests: [\n", 3, "did not find expected node content"},
 		"second document": {header + "tests:\n  - name: a\n    values: [v.yaml]\n    expect: {verdict: allowed}\n---\n" + header + "tests: []\n", 7,
 			"a second YAML document: a suite file holds one TestSuite"},
+		"not a mapping":       {"root:x:0:0\n", 1, "cannot unmarshal !!str `root:x:0:0` where the suite belongs"},
 		"values is a folder":  {header + "tests:\n  - name: a\n    values: [.]\n    expect: {verdict: allowed}\n", 5, ". is a folder: name the files"},
 		"bad set":             {header + "tests:\n  - name: a\n    values: [v.yaml]\n    set: [\"driver.image.tag\"]\n    expect: {verdict: allowed}\n", 4, `set "driver.image.tag": key "tag" has no value`},
 		"a mapping too large": {header + "tests: []\nx: {" + manyKeys(MaxMappingKeys+1) + "}\n", 4, "a mapping of 10001 keys: a suite's mappings hold at most 10000"},
