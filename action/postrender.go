@@ -153,14 +153,24 @@ func (p *PostRender) cluster(ctx context.Context) (st *cluster.State, against st
 // their order (Helm's install order, which the post-renderer receives), without the annotation
 // Helm 4 adds for the post-renderer only.
 func renderedObjects(data []byte, source string) (release.Objects, error) {
-	var objs release.Objects
-	if err := decode.CheckDocumentValues(data, source, maxManifestValues); err != nil {
-		return objs, err
-	}
-	docs, err := decode.Documents(bytes.NewReader(data), source)
+	docs, err := renderedDocuments(data, source)
 	if err != nil {
-		return objs, err
+		return release.Objects{}, err
 	}
+	return objectsOf(docs, source)
+}
+
+// renderedDocuments are the documents of a manifest stream, its values counted first.
+func renderedDocuments(data []byte, source string) ([]decode.Document, error) {
+	if err := decode.CheckDocumentValues(data, source, maxManifestValues); err != nil {
+		return nil, err
+	}
+	return decode.Documents(bytes.NewReader(data), source)
+}
+
+// objectsOf are the RBLNDrivers and the RBLNClusterPolicy among docs (the others skipped).
+func objectsOf(docs []decode.Document, source string) (release.Objects, error) {
+	var objs release.Objects
 	drivers, err := decode.Drivers(docs)
 	if err != nil {
 		return objs, err

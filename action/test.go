@@ -14,7 +14,10 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/decode"
@@ -344,13 +347,10 @@ func (t *Test) caseObjects(ctx context.Context, s *suite.Suite, o *suite.Objects
 	if err != nil {
 		return release.Objects{}, nil, err
 	}
-	objs, err := renderedObjects(stream, "the objects")
+	const source = "the objects"
+	docs, err := renderedDocuments(stream, source)
 	if err != nil {
-		return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
-	}
-	docs, err := decode.Documents(bytes.NewReader(stream), "the objects")
-	if err != nil {
-		return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
+		return release.Objects{}, nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
 	}
 	var daemonSets []decode.Document
 	for _, d := range docs {
@@ -359,10 +359,14 @@ func (t *Test) caseObjects(ctx context.Context, s *suite.Suite, o *suite.Objects
 			daemonSets = append(daemonSets, d)
 		case d.Kind == "RBLNDriver" || d.Kind == "RBLNClusterPolicy":
 		default:
-			return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: fmt.Sprintf(
+			return release.Objects{}, nil, &suite.Error{File: s.File, Line: o.Line, Msg: fmt.Sprintf(
 				"a %s %s among the objects: a case judges RBLNDrivers, the RBLNClusterPolicy and driver DaemonSets (apps/v1) only",
 				validation.Truncate(d.APIVersion, 80), validation.Truncate(d.Kind, 80))}
 		}
+	}
+	objs, err := objectsOf(docs, source)
+	if err != nil {
+		return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: err.Error()}
 	}
 	if objs.ClusterPolicy == nil && len(objs.Drivers) == 0 && len(daemonSets) == 0 {
 		return objs, nil, &suite.Error{File: s.File, Line: o.Line, Msg: "no RBLNDriver, RBLNClusterPolicy or driver DaemonSet (apps/v1) among the objects"}
@@ -376,31 +380,38 @@ func (t *Test) caseObjects(ctx context.Context, s *suite.Suite, o *suite.Objects
 // judgeDaemonSets answers each driver DaemonSet as the webhook answers its admission (an
 // UPDATE when oldObjects hold a DaemonSet of the same name), adding to out.
 func judgeDaemonSets(ctx context.Context, run *suiteRun, c *suite.Case, inv inventory, daemonSets, old []decode.Document, out *suite.Outcome) (*suite.Outcome, error) {
+	bad := func(d decode.Document, err error) error {
+		return &suite.Error{File: run.s.File, Line: c.Objects.Line, Msg: fmt.Sprintf("%s: %v", d.Source, err)}
+	}
+	stored := map[string][]byte{} // the old DaemonSets by name
+	for _, d := range old {
+		meta, err := documentMeta(d)
+		if err != nil {
+			return nil, bad(d, err)
+		}
+		stored[meta.Name] = d.Data
+	}
 	for _, ds := range daemonSets {
-		var meta struct {
-			Metadata struct{ Name, Namespace string } `json:"metadata"`
+		meta, err := documentMeta(ds)
+		if err != nil {
+			return nil, bad(ds, err)
 		}
-		if err := json.Unmarshal(ds.Data, &meta); err != nil {
-			return nil, &suite.Error{File: run.s.File, Line: c.Objects.Line, Msg: fmt.Sprintf("%s: %v", ds.Source, err)}
+		req := &admissionv1.AdmissionRequest{
+			UID:       "driverguard-test",
+			Kind:      metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"},
+			Resource:  metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"},
+			Name:      meta.Name,
+			Namespace: meta.Namespace,
+			Operation: admissionv1.Create,
+			Object:    runtime.RawExtension{Raw: ds.Data},
 		}
-		req := map[string]any{
-			"uid":       "driverguard-test",
-			"kind":      map[string]string{"group": "apps", "version": "v1", "kind": "DaemonSet"},
-			"resource":  map[string]string{"group": "apps", "version": "v1", "resource": "daemonsets"},
-			"name":      meta.Metadata.Name,
-			"namespace": meta.Metadata.Namespace,
-			"operation": "CREATE",
-			"object":    json.RawMessage(ds.Data),
+		if data, ok := stored[meta.Name]; ok {
+			req.Operation, req.OldObject = admissionv1.Update, runtime.RawExtension{Raw: data}
 		}
-		for _, o := range old {
-			var om struct {
-				Metadata struct{ Name string } `json:"metadata"`
-			}
-			if json.Unmarshal(o.Data, &om) == nil && om.Metadata.Name == meta.Metadata.Name {
-				req["operation"], req["oldObject"] = "UPDATE", json.RawMessage(o.Data)
-			}
-		}
-		body, err := json.Marshal(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})
+		body, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
+			Request:  req,
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -417,6 +428,15 @@ func judgeDaemonSets(ctx context.Context, run *suiteRun, c *suite.Case, inv inve
 		maps.Copy(out.Images, got.Images)
 	}
 	return out, nil
+}
+
+// documentMeta is the metadata of a document.
+func documentMeta(d decode.Document) (metav1.ObjectMeta, error) {
+	var obj struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	err := json.Unmarshal(d.Data, &obj)
+	return obj.Metadata, err
 }
 
 // mutatedImage is the image of a driver DaemonSet's driver or RSMD container once the

@@ -74,16 +74,10 @@ func (r *Result) LocateWarning(w Warning) ValuesLocation {
 	return r.LocateValues(kind, w.Resource, "")
 }
 
-// LocatePath returns where the user wrote the value at a values path as field errors
-// print it (driver.instances.canary.nodeSelector[env]), else at its nearest written
-// ancestor.
-func (r *Result) LocatePath(path string) ValuesLocation { return locatePath(r.sources, path) }
-
-// LocatePath returns where the user wrote the value at a values path (as field errors print
-// it), else its nearest written ancestor; for values that did not render.
-func (s *Sources) LocatePath(path string) ValuesLocation { return locatePath(s, path) }
-
-func locatePath(s *Sources, path string) ValuesLocation {
+// LocatePath returns where the user wrote the value at a values path as field errors print
+// it (driver.instances.canary.nodeSelector[env]), else its nearest written ancestor; for
+// values that did not render.
+func (s *Sources) LocatePath(path string) ValuesLocation {
 	segs := splitPath(path)
 	for n := len(segs); n > 0; n-- {
 		if loc, ok := s.Locate(segs[:n]...); ok {

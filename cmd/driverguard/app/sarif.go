@@ -85,23 +85,23 @@ type sarifBuilder struct {
 	index map[string]int
 }
 
-func newSARIF(rules []string, describe func(rule string) string) *sarifBuilder {
+func newSARIF(rules []string) *sarifBuilder {
 	b := &sarifBuilder{index: map[string]int{}}
 	b.run.Tool.Driver = sarifDriver{Name: "driverguard", Version: readBuildInfo().Version, Rules: []sarifRule{}}
 	b.run.Results = []sarifResult{}
 	for _, r := range rules {
-		b.rule(r, describe(r))
+		b.rule(r)
 	}
 	return b
 }
 
 // rule is the index of a rule, added on first use.
-func (b *sarifBuilder) rule(id, description string) int {
+func (b *sarifBuilder) rule(id string) int {
 	if i, ok := b.index[id]; ok {
 		return i
 	}
 	b.index[id] = len(b.run.Tool.Driver.Rules)
-	b.run.Tool.Driver.Rules = append(b.run.Tool.Driver.Rules, sarifRule{ID: id, ShortDescription: sarifText{Text: description}})
+	b.run.Tool.Driver.Rules = append(b.run.Tool.Driver.Rules, sarifRule{ID: id, ShortDescription: sarifText{Text: ruleDescription(id)}})
 	return b.index[id]
 }
 
@@ -139,7 +139,7 @@ func (b *sarifBuilder) add(rule, level, message, object string, loc action.Value
 
 // push adds a result at l (nowhere when l is empty).
 func (b *sarifBuilder) push(rule, level, message string, l sarifLocation, props map[string]string) {
-	res := sarifResult{RuleID: rule, RuleIndex: b.rule(rule, ruleDescription(rule)), Level: level, Message: sarifText{Text: message}, Locations: []sarifLocation{}}
+	res := sarifResult{RuleID: rule, RuleIndex: b.rule(rule), Level: level, Message: sarifText{Text: message}, Locations: []sarifLocation{}}
 	if l.PhysicalLocation != nil || len(l.LogicalLocations) > 0 {
 		res.Locations = append(res.Locations, l)
 	}
@@ -174,45 +174,19 @@ func (b *sarifBuilder) write(w io.Writer, omitted int) error {
 	return writeJSON(w, sarifLog{Version: "2.1.0", Runs: []sarifRun{b.run}})
 }
 
-// ruleDescription is a rule's one-line description.
+// ruleDescription is a rule's one-line description: a test run's own rules here, the others
+// the action layer's.
 func ruleDescription(rule string) string {
-	if d, ok := builtInRuleDescriptions[rule]; ok {
+	if d, ok := testRuleDescriptions[rule]; ok {
 		return d
 	}
-	return "Rego policy " + rule
-}
-
-var builtInRuleDescriptions = map[string]string{
-	"IdenticalNodeSelector":    "The selector is identical to another RBLNDriver's",
-	"ConflictingNodeSelector":  "The selector ties with another RBLNDriver's on existing nodes",
-	"PotentialConflict":        "The selector could tie with another RBLNDriver's on a future node",
-	"UpgradePolicy":            "A legal but risky upgrade policy",
-	"ClusterPolicyName":        "An RBLNClusterPolicy that is not the one driverguard reads",
-	"PolicyUnavailable":        "Policy evaluation failed and the decision is fail-open",
-	action.RuleDriverLoss:      "A node that carries a driver now would get none",
-	action.RuleInvalidValues:   "The values do not render",
-	action.RuleRenderWarning:   "Legal but suspicious values",
-	"FieldValueInvalid":        "A field holds an invalid value",
-	"FieldValueRequired":       "A required field is missing",
-	"FieldValueForbidden":      "A field may not be set",
-	"FieldValueNotSupported":   "A field holds an unsupported value",
-	"FieldValueTooLong":        "A field's value is too long",
-	"FieldValueDuplicate":      "A field holds a duplicate value",
-	"FieldValueTypeInvalid":    "A field has the wrong type",
-	"FieldValueTooMany":        "A field holds too many items",
-	"FieldValueNotFound":       "A field refers to something that does not exist",
-	"FieldValueInternal":       "An internal error judging a field",
-	"Unowned":                  "A node that matches no RBLNDriver",
-	"DriverFamilyLabelMissing": "A node without its NPU family label",
-	"InvalidImageTag":          "A pool's image tag is not a valid tag",
-	"StaleOwnerLabel":          "A node's owner label names a driver that no longer routes it",
-	"DriverImageNotFound":      "The registry answers 404 for an image a pool pulls",
+	return action.RuleDescription(rule)
 }
 
 // writeCheckSARIF writes a check as SARIF: every denial, warning and audit finding, each
 // driver loss and render warning, located at the values key the object or field came from.
 func writeCheckSARIF(w io.Writer, rep *action.CheckReport, job *action.Check) error {
-	b := newSARIF(append(slices.Clone(rep.Policies), action.BuiltInRules...), ruleDescription)
+	b := newSARIF(append(slices.Clone(rep.Policies), action.BuiltInRules...))
 	omitted := rep.DriverLossOmitted + rep.RenderWarningsOmitted
 	for _, res := range rep.Resources {
 		object := res.Kind + "/" + res.Name
@@ -242,7 +216,7 @@ func writeCheckSARIF(w io.Writer, rep *action.CheckReport, job *action.Check) er
 // writeInvalidSARIF writes values that do not render as SARIF: one InvalidValues error per
 // problem, located at its values key.
 func writeInvalidSARIF(w io.Writer, invalid *action.InvalidError) error {
-	b := newSARIF(nil, ruleDescription)
+	b := newSARIF(nil)
 	problems, omitted := invalid.Problems()
 	for _, p := range problems {
 		msg := p.Message
@@ -268,7 +242,7 @@ func sarifMessage(f action.Finding, object string) string {
 // denies or failed to evaluate, warning for a warning, note for a policy on trial), located
 // at the objects it is about; an audit reads the cluster, not values files.
 func writeAuditSARIF(w io.Writer, out *action.AuditResult) error {
-	b := newSARIF(nil, ruleDescription)
+	b := newSARIF(nil)
 	omitted := 0
 	for _, rep := range out.Outcome.Reports {
 		omitted += rep.Omitted
@@ -312,11 +286,17 @@ const (
 	ruleUncovered  = "RuleNeverFired"
 )
 
+var testRuleDescriptions = map[string]string{
+	ruleCaseFailed: "A test case missed an expectation",
+	ruleCaseError:  "A test case could not be judged",
+	ruleUncovered:  "No test case makes the rule fire",
+}
+
 // writeTestSARIF writes a test run as SARIF: an error per expectation a case missed, at its
 // line in the suite file; an error per case that could not be judged, at the case's line; a
 // note per rule no case made fire.
 func writeTestSARIF(w io.Writer, res *action.TestRunResult) error {
-	b := newSARIF(nil, ruleDescription)
+	b := newSARIF(nil)
 	at := func(suite string, line int) sarifLocation {
 		return sarifLocation{PhysicalLocation: &sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(suite)}, Region: sarifRegion{StartLine: max(line, 1)}}}
 	}
