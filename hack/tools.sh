@@ -9,21 +9,27 @@
 #   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint)
 #   hack/tools.sh all             all of them
 #
-# Nothing can be downloaded as a release binary here, so everything is built from Go modules
-# (see hack/tools/go.mod, whose tool directive names kube-apiserver and which holds the
-# disruption controller's main package, and hack/etcd/go.mod; separate modules, and therefore
-# not part of the main module's ./...).
+# Nothing can be downloaded as a release binary here, so everything is built from Go modules,
+# each tool in the module whose compiled packages it shares most (Go's build cache shares a
+# package between builds with the same version, flags and -trimpath, whichever module asks):
+#   - helm v3 in the main module (go.mod's tool directive): the same helm.sh/helm/v3,
+#     Kubernetes and template modules driverguard links, compiled once for both;
+#   - kube-apiserver, the disruption controller (hack/tools/disruption-controller) and helm v4
+#     in hack/tools (its go.mod's tool directives): one compile of the Kubernetes libraries;
+#   - etcd in hack/etcd, golangci-lint in hack/lint.
+# So a tool's dependencies are the ones its module selects, not always the release's own pins:
+# patch and minor upgrades (docs/development.md lists them); the tool's own source, version and
+# Kubernetes line are the release's. The modules are separate from the main module's ./....
+# Every tool is built with cgo off, as their releases are (and as driverguard's image is).
+# Builds in different modules run at the same time (two cores rarely both busy in one build).
 #
 # Two levels of reuse:
 #   1. bin/.<tool>.stamp holds the build key (everything that determines the binary: version,
-#      ldflags, sha256 of the tools module's go.mod/go.sum, Go version, GOOS/GOARCH, CGO_ENABLED).
+#      ldflags, sha256 of its module's go.mod/go.sum, Go version, GOOS/GOARCH, CGO_ENABLED).
 #      If it matches and bin/<tool> exists, nothing is done.
 #   2. A machine-wide cache, ${XDG_CACHE_HOME:-$HOME/.cache}/driverguard/bin/<tool>-<hash of key>/,
 #      holds finished builds, so a fresh clone on the same machine only hardlinks (or copies) them.
-# A cold kube-apiserver build takes ~12 min on 2 cores and ~2.4 GiB of memory; the disruption
-# controller, which shares most of its packages through Go's build cache, little more
-# (kube-controller-manager, which links every controller, took 14 min more). Everything warm
-# takes seconds.
+# docs/development.md gives the measured cold times; everything warm takes seconds.
 # Note: Go's own build cache also lives under XDG_CACHE_HOME (unless GOCACHE is set), so pointing
 # XDG_CACHE_HOME somewhere new means cold Go builds too.
 set -euo pipefail
@@ -34,6 +40,8 @@ CACHE="${XDG_CACHE_HOME:-${HOME:?set HOME or XDG_CACHE_HOME}/.cache}/driverguard
 GO="${GO:-go}"
 # The tools modules are standalone; a go.work somewhere above must not pull them in.
 export GOWORK=off
+# Every tool is a static binary, as released (see above).
+export CGO_ENABLED=0
 
 HELM_VERSION=v3.22.0
 HELM4_VERSION=v4.3.1
@@ -41,9 +49,18 @@ K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 
 BUILD_TMP=""
-trap 'if [[ -n "$BUILD_TMP" ]]; then rm -rf "$BUILD_TMP"; fi' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+CHAINS=()
+cleanup() {
+	if [[ -n "$BUILD_TMP" ]]; then rm -rf "$BUILD_TMP"; fi
+}
+# On a signal the builds running in the background stop too.
+stop() {
+	if [[ ${#CHAINS[@]} -gt 0 ]]; then kill "${CHAINS[@]}" 2>/dev/null || true; fi
+	exit "$1"
+}
+trap cleanup EXIT
+trap 'stop 130' INT
+trap 'stop 143' TERM
 
 log() { printf 'tools.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -51,8 +68,7 @@ die() { log "error: $*"; exit 1; }
 sha() { sha256sum "$@" | cut -d' ' -f1; }
 
 # Toolchain facts that change the produced binary, as seen from DIR (a go.mod there could select
-# another toolchain). CGO_ENABLED is only read, never set: flipping it between steps would
-# invalidate the whole build cache.
+# another toolchain).
 toolchain_key() { # DIR
 	(cd "$1" && "$GO" env GOVERSION GOOS GOARCH GOAMD64 CGO_ENABLED GOEXPERIMENT GOFLAGS) |
 		paste -sd'|' | sed 's/^/toolchain=/'
@@ -132,7 +148,7 @@ HELM_LDFLAGS="-s -w -X $HELM_PKG/internal/version.version=$HELM_VERSION \
 -X $HELM_PKG/pkg/chartutil.k8sVersionMajor=1 -X $HELM_PKG/pkg/chartutil.k8sVersionMinor=37"
 
 build_helm() {
-	(cd "$ROOT" && GOBIN="$1" "$GO" install -trimpath -ldflags "$HELM_LDFLAGS" "$HELM_PKG/cmd/helm@$HELM_VERSION")
+	(cd "$ROOT" && "$GO" build -trimpath -ldflags "$HELM_LDFLAGS" -o "$1/helm" "$HELM_PKG/cmd/helm")
 }
 
 # expect_version BINARY WANT ARGS...: BINARY ARGS... must print WANT.
@@ -149,24 +165,27 @@ expect_version() {
 check_helm() { expect_version "$1" "$HELM_VERSION" version --short; }
 
 # helm v4 derives the Kubernetes version it assumes from its client-go (v1.37): only its own
-# version is set. `go install` names the binary helm; it is built in a directory of its own.
+# version is set.
 HELM4_PKG=helm.sh/helm/v4
 HELM4_LDFLAGS="-s -w -X $HELM4_PKG/internal/version.version=$HELM4_VERSION"
 
 build_helm4() {
-	local tmp
-	tmp="$(mktemp -d "$1/.helm4.XXXXXX")"
-	(cd "$ROOT" && GOBIN="$tmp" "$GO" install -trimpath -ldflags "$HELM4_LDFLAGS" "$HELM4_PKG/cmd/helm@$HELM4_VERSION") &&
-		mv "$tmp/helm" "$1/helm4" && rmdir "$tmp"
+	(cd "$ROOT/hack/tools" && "$GO" build -trimpath -ldflags "$HELM4_LDFLAGS" -o "$1/helm4" "$HELM4_PKG/cmd/helm")
 }
 
 check_helm4() { expect_version "$1" "$HELM4_VERSION" version --short; }
 
-do_helm() {
+tool_helm() {
 	local key
-	key="$(printf 'tool=helm\nversion=%s\nldflags=%s\n%s' "$HELM_VERSION" "$HELM_LDFLAGS" "$(toolchain_key "$ROOT")")"
+	key="$(printf 'tool=helm\nversion=%s\nldflags=%s\n%s\n%s' "$HELM_VERSION" "$HELM_LDFLAGS" \
+		"$(module_key "$ROOT")" "$(toolchain_key "$ROOT")")"
 	ensure helm "$key" build_helm check_helm
-	key="$(printf 'tool=helm4\nversion=%s\nldflags=%s\n%s' "$HELM4_VERSION" "$HELM4_LDFLAGS" "$(toolchain_key "$ROOT")")"
+}
+
+tool_helm4() {
+	local key
+	key="$(printf 'tool=helm4\nversion=%s\nldflags=%s\n%s\n%s' "$HELM4_VERSION" "$HELM4_LDFLAGS" \
+		"$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
 	ensure helm4 "$key" build_helm4 check_helm4
 }
 
@@ -197,14 +216,22 @@ module_key() { # DIR
 	printf 'go.mod=%s\ngo.sum=%s\n' "$(sha "$1/go.mod")" "$(sha "$1/go.sum")"
 }
 
-do_control_plane() {
+tool_kube_apiserver() {
 	local key
 	key="$(printf 'tool=kube-apiserver\nversion=%s\nldflags=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
 		"$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
 	ensure kube-apiserver "$key" build_kube_apiserver check_kube_apiserver
+}
+
+tool_disruption_controller() {
+	local key
 	key="$(printf 'tool=disruption-controller\nversion=%s\nldflags=%s\nmain=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
 		"$(sha "$ROOT/hack/tools/disruption-controller/main.go")" "$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
 	ensure disruption-controller "$key" build_disruption_controller check_disruption_controller
+}
+
+tool_etcd() {
+	local key
 	key="$(printf 'tool=etcd\nversion=%s\nldflags=-s -w\n%s\n%s' "$ETCD_VERSION" \
 		"$(module_key "$ROOT/hack/etcd")" "$(toolchain_key "$ROOT/hack/etcd")")"
 	ensure etcd "$key" build_etcd check_etcd
@@ -217,31 +244,55 @@ build_golangci_lint() {
 
 check_golangci_lint() { expect_version "$1" "golangci-lint has version" version; }
 
-do_lint() {
+tool_golangci_lint() {
 	local key
-	key="$(printf 'tool=golangci-lint
-ldflags=-s -w
-%s
-%s' "$(module_key "$ROOT/hack/lint")" "$(toolchain_key "$ROOT/hack/lint")")"
+	key="$(printf 'tool=golangci-lint\nldflags=-s -w\n%s\n%s' "$(module_key "$ROOT/hack/lint")" "$(toolchain_key "$ROOT/hack/lint")")"
 	ensure golangci-lint "$key" build_golangci_lint check_golangci_lint
 }
 
 usage() {
-	echo "usage: $0 helm|control-plane|lint|all" >&2
+	echo "usage: $0 helm|control-plane|lint|all ..." >&2
 	exit 2
 }
 
+# The requested tools, then one chain per module: a chain builds its tools one after another
+# (they share compiled packages, and two builds of one package at once would both compile it);
+# chains run at the same time. The first tool of the tools module is kube-apiserver, the
+# largest; the disruption controller and helm v4 find most of their packages compiled.
 [[ $# -ge 1 ]] || usage
+declare -A want=()
 for cmd in "$@"; do
 	case "$cmd" in
-	helm) do_helm ;;
-	control-plane) do_control_plane ;;
-	lint) do_lint ;;
-	all)
-		do_helm
-		do_control_plane
-		do_lint
-		;;
+	helm) want[helm]=1 want[helm4]=1 ;;
+	control-plane) want[kube-apiserver]=1 want[disruption-controller]=1 want[etcd]=1 ;;
+	lint) want[golangci-lint]=1 ;;
+	all) want[helm]=1 want[helm4]=1 want[kube-apiserver]=1 want[disruption-controller]=1 want[etcd]=1 want[golangci-lint]=1 ;;
 	*) usage ;;
 	esac
 done
+
+chain() { # TOOL...: builds the wanted ones in order, in the background
+	local tools=() t
+	for t in "$@"; do
+		if [[ -n "${want[$t]:-}" ]]; then tools+=("$t"); fi
+	done
+	[[ ${#tools[@]} -gt 0 ]] || return 0
+	(
+		trap cleanup EXIT
+		trap 'exit 143' TERM
+		for t in "${tools[@]}"; do "tool_${t//-/_}"; done
+	) &
+	CHAINS+=($!)
+}
+
+chain helm
+chain kube-apiserver disruption-controller helm4
+chain etcd
+chain golangci-lint
+
+failed=0
+for pid in "${CHAINS[@]}"; do
+	wait "$pid" || failed=1
+done
+CHAINS=()
+if [[ $failed != 0 ]]; then die "a tool build failed (see above)"; fi
