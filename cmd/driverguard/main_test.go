@@ -18,26 +18,28 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/test/controlplane"
 )
 
-// The driverguard binary, built once for the package's tests: signals, exit codes and memory
-// are a process's.
+// The driverguard binary, built once for the package's tests as the image builds it (or
+// DRIVERGUARD_BIN, which make test builds once for every package): signals, exit codes and
+// memory are a process's.
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "driverguard-bin")
+	root, err := controlplane.RepoRoot()
+	if err == nil {
+		binary, err = controlplane.DriverguardBinary(root, "cli")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "driverguard")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building driverguard: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if os.Getenv("DRIVERGUARD_BIN") == "" {
+		os.RemoveAll(filepath.Dir(binary))
+	}
 	os.Exit(code)
 }
 
