@@ -33,8 +33,10 @@ generate: ## deepcopy + CRDs (config/crd/bases, copied into the chart's crds/ wi
 	cp "$$($(GO) list -m -f '{{.Dir}}' github.com/openreports/reports-api)/config/crd/openreports.io_clusterreports.yaml" $(CHART_CRD_DIR)/
 	chmod 644 $(CHART_CRD_DIR)/*.yaml
 
+# Built as the image and make test build it (cgo off, -trimpath): a static binary, and `make
+# demo` followed by `make test` (or the reverse) compiles each package once.
 build:
-	$(GO) build -o bin/driverguard ./cmd/driverguard
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/driverguard ./cmd/driverguard
 
 demo: build
 	bin/driverguard preview -f examples/multi-driver.yaml --nodes examples/nodes.yaml
