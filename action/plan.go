@@ -93,6 +93,9 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := needDrivers(st, p.Cluster, live || deployed != nil); err != nil {
+		return nil, err
+	}
 	cl := st
 	if deployed != nil && !live {
 		cl = cluster.FromLists(st.Nodes(), deployed.Drivers, []v1alpha1.RBLNClusterPolicy{deployed.ClusterPolicy}, nil)
@@ -116,6 +119,28 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 		return nil, fmt.Errorf("planning: %w", err)
 	}
 	return res, nil
+}
+
+// needDrivers refuses a plan from files that lack the current RBLNDrivers while the nodes say
+// the cluster runs some (an owner label): without their specs, whether a node's image changes
+// — an upgrade — cannot be told, and a plan that calls it "none" would be wrong. A cluster
+// without any owner label plans from the labels (nothing runs yet), saying so.
+func needDrivers(st *cluster.State, files cluster.Files, known bool) error {
+	if known || files.Drivers != "" {
+		return nil
+	}
+	labelled := 0
+	for _, n := range st.Nodes() {
+		if n.Labels[v1alpha1.LabelOwner] != "" {
+			labelled++
+		}
+	}
+	if labelled == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of the nodes of --nodes %s carry a %s label, so the cluster runs RBLNDrivers, but --drivers was not given: "+
+		"a plan needs their specs to tell upgrades from unchanged nodes. Give --drivers (kubectl get rblndrivers -o yaml; "+
+		"an empty file when there are none) or read the cluster with --live", labelled, files.Nodes, v1alpha1.LabelOwner)
 }
 
 // readRelease reads and renders the deployed release of p.Release (nil without one).

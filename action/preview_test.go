@@ -82,7 +82,9 @@ func TestWithNodesReportsChanges(t *testing.T) {
 		node("nofamily", "", map[string]string{"env": "a", v1alpha1.LabelFamily: ""}),
 		{Name: "outside", Labels: map[string]string{v1alpha1.LabelDeployDriver: "pre-installed", v1alpha1.LabelOwner: "rbln-driver"}},
 	}
-	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers}, cluster.FromLists(nodes, nil, nil, nil), release.Options{})
+	st := cluster.FromLists(nodes, nil, nil, nil)
+	st.SetSources(cluster.Sources{Nodes: cluster.Source{Given: true, From: "--nodes nodes.yaml", Count: len(nodes)}}) // no --drivers
+	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers}, st, release.Options{})
 	require.NoError(t, err)
 	rep := &PreviewReport{}
 	rep.withNodes(res)

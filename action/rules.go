@@ -20,10 +20,11 @@ var ruleDescriptions = map[string]string{
 	RuleInvalidValues:                    "The values do not render",
 	RuleRenderWarning:                    "Legal but suspicious values",
 	RuleOmittedFindings:                  "Findings beyond what the decision lists for one object",
+	RuleInputWarning:                     "An input that looks like a failed read, not a cluster",
 	routing.DriftUnowned:                 "A node that matches no RBLNDriver",
 	routing.DriftFamilyLabelMissing:      "A node without its NPU family label",
 	routing.DriftInvalidImageTag:         "A pool's image tag is not a valid tag",
-	routing.DriftStaleOwnerLabel:         "A node's owner label names a driver that no longer routes it",
+	routing.DriftStaleOwnerLabel:         "A node's owner label is not the driver routing gives it",
 	audit.RuleImageNotFound:              "The registry answers 404 for an image a pool pulls",
 }
 

@@ -126,6 +126,9 @@ const (
 	RuleRenderWarning = "RenderWarning"
 	// RuleOmittedFindings: findings beyond what the decision lists for one object, counted.
 	RuleOmittedFindings = "OmittedFindings"
+	// RuleInputWarning: an input that looks like a failed read (a node inventory without
+	// nodes, ...), not a cluster.
+	RuleInputWarning = "InputWarning"
 )
 
 // suiteRun is one suite ready to judge its cases: its policies compiled once, its inventory
@@ -145,6 +148,8 @@ type inventory struct {
 	drivers   []v1alpha1.RBLNDriver
 	policies  []v1alpha1.RBLNClusterPolicy
 	workloads *cluster.Workloads
+	// sources say which parts the suite gave (a part not given is unknown, as for check).
+	sources cluster.Sources
 }
 
 func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage, res *TestRunResult) error {
@@ -198,25 +203,32 @@ func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage
 func (t *Test) readInventory(ctx context.Context, s *suite.Suite, inv *suite.Inventory, base inventory) (inventory, error) {
 	out := base
 	var err error
+	source := func(o *suite.Objects, what string, n int) cluster.Source {
+		return cluster.Source{Given: true, From: fmt.Sprintf("the inventory's %s (%s:%d)", what, s.File, o.Line), Count: n}
+	}
 	if !inv.Nodes.Empty() {
 		if out.nodes, err = readObjects(ctx, t.cfg, s, inv.Nodes, "nodes", cluster.ReadNodes); err != nil {
 			return out, err
 		}
+		out.sources.Nodes = source(inv.Nodes, "nodes", len(out.nodes))
 	}
 	if !inv.Drivers.Empty() {
 		if out.drivers, err = readObjects(ctx, t.cfg, s, inv.Drivers, "drivers", cluster.ReadDrivers); err != nil {
 			return out, err
 		}
+		out.sources.Drivers = source(inv.Drivers, "drivers", len(out.drivers))
 	}
 	if !inv.ClusterPolicy.Empty() {
 		if out.policies, err = readObjects(ctx, t.cfg, s, inv.ClusterPolicy, "clusterPolicy", cluster.ReadClusterPolicies); err != nil {
 			return out, err
 		}
+		out.sources.ClusterPolicy = source(inv.ClusterPolicy, "clusterPolicy", len(out.policies))
 	}
 	if !inv.Pods.Empty() {
 		if out.workloads, err = readObjects(ctx, t.cfg, s, inv.Pods, "pods", cluster.ReadWorkloads); err != nil {
 			return out, err
 		}
+		out.sources.Workloads = source(inv.Pods, "pods", len(out.workloads.Pods))
 	}
 	return out, nil
 }
@@ -569,7 +581,9 @@ func invalidOutcome(err *InvalidError, run *suiteRun) *suite.Outcome {
 
 // state is a cluster.State of its own for one case (applying objects changes it).
 func (inv inventory) state() *cluster.State {
-	return cluster.FromLists(slices.Clone(inv.nodes), slices.Clone(inv.drivers), slices.Clone(inv.policies), inv.workloads)
+	st := cluster.FromLists(slices.Clone(inv.nodes), slices.Clone(inv.drivers), slices.Clone(inv.policies), inv.workloads)
+	st.SetSources(inv.sources)
+	return st
 }
 
 // judgeReview answers the case's AdmissionReview through the webhook's handler.

@@ -2,6 +2,7 @@ package action
 
 import (
 	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/policy"
@@ -27,6 +28,10 @@ type (
 	Finding = decision.Finding
 	// NodeLoss is a node that would lose its driver.
 	NodeLoss = release.NodeLoss
+	// NodeChange is what a release does to one node's driver.
+	NodeChange = release.NodeChange
+	// Inputs say what the cluster was read from, part by part.
+	Inputs = cluster.Sources
 	// Routing is the routing of nodes to drivers, pools and images.
 	Routing = routing.Result
 	// ImageResult is the registry's answer for one image.
@@ -54,10 +59,13 @@ const (
 	// ValuesFromFile is a value written in a values file (the others come from --set flags).
 	ValuesFromFile = render.FromFile
 
-	NodeNone     = plan.NodeNone
-	DriverCreate = plan.DriverCreate
-	DriverUpdate = plan.DriverUpdate
-	DriverDelete = plan.DriverDelete
+	NodeNone = plan.NodeNone
+	// BasisOwnerLabels: the current RBLNDrivers were not given; a node's driver now is read
+	// from its owner label.
+	BasisOwnerLabels = release.BasisOwnerLabels
+	DriverCreate     = plan.DriverCreate
+	DriverUpdate     = plan.DriverUpdate
+	DriverDelete     = plan.DriverDelete
 
 	TestPass  = policy.TestPass
 	TestFail  = policy.TestFail

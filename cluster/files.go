@@ -76,11 +76,18 @@ func FromFiles(ctx context.Context, f Files, o ReadOptions) (*State, error) {
 			return nil, err
 		}
 	}
+	src := Sources{
+		Nodes:         fileSource(nodesFile.flag, f.Nodes, len(s.nodes)),
+		Drivers:       fileSource(driversFile.flag, f.Drivers, len(s.drivers)),
+		ClusterPolicy: fileSource(clusterPolicyFile.flag, f.ClusterPolicy, len(s.policies)),
+	}
 	if f.Workloads != "" {
 		if s.workloads, err = ReadWorkloads(ctx, f.Workloads, o); err != nil {
 			return nil, err
 		}
+		src.Workloads = fileSource(workloadsFile.flag, f.Workloads, len(s.workloads.Pods))
 	}
+	s.SetSources(src)
 	return s, nil
 }
 

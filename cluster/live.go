@@ -27,6 +27,8 @@ type LiveOptions struct {
 	// Workloads also lists Pods, PodDisruptionBudgets, ReplicaSets, Deployments and
 	// StatefulSets (what a plan reads for drain blockers).
 	Workloads bool
+	// Name names the cluster in the State's Sources (default: "the cluster at <host>").
+	Name string
 }
 
 // LiveError is a cluster that could not be read: connecting to it, or listing Resource.
@@ -105,8 +107,15 @@ func ReadLive(ctx context.Context, cfg *rest.Config, o LiveOptions) (*State, err
 			s.policies = []v1alpha1.RBLNClusterPolicy{cp}
 		}
 	}
+	name := o.Name
+	if name == "" {
+		name = "the cluster at " + cfg.Host
+	}
+	src := Sources{Nodes: liveSource(name, len(s.nodes)), Drivers: liveSource(name, len(s.drivers)), ClusterPolicy: liveSource(name, len(s.policies))}
 	if o.Workloads {
 		s.workloads = &Workloads{Pods: pods.Items, PDBs: pdbs.Items, ReplicaSets: rss.Items, Deployments: deploys.Items, StatefulSets: stss.Items}
+		src.Workloads = liveSource(name, len(pods.Items))
 	}
+	s.SetSources(src)
 	return s, nil
 }

@@ -24,6 +24,11 @@ type State struct {
 	policies  []v1alpha1.RBLNClusterPolicy
 	workloads *Workloads
 
+	// sources say what the State was read from; driversUnknown that no RBLNDriver list was
+	// read (a State built from lists knows its drivers).
+	sources        Sources
+	driversUnknown bool
+
 	nodeAt map[string]int // index of the first node of each name; nil: build on next SetNode
 }
 

@@ -29,13 +29,13 @@ const (
 	DriverUnchanged = "unchanged"
 )
 
-// Node actions (SPEC §8).
+// Node actions (SPEC §8): release's, plus held and blocked.
 const (
-	NodeNone        = "none"
-	NodeUpgrade     = "upgrade"      // the driver pod restarts with a new image
-	NodeChangeOwner = "change-owner" // another RBLNDriver's pod replaces the current one
-	NodeLoseDriver  = "lose-driver"
-	NodeGainDriver  = "gain-driver"
+	NodeNone        = release.NodeNone
+	NodeUpgrade     = release.NodeUpgrade     // the driver pod restarts with a new image
+	NodeChangeOwner = release.NodeChangeOwner // another RBLNDriver's pod replaces the current one
+	NodeLoseDriver  = release.NodeLoseDriver
+	NodeGainDriver  = release.NodeGainDriver
 	NodeHeld        = "held"    // carries the skip label: keeps its current driver
 	NodeBlocked     = "blocked" // its driver restart would stall on a drain blocker
 )
@@ -85,8 +85,14 @@ type Plan struct {
 	MissingImages []MissingImage `json:"missingImages"`
 	// ImageWarnings are images the registry could not be asked about (not missing).
 	ImageWarnings []MissingImage `json:"imageWarnings"`
-	// Drift is what is wrong with the cluster now, sorted by node and kind.
+	// Drift is what is wrong with the cluster now, sorted by node and kind (none when the
+	// current RBLNDrivers are not known).
 	Drift []Drift `json:"drift"`
+	// Basis is what a node's driver now was read from: "routing" (the current RBLNDrivers)
+	// or "ownerLabels" (their owner labels: the current drivers were not given).
+	Basis string `json:"basis"`
+	// InputWarnings are inputs that look like a failed read (an inventory without nodes, ...).
+	InputWarnings []string `json:"inputWarnings"`
 	// Denials are the objects the webhook would deny (not applied in the plan).
 	Denials []Denial `json:"denials"`
 	// Rollout is how the cluster policy rolls the plan out.
@@ -176,7 +182,6 @@ type Summary struct {
 func Make(ctx context.Context, in Inputs) (*Plan, error) {
 	current := in.Cluster
 	nodes := current.Nodes()
-	before := routing.Route(current.Drivers(), nodes)
 
 	objs := in.Objects
 	if objs == nil { // no change: the current drivers and cluster policy, as they are
@@ -186,8 +191,15 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	before := res.Before
 	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{},
-		Drift: routing.NodeDrift(before, nodes), Denials: []Denial{}, Reasons: []string{}}
+		Drift: res.Drift, Basis: res.Basis, InputWarnings: res.InputWarnings, Denials: []Denial{}, Reasons: []string{}}
+	if p.InputWarnings == nil {
+		p.InputWarnings = []string{}
+	}
+	if p.Drift == nil {
+		p.Drift = []Drift{}
+	}
 	p.Drivers = driverPlans(res, current)
 	for _, j := range res.Objects {
 		if !j.Verdict.Allowed() {
@@ -207,7 +219,7 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 	for _, n := range nodes {
 		labels[n.Name] = n.Labels
 	}
-	p.Nodes = nodePlans(before, res.Routing, labels)
+	p.Nodes = nodePlans(res.Changes, labels)
 
 	var wl *workloadIndex
 	if in.Workloads != nil {
@@ -299,34 +311,15 @@ func driverPlans(res *release.Result, current *cluster.State) []DriverPlan {
 	return out
 }
 
-// nodePlans compares the routing before and after, node by node (both sorted by name).
-func nodePlans(before, after *routing.Result, labels map[string]map[string]string) []NodePlan {
-	old := make(map[string]routing.NodeResult, len(before.Nodes))
-	for _, n := range before.Nodes {
-		old[n.Name] = n
-	}
-	out := make([]NodePlan, 0, len(after.Nodes))
-	for _, a := range after.Nodes {
-		b := old[a.Name]
-		n := NodePlan{Name: a.Name, OldOwner: b.Owner, NewOwner: a.Owner, OldImage: b.Image, NewImage: a.Image, Pool: a.Pool, oldPool: b.Pool, Blockers: []Blocker{}}
-		switch {
-		case b.Owner == "" && a.Owner == "":
-			n.Action = NodeNone
-		case b.Owner == "":
-			n.Action = NodeGainDriver
-		case a.Owner == "":
-			n.Action = NodeLoseDriver
-		case a.Owner != b.Owner:
-			n.Action, n.Restart = NodeChangeOwner, true
-		case a.Image != b.Image:
-			n.Action, n.Restart = NodeUpgrade, true
-		default:
-			n.Action = NodeNone
-		}
-		if a.Reason != "" && a.Reason != routing.ReasonOutOfScope {
-			n.Reason = a.Reason
-		}
-		if n.Restart && labels[a.Name][LabelUpgradeSkip] == "true" {
+// nodePlans are the release's node changes as plan actions: a restart on a node that carries
+// the skip label is held.
+func nodePlans(changes []release.NodeChange, labels map[string]map[string]string) []NodePlan {
+	out := make([]NodePlan, 0, len(changes))
+	for _, c := range changes {
+		n := NodePlan{Name: c.Node, Action: c.Action, OldOwner: c.From, NewOwner: c.To, OldImage: c.OldImage, NewImage: c.NewImage,
+			Pool: c.Pool, Reason: c.Reason, oldPool: c.OldPool, Blockers: []Blocker{}}
+		n.Restart = n.Action == NodeUpgrade || n.Action == NodeChangeOwner
+		if n.Restart && labels[c.Node][LabelUpgradeSkip] == "true" {
 			n.Action, n.Restart = NodeHeld, false
 		}
 		out = append(out, n)
@@ -459,8 +452,8 @@ func (p *Plan) summarize(res *release.Result, allowLoss bool) {
 	if len(p.Denials) > 0 {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("%d object(s) the webhook would deny", len(p.Denials)))
 	}
-	if len(res.DriverLoss) > 0 && !allowLoss {
-		p.Reasons = append(p.Reasons, fmt.Sprintf("%d node(s) would lose their driver (acknowledge with --allow-driver-loss)", len(res.DriverLoss)))
+	if s.LoseDriver > 0 && !allowLoss {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("%d node(s) would lose their driver (acknowledge with --allow-driver-loss)", s.LoseDriver))
 	}
 	if s.Blocked > 0 {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("%d node(s) blocked by a drain blocker", s.Blocked))

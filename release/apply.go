@@ -77,11 +77,24 @@ type Result struct {
 	// Routing routes the nodes after the release (denied objects not applied, deleted ones
 	// gone).
 	Routing *routing.Result
-	// DriverLoss are the nodes that carry an owner label now and would get no driver.
+	// Before routes the nodes now: by the current RBLNDrivers (Basis BasisRouting), or by
+	// their owner labels when the current drivers are not known (BasisOwnerLabels).
+	Before *routing.Result
+	Basis  string
+	// Changes are what the release does to every node (Before against Routing), by name.
+	Changes []NodeChange
+	// DriverLoss are the nodes that have a driver now and would get none.
 	DriverLoss []NodeLoss
-	// OwnerChanges are the nodes that would move from their current owner label to another
-	// driver.
+	// OwnerChanges are the nodes that would move from their driver now to another.
 	OwnerChanges []OwnerChange
+	// Drift is what is wrong with the nodes now, whatever the release does (stale owner
+	// labels, ties, unowned nodes, ...; the audit reports the same): known only with the
+	// current drivers (nil otherwise).
+	Drift []routing.Drift
+	// Sources say what the cluster was read from; InputWarnings name the inputs that look
+	// like a failed read (an empty node inventory, ...).
+	Sources       cluster.Sources
+	InputWarnings []string
 }
 
 // NodeLoss is a node that would lose its driver.
@@ -132,10 +145,8 @@ func Order(objs Objects, cl *cluster.State) []Object {
 // meta.helm.sh/release-name annotation names it, or (objects without the annotation) its
 // app.kubernetes.io/instance label does and app.kubernetes.io/managed-by is Helm.
 func Owned(d *v1alpha1.RBLNDriver, release string) bool {
-	if name, ok := d.Annotations["meta.helm.sh/release-name"]; ok {
-		return name == release
-	}
-	return d.Labels["app.kubernetes.io/instance"] == release && d.Labels["app.kubernetes.io/managed-by"] == "Helm"
+	owner := ownerRelease(&d.ObjectMeta)
+	return owner != "" && owner == release
 }
 
 // Apply judges and applies the objects in Helm's order, then deletes what the release no
@@ -165,6 +176,8 @@ type Replay struct {
 	dec  *decision.Decider
 	view *routing.Cluster
 	res  *Result
+	// before is the routing before the first object.
+	before *routing.Result
 }
 
 // NewReplay builds the cluster view the objects are applied to and, with opts.Data, sets the
@@ -178,13 +191,16 @@ func NewReplay(ctx context.Context, objs Objects, cl *cluster.State, opts Option
 	for i := range objs.Drivers {
 		upcoming[i] = &objs.Drivers[i]
 	}
+	if err := checkOwnership(objs, cl); err != nil {
+		return nil, err
+	}
 	view := routing.NewCluster(cl.Nodes(), cl.Drivers(), upcoming)
 	if opts.Data != nil {
 		if err := opts.Data.SyncCluster(ctx, clusterView(view, cl)); err != nil {
 			return nil, err
 		}
 	}
-	return &Replay{objs: objs, cl: cl, opts: opts, dec: dec, view: view, res: &Result{Deleted: []string{}}}, nil
+	return &Replay{objs: objs, cl: cl, opts: opts, dec: dec, view: view, res: &Result{Deleted: []string{}}, before: view.Route()}, nil
 }
 
 // Objects are the objects to judge, in Helm's order (see [Order]).
@@ -242,7 +258,15 @@ func (r *Replay) Finish(ctx context.Context) (*Result, error) {
 	}
 	slices.Sort(res.Deleted)
 	res.Routing = r.view.Route()
-	res.DriverLoss, res.OwnerChanges = losses(res.Routing)
+	res.Before, res.Basis = r.before, BasisRouting
+	if !cl.DriversKnown() {
+		res.Before, res.Basis = labelRouting(r.before), BasisOwnerLabels
+	} else {
+		res.Drift = routing.NodeDrift(r.before, cl.Nodes())
+	}
+	res.Changes = changes(res.Before, res.Routing, res.Basis == BasisRouting)
+	res.Sources, res.InputWarnings = cl.Sources(), inputWarnings(cl)
+	res.DriverLoss, res.OwnerChanges = lossesOf(res.Changes)
 	return res, nil
 }
 
@@ -280,21 +304,4 @@ func clusterView(view *routing.Cluster, cl *cluster.State) *policy.ClusterView {
 		v.Nodes = append(v.Nodes, policy.ClusterNode{Name: n.Name, Labels: labels[n.Name], Owner: n.Owner, Pool: n.Pool})
 	}
 	return v
-}
-
-// losses compares the routing after the release with the nodes' current owner labels.
-func losses(res *routing.Result) ([]NodeLoss, []OwnerChange) {
-	loss, moves := []NodeLoss{}, []OwnerChange{}
-	for _, n := range res.Nodes {
-		from := n.CurrentOwner
-		if n.Reason == routing.ReasonOutOfScope || from == "" || from == n.Owner {
-			continue
-		}
-		if n.Owner == "" {
-			loss = append(loss, NodeLoss{Node: n.Name, From: from, Reason: n.Reason, Detail: n.Detail})
-			continue
-		}
-		moves = append(moves, OwnerChange{Node: n.Name, From: from, To: n.Owner})
-	}
-	return loss, moves
 }

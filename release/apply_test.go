@@ -198,7 +198,11 @@ func TestDriverLoss(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := release.Apply(t.Context(), release.Objects{Drivers: tt.rendered, ReleaseName: "dg"}, cluster.FromLists(tt.nodes, tt.current, nil, nil), release.Options{})
+			st := cluster.FromLists(tt.nodes, tt.current, nil, nil)
+			if tt.current == nil { // as check without --drivers: the owner labels say what runs now
+				st.SetSources(cluster.Sources{Nodes: cluster.Source{Given: true, From: "--nodes n.yaml", Count: len(tt.nodes)}})
+			}
+			res, err := release.Apply(t.Context(), release.Objects{Drivers: tt.rendered, ReleaseName: "dg"}, st, release.Options{})
 			require.NoError(t, err)
 			for i := range res.DriverLoss {
 				res.DriverLoss[i].Detail = ""

@@ -1,8 +1,10 @@
 package release
 
 import (
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/render"
+	"github.com/driverguard/driverguard/routing"
 )
 
 // Report is the verdict of `driverguard check` (and of `preview`) on a release; its JSON
@@ -34,6 +36,21 @@ type Report struct {
 	// Passed is false when there is a failure, or a warning with FailOnWarn.
 	Passed     bool `json:"passed"`
 	FailOnWarn bool `json:"failOnWarn"`
+	// Inputs say what the cluster was read from and how many objects of each kind: a part
+	// not given is unknown, not empty.
+	Inputs cluster.Sources `json:"inputs"`
+	// Basis is what a node's driver now was read from: "routing" (the current RBLNDrivers
+	// route the nodes) or "ownerLabels" (the current drivers were not given: the nodes' owner
+	// labels are all there is, and a stale one cannot be told from a driver).
+	Basis string `json:"basis"`
+	// InputWarnings are inputs that look like a failed read (counted as warnings).
+	InputWarnings []string `json:"inputWarnings"`
+	// Drift is what is wrong with the nodes now, whatever the values do — stale owner labels,
+	// ties, unowned nodes (the audit's words) — with the current drivers only: the first
+	// MaxDrift by node; DriftOmitted counts the others. It is not counted as a failure or a
+	// warning: the values did not cause it.
+	Drift        []routing.Drift `json:"drift"`
+	DriftOmitted int             `json:"driftOmitted,omitempty"`
 }
 
 // ObjectReport is one object's verdict.
@@ -58,6 +75,7 @@ type ObjectReport struct {
 const (
 	MaxDriverLoss     = decision.MaxFindings
 	MaxRenderWarnings = decision.MaxFindings
+	MaxDrift          = decision.MaxFindings
 )
 
 // ReportOptions complete a Report.
@@ -84,6 +102,17 @@ func (r *Result) Report(o ReportOptions) *Report {
 		Policies:              o.Policies,
 		Disabled:              o.Disabled,
 		FailOnWarn:            o.FailOnWarn,
+		Inputs:                r.Sources,
+		Basis:                 r.Basis,
+		InputWarnings:         r.InputWarnings,
+		Drift:                 r.Drift[:min(len(r.Drift), MaxDrift)],
+		DriftOmitted:          max(len(r.Drift)-MaxDrift, 0),
+	}
+	if rep.InputWarnings == nil {
+		rep.InputWarnings = []string{}
+	}
+	if rep.Drift == nil {
+		rep.Drift = []routing.Drift{}
 	}
 	if rep.RenderWarnings == nil {
 		rep.RenderWarnings = []render.Warning{}
@@ -101,7 +130,7 @@ func (r *Result) Report(o ReportOptions) *Report {
 		rep.Audited += len(or.Audit) + or.OmittedAudit
 		rep.Resources = append(rep.Resources, or)
 	}
-	rep.Warnings += len(o.RenderWarnings)
+	rep.Warnings += len(o.RenderWarnings) + len(r.InputWarnings)
 	if o.AllowDriverLoss {
 		rep.Warnings += len(r.DriverLoss)
 	} else {

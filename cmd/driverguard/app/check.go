@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/api/v1alpha1"
 )
 
 func newCheckCommand(s Streams) *cobra.Command {
@@ -133,6 +134,7 @@ func printCheck(w io.Writer, rep *action.CheckReport) error {
 		lines = append(lines, fmt.Sprintf("... and %d more", rep.RenderWarningsOmitted))
 	}
 	printSection(w, "RENDER WARNINGS", lines)
+	printJudgedAgainst(w, rep)
 	verdict := "passed"
 	if !rep.Passed {
 		verdict = "FAILED"
@@ -164,6 +166,40 @@ func findingLine(f action.Finding, title string) string {
 
 func lossLine(l action.NodeLoss) string {
 	return fmt.Sprintf("%s: owned by %s now, would get no driver (%s)", l.Node, l.From, dash(l.Reason))
+}
+
+// printJudgedAgainst says what the release was judged against and what was not seen: the
+// input warnings, the drift now (not caused by the values), and each part of the cluster read
+// (or not given).
+func printJudgedAgainst(w io.Writer, rep *action.CheckReport) {
+	printSection(w, "INPUT WARNINGS", rep.InputWarnings)
+	var lines []string
+	for _, d := range rep.Drift {
+		lines = append(lines, d.Node+": "+d.Kind+": "+d.Detail)
+	}
+	if rep.DriftOmitted > 0 {
+		lines = append(lines, fmt.Sprintf("... and %d more (driverguard audit lists every one)", rep.DriftOmitted))
+	}
+	printSection(w, "DRIFT NOW (not caused by these values; the audit reports it too)", lines)
+	printSection(w, "JUDGED AGAINST", inputLines(rep.Inputs, rep.Basis))
+}
+
+// inputLines say what each part of the cluster was read from, and what a node's driver now
+// is read from.
+func inputLines(in action.Inputs, basis string) []string {
+	if !in.Nodes.Given && !in.Drivers.Given && !in.ClusterPolicy.Given {
+		return []string{"the rendered objects alone: no nodes, RBLNDrivers or RBLNClusterPolicy were read (conflicts are judged on the selectors alone)"}
+	}
+	lines := []string{in.Nodes.Describe("node", "nodes")}
+	drivers := in.Drivers.Describe("RBLNDriver", "RBLNDrivers")
+	if basis == action.BasisOwnerLabels && in.Nodes.Given {
+		drivers += " (a node's driver now is the one its " + v1alpha1.LabelOwner + " label names; give --drivers or --live to tell a stale label from a driver)"
+	}
+	lines = append(lines, drivers, in.ClusterPolicy.Describe("RBLNClusterPolicy", "RBLNClusterPolicy"))
+	if in.Workloads.Given {
+		lines = append(lines, in.Workloads.Describe("pod", "pods"))
+	}
+	return lines
 }
 
 func plural(n int, noun string) string {
@@ -235,6 +271,11 @@ func writeCheckJUnit(w io.Writer, rep *action.CheckReport) error {
 	}
 	suite.Tests++
 	suite.Cases = append(suite.Cases, loss)
+	// What the release was judged against, and the inputs that look like a failed read.
+	inputs := junitCase{Name: "cluster inputs " + action.RuleInputWarning, Classname: "Inputs",
+		Output: strings.Join(append(inputLines(rep.Inputs, rep.Basis), rep.InputWarnings...), "\n")}
+	suite.Tests++
+	suite.Cases = append(suite.Cases, inputs)
 	return writeXML(w, junitSuites{Name: "driverguard check", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}})
 }
 

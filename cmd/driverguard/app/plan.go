@@ -143,6 +143,12 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 			fmt.Fprintf(w, "  %s %s: %s\n", d.Node, d.Kind, d.Detail)
 		}
 	}
+	for _, wn := range p.InputWarnings {
+		fmt.Fprintf(w, "\nWarning: %s\n", wn)
+	}
+	if p.Basis == action.BasisOwnerLabels {
+		fmt.Fprintf(w, "\nThe current RBLNDrivers were not given: a node's driver now is the one its %s label names.\n", v1alpha1.LabelOwner)
+	}
 	s := p.Summary
 	fmt.Fprintf(w, "\nSummary: %d upgrade, %d change owner, %d lose driver, %d gain driver, %d held, %d blocked; %d batch(es)\n",
 		s.Upgrade, s.ChangeOwner, s.LoseDriver, s.GainDriver, s.Held, s.Blocked, s.Batches)

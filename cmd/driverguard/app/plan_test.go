@@ -181,8 +181,11 @@ func TestPlanAudit(t *testing.T) {
 	assert.True(t, drift["npu-rebel-01 StaleOwnerLabel"], "labelled rbln-driver, routed to rbln-driver-rebel")
 	assert.Empty(t, p.Batches)
 
-	// No drivers at all: every candidate node is unowned.
-	p = planJSON(t, run(t, "", "plan", "--nodes", exampleNodes, "-o", "json"))
+	// No drivers at all: every candidate node is unowned, and the three owner labels are
+	// stale — the input that says so is named.
+	empty := filepath.Join(t.TempDir(), "drivers.yaml")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	p = planJSON(t, run(t, "", "plan", "--nodes", exampleNodes, "--drivers", empty, "-o", "json"))
 	unowned := 0
 	for _, d := range p.Drift {
 		if d.Kind == plan.DriftUnowned {
@@ -190,6 +193,16 @@ func TestPlanAudit(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 10, unowned)
+	require.Len(t, p.InputWarnings, 1)
+	assert.Contains(t, p.InputWarnings[0], "--drivers "+empty+" holds no RBLNDrivers, but 3 nodes carry a rebellions.ai/npu.driver.owner label")
+
+	// Drivers not given while the nodes carry owner labels: whether an image changes cannot
+	// be told; the plan refuses, naming the flag.
+	r = run(t, "", "plan", "--nodes", exampleNodes)
+	assert.Equal(t, ExitUsage, r.code)
+	assert.Contains(t, r.stderr, "3 of the nodes of --nodes "+exampleNodes+" carry a rebellions.ai/npu.driver.owner label")
+	assert.Contains(t, r.stderr, "Give --drivers")
+	assert.Empty(t, r.stdout)
 }
 
 // TestPlanCheckImages runs --check-images against an in-process registry that holds the new

@@ -167,9 +167,17 @@ func fileURI(name string) string {
 	return (&url.URL{Path: filepath.ToSlash(filepath.Clean(name))}).String()
 }
 
+// property sets a property of the run.
+func (b *sarifBuilder) property(name string, v any) {
+	if b.run.Properties == nil {
+		b.run.Properties = map[string]any{}
+	}
+	b.run.Properties[name] = v
+}
+
 func (b *sarifBuilder) write(w io.Writer, omitted int) error {
 	if omitted > 0 {
-		b.run.Properties = map[string]any{"omittedResults": omitted}
+		b.property("omittedResults", omitted)
 	}
 	return writeJSON(w, sarifLog{Version: "2.1.0", Runs: []sarifRun{b.run}})
 }
@@ -210,6 +218,11 @@ func writeCheckSARIF(w io.Writer, rep *action.CheckReport, job *action.Check) er
 	for _, wn := range rep.RenderWarnings {
 		b.add(action.RuleRenderWarning, sarifWarning, wn.String(), "RBLNDriver/"+wn.Resource, job.LocateWarning(wn))
 	}
+	for _, wn := range rep.InputWarnings {
+		b.push(action.RuleInputWarning, sarifWarning, wn, sarifLocation{}, nil)
+	}
+	b.property("inputs", rep.Inputs)
+	b.property("judgedAgainst", inputLines(rep.Inputs, rep.Basis))
 	return b.write(w, omitted)
 }
 

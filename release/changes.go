@@ -1,0 +1,136 @@
+package release
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/routing"
+)
+
+// Node actions: what a release does to one node's driver (SPEC §8). `plan` adds held and
+// blocked on top of these.
+const (
+	NodeNone        = "none"
+	NodeUpgrade     = "upgrade"      // the driver pod restarts with a new image
+	NodeChangeOwner = "change-owner" // another RBLNDriver's pod replaces the current one
+	NodeLoseDriver  = "lose-driver"
+	NodeGainDriver  = "gain-driver"
+)
+
+// Bases of a comparison: what a node's driver "now" is read from.
+const (
+	// BasisRouting: the current RBLNDrivers are known (a --drivers file, the live cluster, a
+	// release's values) and route the nodes now; a node's owner label that disagrees is drift
+	// (StaleOwnerLabel), never a change of this release.
+	BasisRouting = "routing"
+	// BasisOwnerLabels: the current RBLNDrivers are not known; a node's driver now is the one
+	// its rebellions.ai/npu.driver.owner label names, and whether its image changes is unknown.
+	BasisOwnerLabels = "ownerLabels"
+)
+
+// NodeChange is what the release does to one node: its driver, pool and image now and after,
+// and the action that takes it from one to the other.
+type NodeChange struct {
+	Node   string `json:"node"`
+	Action string `json:"action"`
+	// From and To are the node's owner now and after ("" for none).
+	From string `json:"from"`
+	To   string `json:"to"`
+	// OldImage and NewImage are the composed driver images ("" for none; OldImage is also ""
+	// when the basis is BasisOwnerLabels: the current drivers' specs are not known).
+	OldImage string `json:"oldImage"`
+	NewImage string `json:"newImage"`
+	OldPool  string `json:"oldPool"`
+	Pool     string `json:"pool"`
+	// Reason and Detail are the routing reason after the release (SPEC §7), "" for none.
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// labelRouting is the routing now when the current drivers are not known: each candidate
+// node's owner is the one its owner label names; images and pools are unknown.
+func labelRouting(r *routing.Result) *routing.Result {
+	out := &routing.Result{Nodes: make([]routing.NodeResult, len(r.Nodes))}
+	for i, n := range r.Nodes {
+		out.Nodes[i] = routing.NodeResult{Name: n.Name, CurrentOwner: n.CurrentOwner, Reason: n.Reason}
+		if n.Reason != routing.ReasonOutOfScope {
+			out.Nodes[i].Owner, out.Nodes[i].Reason = n.CurrentOwner, ""
+		}
+	}
+	return out
+}
+
+// changes compares the routing before and after, node by node (both sorted by name and
+// holding the same nodes). imagesKnown is false when the images now are not known: a node
+// that keeps its owner is then "none", whatever its image.
+func changes(before, after *routing.Result, imagesKnown bool) []NodeChange {
+	old := make(map[string]routing.NodeResult, len(before.Nodes))
+	for _, n := range before.Nodes {
+		old[n.Name] = n
+	}
+	out := make([]NodeChange, 0, len(after.Nodes))
+	for _, a := range after.Nodes {
+		b := old[a.Name]
+		c := NodeChange{Node: a.Name, From: b.Owner, To: a.Owner, OldImage: b.Image, NewImage: a.Image, OldPool: b.Pool, Pool: a.Pool}
+		switch {
+		case b.Owner == "" && a.Owner == "":
+			c.Action = NodeNone
+		case b.Owner == "":
+			c.Action = NodeGainDriver
+		case a.Owner == "":
+			c.Action = NodeLoseDriver
+		case a.Owner != b.Owner:
+			c.Action = NodeChangeOwner
+		case imagesKnown && a.Image != b.Image:
+			c.Action = NodeUpgrade
+		default:
+			c.Action = NodeNone
+		}
+		if a.Reason != "" && a.Reason != routing.ReasonOutOfScope {
+			c.Reason, c.Detail = a.Reason, a.Detail
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// lossesOf are the nodes of changes that lose their driver, and those that move to another.
+func lossesOf(changes []NodeChange) ([]NodeLoss, []OwnerChange) {
+	loss, moves := []NodeLoss{}, []OwnerChange{}
+	for _, c := range changes {
+		switch c.Action {
+		case NodeLoseDriver:
+			loss = append(loss, NodeLoss{Node: c.Node, From: c.From, Reason: c.Reason, Detail: c.Detail})
+		case NodeChangeOwner:
+			moves = append(moves, OwnerChange{Node: c.Node, From: c.From, To: c.To})
+		}
+	}
+	return loss, moves
+}
+
+// inputWarnings are the inputs of cl that look like a failed read rather than a cluster: a
+// node inventory that holds no node, and a driver list that holds no RBLNDriver while nodes
+// carry owner labels (every label then reads as stale, and no loss can be seen).
+func inputWarnings(cl *cluster.State) []string {
+	src := cl.Sources()
+	var out []string
+	if n := src.Nodes; n.Given && n.Count == 0 && strings.HasPrefix(n.From, "--") {
+		out = append(out, fmt.Sprintf("%s holds no nodes: routing, ties and driver loss were judged against a cluster without nodes; "+
+			"if the command that wrote it failed (kubectl get nodes -o yaml), fix it and run again", n.From))
+	}
+	if d := src.Drivers; d.Given && d.Count == 0 && strings.HasPrefix(d.From, "--") {
+		labelled := 0
+		for _, n := range cl.Nodes() {
+			if n.Labels[v1alpha1.LabelOwner] != "" {
+				labelled++
+			}
+		}
+		if labelled > 0 {
+			out = append(out, fmt.Sprintf("%s holds no RBLNDrivers, but %d nodes carry a %s label: each is read as stale and none can lose its driver; "+
+				"if the command that wrote it failed (kubectl get rblndrivers -o yaml), fix it and run again", d.From, labelled, v1alpha1.LabelOwner))
+		}
+	}
+	return out
+}
