@@ -160,7 +160,7 @@ func TestPreview(t *testing.T) {
 	}{
 		"values alone":                 {},
 		"with nodes":                   {nodes: exampleNodes, withNodes: true},
-		"--check-images needs --nodes": {checkImages: true, err: "--check-images needs --nodes"},
+		"--check-images needs the nodes": {checkImages: true, err: "--check-images needs the nodes (--nodes or --live)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			job := action.NewPreview(config(""))
@@ -247,7 +247,7 @@ func TestPlan(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			job := action.NewPlan(config(""))
-			job.ValueFiles, job.Cluster, job.Live, job.Release = tc.values, tc.files, tc.live, tc.release
+			job.ValueFiles, job.Cluster, job.Live.Live, job.Release = tc.values, tc.files, tc.live, tc.release
 			res, err := job.Run(t.Context())
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)

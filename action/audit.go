@@ -3,7 +3,6 @@ package action
 import (
 	"context"
 	"errors"
-	"os"
 	"time"
 
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
@@ -28,8 +27,7 @@ type Audit struct {
 	// Cluster are the files of the cluster (Workloads unused); Live, or a Target.Kubeconfig,
 	// reads the cluster instead.
 	Cluster cluster.Files
-	Target  cluster.Target
-	Live    bool
+	Live
 	// CheckImages asks each registry for every image a pool or RSMD DaemonSet pulls.
 	CheckImages  bool
 	ImageTimeout time.Duration
@@ -49,9 +47,9 @@ type AuditResult struct {
 
 // Run audits. The result says whether a rule that denies fails (Outcome.Enforced).
 func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
-	live := a.Live || a.Target.Kubeconfig != ""
-	if live && (a.Cluster.Nodes != "" || a.Cluster.Drivers != "" || a.Cluster.ClusterPolicy != "") {
-		return nil, errors.New("--live/--kubeconfig reads the cluster; --nodes, --drivers and --cluster-policy read files: use one or the other")
+	live := a.Live.enabled()
+	if err := a.Live.check(a.Cluster, false); err != nil {
+		return nil, err
 	}
 	if !live && a.Cluster.Nodes == "" && a.Cluster.Drivers == "" {
 		return nil, errors.New("nothing to audit: read the cluster with --live or --kubeconfig, or give it as files with --nodes and --drivers (and --cluster-policy)")
@@ -61,7 +59,7 @@ func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
 	}
 	files := a.Cluster
 	files.Workloads = ""
-	st, err := a.cfg.readCluster(ctx, files, a.Target.WithHelmPluginEnv(os.Getenv), live, cluster.LiveOptions{UserAgent: "driverguard-audit", Timeout: liveTimeout})
+	st, err := a.cfg.readCluster(ctx, files, a.Live.target(), live, cluster.LiveOptions{UserAgent: "driverguard-audit"})
 	if err != nil {
 		return nil, err
 	}

@@ -79,8 +79,10 @@ func (d *Decision) decider(engine policy.Evaluator) *decision.Decider {
 // cluster (files; none is a cluster without nodes, drivers or policy) and the decision.
 type Judge struct {
 	RenderOptions
-	// Cluster are the cluster files (Nodes, Drivers, ClusterPolicy).
+	// Cluster are the cluster files (Nodes, Drivers, ClusterPolicy); Live reads the cluster
+	// instead.
 	Cluster cluster.Files
+	Live
 	Decision
 }
 
@@ -107,7 +109,10 @@ func (c *Configuration) judge(ctx context.Context, j *Judge) (*judged, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := cluster.FromFiles(ctx, j.Cluster, c.readOptions())
+	if err := j.Live.check(j.Cluster, false); err != nil {
+		return nil, err
+	}
+	st, err := c.readCluster(ctx, j.Cluster, j.Live.target(), j.Live.enabled(), cluster.LiveOptions{UserAgent: "driverguard"})
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +139,20 @@ func judgeError(err error) error {
 	if errors.As(err, &u) {
 		return err
 	}
-	return fmt.Errorf("judging the release: %w", err)
+	return fmt.Errorf("judging the release: %w", withReleaseHint(err))
+}
+
+// withReleaseHint adds to a release judged under a name that does not own the objects it
+// renders the flag that names the release.
+func withReleaseHint(err error) error {
+	var fe *release.ForeignObjectsError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if len(fe.Owners) == 1 {
+		return fmt.Errorf("%w; to judge release %q, say so: --release-name %s", err, fe.Owners[0], fe.Owners[0])
+	}
+	return fmt.Errorf("%w; name the release to judge with --release-name", err)
 }
 
 // report is the check report of j.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -29,10 +28,6 @@ type Plan struct {
 	Release string
 	// ExplicitReleaseName says ReleaseName was given: with Release, they must agree.
 	ExplicitReleaseName bool
-	// Target is the cluster read live and the release's (Helm's plugin environment as its
-	// defaults); Live reads the cluster, as does a Target.Kubeconfig.
-	Target cluster.Target
-	Live   bool
 	// CheckImages asks the registry for every image the plan needs.
 	CheckImages  bool
 	ImageTimeout time.Duration
@@ -55,21 +50,18 @@ type PlanResult struct {
 	RenderWarnings []render.Warning
 }
 
-// liveTimeout bounds reading the cluster for a plan.
-const liveTimeout = 2 * time.Minute
-
 // Run makes the plan; the plan says whether it can proceed.
 func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
-	live := p.Live || p.Target.Kubeconfig != ""
+	live := p.Live.enabled()
 	files := p.Cluster
-	if live && (files.Nodes != "" || files.Drivers != "" || files.ClusterPolicy != "" || files.Workloads != "") {
-		return nil, errors.New("--live/--kubeconfig reads the cluster; --nodes, --drivers, --cluster-policy and --pods read files: use one or the other")
+	if err := p.Live.check(files, p.Release != ""); err != nil {
+		return nil, err
 	}
 	if err := oneStdin(append(p.stdinUsers(), stdinUser{"--pods", files.Workloads})...); err != nil {
 		return nil, err
 	}
 	res := &PlanResult{ReleaseName: p.ReleaseName}
-	target := p.Target.WithHelmPluginEnv(os.Getenv)
+	target := p.Live.target()
 	deployed, err := p.readRelease(ctx, target, live)
 	if err != nil {
 		return nil, err
@@ -116,7 +108,7 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 		if errors.As(err, &u) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("planning: %w", err)
+		return nil, fmt.Errorf("planning: %w", withReleaseHint(err))
 	}
 	return res, nil
 }
@@ -173,22 +165,3 @@ func (p *Plan) readCluster(ctx context.Context, target cluster.Target, live bool
 	return p.cfg.readCluster(ctx, p.Cluster, target, live, cluster.LiveOptions{UserAgent: "driverguard-plan", Timeout: liveTimeout, Workloads: true})
 }
 
-// readCluster reads the cluster from files or, live, from target's cluster (list only).
-func (c *Configuration) readCluster(ctx context.Context, files cluster.Files, target cluster.Target, live bool, o cluster.LiveOptions) (*cluster.State, error) {
-	if !live {
-		return cluster.FromFiles(ctx, files, c.readOptions())
-	}
-	cfg, err := target.ClientConfig().ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no cluster to read (in-cluster config, --kubeconfig or KUBECONFIG): %w", err)
-	}
-	st, err := cluster.ReadLive(ctx, cfg, o)
-	var le *cluster.LiveError
-	switch {
-	case errors.As(err, &le) && le.Op == "connecting":
-		return nil, fmt.Errorf("connecting to the cluster: %w", le.Err)
-	case errors.As(err, &le):
-		return nil, fmt.Errorf("listing %s: %w", le.ListType, le.Err)
-	}
-	return st, err
-}

@@ -14,9 +14,9 @@ import (
 // Preview explains what a set of values will do before it is applied (`driverguard
 // preview`): per rendered RBLNDriver its version, selector and which fields the instance set
 // versus inherited; with a node inventory, who owns each node, the pools and images, ties,
-// unowned nodes, nodes without a family label, and the nodes that would lose (or change) their
-// driver compared with their current owner labels; and the verdict Check gives the same
-// release. It only assembles results of render and release.
+// unowned nodes, nodes without a family label, and what happens to each node's driver —
+// compared, as plan compares, with the routing of the current RBLNDrivers, or with the nodes'
+// owner labels when those are not given; and the verdict Check gives the same release. It only assembles results of render and release.
 type Preview struct {
 	cfg *Configuration
 	Judge
@@ -32,8 +32,9 @@ func NewPreview(cfg *Configuration) *Preview {
 
 // Run previews the values; the report's Verdict says whether they pass.
 func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
-	if p.CheckImages && p.Cluster.Nodes == "" {
-		return nil, errors.New("--check-images needs --nodes: images are composed per node pool")
+	withNodes := p.Cluster.Nodes != "" || p.Live.enabled()
+	if p.CheckImages && !withNodes {
+		return nil, errors.New("--check-images needs the nodes (--nodes or --live): images are composed per node pool")
 	}
 	j, err := p.cfg.judge(ctx, &p.Judge)
 	if err != nil {
@@ -41,7 +42,7 @@ func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
 	}
 	rep := buildPreview(j.rendered)
 	rep.Verdict = j.report(false)
-	if p.Cluster.Nodes != "" {
+	if withNodes {
 		rep.withNodes(j.result)
 		if p.CheckImages {
 			rep.Nodes.Images = registry.Check(ctx, rep.Nodes.Routing, registry.Options{Timeout: p.ImageTimeout})
@@ -80,10 +81,17 @@ type NodeReport struct {
 	Unowned []routing.NodeResult `json:"unowned"`
 	// FamilyLabelMissing are owned nodes that join no pool (reason DriverFamilyLabelMissing).
 	FamilyLabelMissing []string `json:"familyLabelMissing"`
-	// LosingDriver are nodes whose current owner label names a driver but that get none.
+	// LosingDriver are nodes that have a driver now but get none.
 	LosingDriver []release.NodeLoss `json:"losingDriver"`
-	// ChangingDriver are nodes that move from their current owner to another driver.
+	// ChangingDriver are nodes that move from their driver now to another.
 	ChangingDriver []release.OwnerChange `json:"changingDriver"`
+	// Changes are the nodes whose driver changes (every action but "none"), by name, in the
+	// words of `driverguard plan` (which adds held and blocked).
+	Changes []release.NodeChange `json:"changes"`
+	// Basis is what a node's driver now is read from: "routing" (the current RBLNDrivers, as
+	// plan compares) or "ownerLabels" (their owner labels: the current drivers were not given,
+	// so upgrades are not known).
+	Basis string `json:"basis"`
 	// Images are the registry check results (with CheckImages).
 	Images []registry.ImageResult `json:"images,omitempty"`
 }
@@ -124,6 +132,13 @@ func (rep *PreviewReport) withNodes(res *release.Result) {
 		FamilyLabelMissing: []string{},
 		LosingDriver:       res.DriverLoss,
 		ChangingDriver:     res.OwnerChanges,
+		Changes:            []release.NodeChange{},
+		Basis:              res.Basis,
+	}
+	for _, c := range res.Changes {
+		if c.Action != release.NodeNone {
+			nr.Changes = append(nr.Changes, c)
+		}
 	}
 	for _, n := range res.Routing.Nodes {
 		if n.Reason == routing.ReasonOutOfScope {

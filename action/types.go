@@ -59,7 +59,8 @@ const (
 	// ValuesFromFile is a value written in a values file (the others come from --set flags).
 	ValuesFromFile = render.FromFile
 
-	NodeNone = plan.NodeNone
+	NodeNone    = plan.NodeNone
+	NodeUpgrade = plan.NodeUpgrade
 	// BasisOwnerLabels: the current RBLNDrivers were not given; a node's driver now is read
 	// from its owner label.
 	BasisOwnerLabels = release.BasisOwnerLabels

@@ -709,6 +709,48 @@ func TestLivePlanEqualsFilePlan(t *testing.T) {
 			assert.JSONEq(t, live, file, "the plan from files differs from the live plan")
 		})
 	}
+
+	// check and preview read the cluster as plan does (#30): --live gives the verdict of the
+	// same objects written to files, and says where it read them.
+	values := cl.writeValuesAfter(t)
+	for _, cmd := range []string{"check", "preview"} {
+		t.Run(cmd+" --live", func(t *testing.T) {
+			liveCode, live, errOut := cli(ctx, cmd, "-f", values, "--live", "--kubeconfig", cl.kubeconfig, "-o", "json")
+			require.Contains(t, []int{0, 1}, liveCode, errOut)
+			fileCode, file, errOut := cli(ctx, cmd, "-f", values, "--nodes", files["--nodes"], "--drivers", files["--drivers"],
+				"--cluster-policy", files["--cluster-policy"], "-o", "json")
+			require.Contains(t, []int{0, 1}, fileCode, errOut)
+			assert.Equal(t, liveCode, fileCode, "exit codes")
+			liveDoc, fileDoc := withoutInputs(t, cmd, live), withoutInputs(t, cmd, file)
+			assert.Equal(t, fileDoc, liveDoc, "the verdict from files differs from the live one")
+			assert.Contains(t, live, `"from": "the cluster of context`)
+		})
+	}
+	t.Run("check --live: a stale owner label is drift, not a driver loss", func(t *testing.T) {
+		code, out, errOut := cli(ctx, "check", "-f", values, "--kubeconfig", cl.kubeconfig, "-o", "json")
+		require.Contains(t, []int{0, 1}, code, errOut)
+		var rep struct {
+			DriverLoss []struct{ Node string }
+			Drift      []struct{ Kind, Node string }
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		assert.Empty(t, rep.DriverLoss)
+		assert.Contains(t, rep.Drift, struct{ Kind, Node string }{dgplan.DriftStaleOwnerLabel, "n-stale"})
+	})
+}
+
+// withoutInputs is the JSON output of check or preview without what says where the cluster was
+// read from (its only part that differs between a live read and files of the same objects).
+func withoutInputs(t *testing.T, cmd, out string) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	rep := doc
+	if cmd == "preview" {
+		rep = doc["verdict"].(map[string]any)
+	}
+	delete(rep, "inputs")
+	return doc
 }
 
 // writeObjects writes objects, with their apiVersion and kind and without managedFields, as a

@@ -101,7 +101,7 @@ func TestExitCodes(t *testing.T) {
 		{"preview invalid values", []string{"preview", "-f", bad}, ExitInvalid, "did you mean"},
 		{"route without files", []string{"route"}, ExitUsage, "both --drivers and --nodes are required"},
 		{"route with a missing nodes file", []string{"route", "--drivers", exampleValues, "--nodes", filepath.Join(dir, "nope.yaml")}, ExitUsage, "reading"},
-		{"check-images without nodes", []string{"preview", "-f", exampleValues, "--check-images"}, ExitUsage, "--check-images needs --nodes"},
+		{"check-images without nodes", []string{"preview", "-f", exampleValues, "--check-images"}, ExitUsage, "--check-images needs the nodes (--nodes or --live)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,7 +163,7 @@ func TestPreviewNodesThatLoseTheirDriver(t *testing.T) {
 		assert.Equal(t, "rbln-driver", l.From)
 	}
 	table := run(t, "", "preview", "-f", exampleValues, "--set", "driver.deployDefault=false", "--nodes", exampleNodes)
-	assert.Contains(t, table.stdout, "NODES THAT WOULD LOSE THEIR DRIVER")
+	assert.Contains(t, table.stdout, "npu-atom-02: lose-driver rbln-driver -> - (NoMatchingDriver)")
 	assert.Contains(t, table.stdout, "acknowledge with --allow-driver-loss")
 	acked := run(t, "", "preview", "-f", exampleValues, "--set", "driver.deployDefault=false", "--nodes", exampleNodes, "--allow-driver-loss")
 	assert.Equal(t, ExitOK, acked.code, acked.stdout)

@@ -105,7 +105,7 @@ func TestAuditUnusableInput(t *testing.T) {
 		want string
 	}{
 		{"nothing to audit", []string{"audit"}, "nothing to audit: read the cluster with --live or --kubeconfig, or give it as files with --nodes and --drivers"},
-		{"live and files", []string{"audit", "--live", "--nodes", exampleNodes}, "--live/--kubeconfig reads the cluster; --nodes, --drivers and --cluster-policy read files: use one or the other"},
+		{"live and files", []string{"audit", "--live", "--nodes", exampleNodes}, "--live/--kubeconfig reads the cluster, and --nodes read files of it: use one or the other"},
 		{"a bad -o", []string{"audit", "--nodes", exampleNodes, "-o", "markdown"}, `unsupported output format "markdown": use one of table, json, yaml`},
 		{"a missing file", []string{"audit", "--nodes", "nope.yaml"}, "nope.yaml"},
 		{"no results", []string{"audit", "--nodes", exampleNodes, "--max-results", "0"}, "--max-results 0: a report lists at least one result (its summary counts every one); give 1 or more (default 100)"},

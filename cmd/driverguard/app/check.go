@@ -17,7 +17,7 @@ func newCheckCommand(s Streams) *cobra.Command {
 	job := action.NewCheck(s.cfg)
 	output := newOutput(formatTable, formatTable, formatJSON, formatYAML, formatJUnit, formatSARIF)
 	cmd := &cobra.Command{
-		Use:   "check -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml|junit|sarif]",
+		Use:   "check -f values.yaml [--live | --nodes nodes.yaml [--drivers current.yaml] [--cluster-policy cp.yaml]] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml|junit|sarif]",
 		Short: "Judge every rendered object exactly as the admission webhook would, before helm upgrade",
 		Long: `check renders the values like 'render' and judges every rendered object — the RBLNClusterPolicy,
 then each RBLNDriver, in the order Helm applies them — with the webhook's own decision: the
@@ -27,11 +27,17 @@ inventory and the drivers applied before it, and the OPA policies (the bundled l
 objects after it, as in the cluster. Without --nodes, conflicts are judged on the selectors alone
 (identical selectors deny, possible ties warn), as the webhook does on a cluster without nodes.
 With --drivers (the drivers in the cluster now), a rendered driver of the same name is an UPDATE
-and the drivers the release owns but no longer renders are deleted.
+and the drivers the release owns but no longer renders are deleted. --live (or --kubeconfig) reads
+the Nodes, RBLNDrivers and RBLNClusterPolicy from the cluster instead of files (list only), as
+'plan --live' does. The output says what was judged against (JUDGED AGAINST; "inputs" in JSON),
+warns about a --nodes file without nodes, and lists the drift the cluster has now (stale owner
+labels, ties, unowned nodes: not caused by the values, never a failure).
 
-Nodes that carry a driver now (their rebellions.ai/npu.driver.owner label) and would get none —
-deployDefault false, a narrowed selector, a removed instance, a new tie — fail the check unless
---allow-driver-loss acknowledges them.
+Nodes that have a driver now and would get none — deployDefault false, a narrowed selector, a
+removed instance, a new tie — fail the check unless --allow-driver-loss acknowledges them. A
+node's driver now is the one the current RBLNDrivers route to it (--drivers or --live); without
+them, the one its rebellions.ai/npu.driver.owner label names (said in the output). A label that
+names no stored RBLNDriver is drift (StaleOwnerLabel), never a driver loss.
 
 Policies read the object as input (with input.routing: the nodes, pools and ties routing gives
 it) and the cluster as data.driverguard_cluster; 'driverguard policy input' and 'policy data'
@@ -50,6 +56,7 @@ or fails to evaluate.`,
 		Example: `  driverguard check -f examples/multi-driver.yaml --nodes examples/nodes.yaml
   kubectl get nodes -o yaml > nodes.yaml; kubectl get rblndrivers -o yaml > drivers.yaml
   driverguard check -f values.yaml --nodes nodes.yaml --drivers drivers.yaml --policy policies/ --fail-on-warn
+  driverguard check -f values.yaml --live --fail-on-warn          # against the cluster of the current context
   driverguard check -f values.yaml --policy policies/ -o json > check.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,6 +84,7 @@ or fails to evaluate.`,
 		},
 	}
 	addJudgeFlags(cmd.Flags(), &job.Judge)
+	addLiveFlags(cmd.Flags(), &job.Live, "Nodes, RBLNDrivers and the RBLNClusterPolicy, what the webhook judges against")
 	cmd.Flags().BoolVar(&job.FailOnWarn, "fail-on-warn", false, "exit 1 on warnings too (object, policy and render warnings)")
 	output.register(cmd.Flags())
 	return cmd

@@ -58,3 +58,11 @@ func addImageFlags(fs *pflag.FlagSet, enabled *bool, timeout *time.Duration, wha
 	fs.BoolVar(enabled, "check-images", false, what)
 	fs.DurationVar(timeout, "image-timeout", 10*time.Second, timeoutWhat)
 }
+
+// addLiveFlags adds --live, --kubeconfig and --kube-context: reading the cluster instead of
+// files (check, preview, plan, audit). what lists what is read.
+func addLiveFlags(fs *pflag.FlagSet, l *action.Live, what string) {
+	fs.BoolVar(&l.Live, "live", false, "read the cluster (in-cluster config or KUBECONFIG) instead of files: "+what+" (list only, nothing is written)")
+	fs.StringVar(&l.Target.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
+	fs.StringVar(&l.Target.Context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")
+}

@@ -73,11 +73,9 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 	addJudgeFlags(cmd.Flags(), &job.Judge)
 	f := cmd.Flags()
 	f.StringVar(&job.Cluster.Workloads, "pods", "", "Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets in one stream ('kubectl get pods,pdb,rs,deploy,sts -A -o json'; YAML too, slower on large clusters): drain blockers and the driver pods to delete")
-	f.BoolVar(&job.Live, "live", false, "read the cluster (in-cluster config or KUBECONFIG): Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets (list only)")
-	f.StringVar(&job.Target.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
+	addLiveFlags(f, &job.Live, "Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets")
 	f.StringVar(&job.Release, "release", "", "plan from a deployed Helm release: its values (read through Helm's SDK, as 'helm get values') rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
 	f.StringVarP(&job.Target.Namespace, "namespace", "n", "", "namespace of the --release (default: the kubeconfig context's; as a Helm plugin, Helm's -n)")
-	f.StringVar(&job.Target.Context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")
 	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	output.register(f)
 	return cmd

@@ -8,13 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/api/v1alpha1"
 )
 
 func newPreviewCommand(s Streams) *cobra.Command {
 	job := action.NewPreview(s.cfg) // with provenance: preview explains where each field came from
 	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
-		Use:   "preview -f values.yaml [--nodes nodes.yaml] [--drivers current.yaml] [--check-images] [--allow-driver-loss]",
+		Use:   "preview -f values.yaml [--live | --nodes nodes.yaml [--drivers current.yaml]] [--check-images] [--allow-driver-loss]",
 		Short: "Explain what values will render and, with a node inventory, which driver each node gets",
 		Long: `preview renders the values like 'render' and explains each RBLNDriver: its version, its selector,
 and which fields the instance set or cleared versus inherited from driver.* or the chart's
@@ -45,6 +46,7 @@ Exit codes: as check: 0 passed, 1 a denial or an unacknowledged driver loss (or 
 		},
 	}
 	addJudgeFlags(cmd.Flags(), &job.Judge)
+	addLiveFlags(cmd.Flags(), &job.Live, "Nodes, RBLNDrivers and the RBLNClusterPolicy")
 	addImageFlags(cmd.Flags(), &job.CheckImages, &job.ImageTimeout, "HEAD every composed driver image in its registry (needs --nodes)", "timeout of one registry request")
 	output.register(cmd.Flags())
 	return cmd
@@ -118,6 +120,7 @@ func printVerdict(w io.Writer, rep *action.CheckReport) error {
 		lines = append(lines, fmt.Sprintf("%d node(s) would lose their driver (above); acknowledge with --allow-driver-loss", loss))
 	}
 	printSection(w, "VERDICT (as driverguard check and the admission webhook decide)", lines)
+	printJudgedAgainst(w, rep)
 	verdict := "passed"
 	if !rep.Passed {
 		verdict = "FAILED"
@@ -137,17 +140,28 @@ func printNodeReport(w io.Writer, nr *action.NodeReport) error {
 	printSection(w, "UNOWNED CANDIDATE NODES", lines)
 	printSection(w, "NODES WITHOUT A VALID FAMILY LABEL (DriverFamilyLabelMissing: no pool; existing DaemonSets are kept)", nr.FamilyLabelMissing)
 	lines = nil
-	for _, c := range nr.LosingDriver {
-		lines = append(lines, lossLine(c))
+	for _, c := range nr.Changes {
+		lines = append(lines, changeLine(c))
 	}
-	printSection(w, "NODES THAT WOULD LOSE THEIR DRIVER", lines)
-	lines = nil
-	for _, c := range nr.ChangingDriver {
-		lines = append(lines, fmt.Sprintf("%s: %s -> %s", c.Node, c.From, c.To))
+	title := "NODE CHANGES (compared with the routing of the current RBLNDrivers, as driverguard plan does; plan also says which are held or blocked)"
+	if nr.Basis == action.BasisOwnerLabels {
+		title = "NODE CHANGES (compared with the nodes' " + v1alpha1.LabelOwner + " labels: the current RBLNDrivers were not given, so upgrades are not known; --drivers or --live compares as driverguard plan does)"
 	}
-	printSection(w, "NODES THAT WOULD CHANGE DRIVER", lines)
+	printSection(w, title, lines)
 	printImages(w, nr.Images)
 	return nil
+}
+
+// changeLine is one node's change: the action, the owner and, for an upgrade, the images.
+func changeLine(c action.NodeChange) string {
+	line := fmt.Sprintf("%s: %s %s", c.Node, c.Action, arrow(c.From, c.To))
+	if c.Action == action.NodeUpgrade {
+		line += ": " + imageChange(c.OldImage, c.NewImage)
+	}
+	if c.Reason != "" {
+		line += " (" + c.Reason + ")"
+	}
+	return line
 }
 
 func dash(s string) string {

@@ -87,7 +87,11 @@ func TestDriverLossFailsUnlessAcknowledged(t *testing.T) {
 	for _, cmd := range []string{"check", "preview"} {
 		r := run(t, "", append([]string{cmd}, args...)...)
 		assert.Equal(t, ExitInvalid, r.code, "%s: %s", cmd, r.stdout)
-		assert.Contains(t, r.stdout, "npu-atom-02: owned by rbln-driver now, would get no driver (NoMatchingDriver)")
+		want := map[string]string{
+			"check":   "npu-atom-02: owned by rbln-driver now, would get no driver (NoMatchingDriver)",
+			"preview": "npu-atom-02: lose-driver rbln-driver -> - (NoMatchingDriver)",
+		}[cmd]
+		assert.Contains(t, r.stdout, want)
 		assert.Contains(t, r.stdout, "--allow-driver-loss")
 		acked := run(t, "", append([]string{cmd, "--allow-driver-loss"}, args...)...)
 		assert.Equal(t, ExitOK, acked.code, "%s: %s", cmd, acked.stdout)
