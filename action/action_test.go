@@ -158,8 +158,8 @@ func TestPreview(t *testing.T) {
 		withNodes   bool
 		err         string
 	}{
-		"values alone":                 {},
-		"with nodes":                   {nodes: exampleNodes, withNodes: true},
+		"values alone":                   {},
+		"with nodes":                     {nodes: exampleNodes, withNodes: true},
 		"--check-images needs the nodes": {checkImages: true, err: "--check-images needs the nodes (--nodes or --live)"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -164,4 +164,3 @@ func (p *Plan) readRelease(ctx context.Context, target cluster.Target, live bool
 func (p *Plan) readCluster(ctx context.Context, target cluster.Target, live bool) (*cluster.State, error) {
 	return p.cfg.readCluster(ctx, p.Cluster, target, live, cluster.LiveOptions{UserAgent: "driverguard-plan", Timeout: liveTimeout, Workloads: true})
 }
-
