@@ -48,6 +48,7 @@ func serveAsTheChart(t *testing.T, c client.Client, dep *appsv1.Deployment, brea
 		"--cert-dir":     certDir,
 		"--health-addr":  "127.0.0.1:" + strconv.Itoa(controlplane.FreePort(t, nil)),
 		"--metrics-addr": "127.0.0.1:" + strconv.Itoa(controlplane.FreePort(t, nil)),
+		"--log-format":   "text",
 	}
 	args := []string{}
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
@@ -60,7 +61,7 @@ func serveAsTheChart(t *testing.T, c client.Client, dep *appsv1.Deployment, brea
 	if !slices.Contains(args, "--audit") {
 		t.Fatalf("the chart's default values do not turn the audit on: %v", args)
 	}
-	args = append(args, "--kubeconfig", kubeconfig, "--host", "127.0.0.1", "--shutdown-delay", "0s", "--log-format", "text",
+	args = append(args, "--kubeconfig", kubeconfig, "--host", "127.0.0.1", "--shutdown-delay", "0s",
 		"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms")
 	t.Setenv("POD_NAMESPACE", ns) // the Deployment's downward API
 

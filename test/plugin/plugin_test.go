@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/test/controlplane"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -76,6 +77,7 @@ type suite struct {
 	dist               string // the tarballs
 	chart              string
 	good, identical    string // values files
+	rollout            string // values that pass with a warning (examples/rollout.yaml)
 	nodes              string
 	pubring            string // the public key of the signed packages; empty without gpg
 }
@@ -149,6 +151,7 @@ func newSuite(t *testing.T) *suite {
 	s.version = ch.AppVersion()
 	s.chart = filepath.Join(root, "charts", "driverguard")
 	s.good = filepath.Join(root, "examples", "multi-driver.yaml")
+	s.rollout = filepath.Join(root, "examples", "rollout.yaml")
 	s.nodes = filepath.Join(root, "examples", "nodes.yaml")
 	s.identical = filepath.Join(t.TempDir(), "identical.yaml")
 	require.NoError(t, os.WriteFile(s.identical, []byte(identicalSelectors), 0o600))
@@ -342,6 +345,22 @@ func (s *suite) testHelm4(t *testing.T) {
 		assert.NotEqual(t, 0, r.code)
 		assert.Contains(t, r.stderr, "IdenticalNodeSelector")
 		assert.Contains(t, r.stderr, "(--live=false)", "--post-renderer-args reach post-render")
+
+		// "--live false" as the README writes it (#30), each word its own --post-renderer-args.
+		r = h.run(t, "", nil, s.helm4, "template", releaseName, s.chart, "-f", s.identical, "--post-renderer", "driverguard-check",
+			"--post-renderer-args", "--live", "--post-renderer-args", "false")
+		assert.Contains(t, r.stderr, "(--live=false)")
+		assert.NotContains(t, r.stderr, "unknown command")
+		// An error before any judgement reaches the user through Helm 4 too.
+		r = h.run(t, "", nil, s.helm4, "template", releaseName, s.chart, "-f", s.good, "--post-renderer", "driverguard-check",
+			"--post-renderer-args", "--live-timeout=soon")
+		assert.NotEqual(t, 0, r.code)
+		assert.Contains(t, r.stderr, `driverguard post-render: Error: invalid argument "soon" for "--live-timeout" flag`)
+		// Warnings of objects that pass are shown, though Helm discards a passing
+		// post-renderer's standard error.
+		r = h.run(t, "", nil, s.helm4, "template", releaseName, s.chart, "-f", s.good, "-f", s.rollout, "--post-renderer", "driverguard-check")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "WARN   RBLNClusterPolicy/rbln-cluster-policy: driverguard.lib.drain_empty_dir")
 	})
 }
 
@@ -398,6 +417,10 @@ func (s *suite) testHelm3(t *testing.T) {
 		assert.NotEqual(t, 0, r.code)
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, "RBLNDriver/rbln-driver-b\n  FAIL  IdenticalNodeSelector: spec.nodeSelector:")
+
+		r = h.run(t, "", nil, s.helm3, "template", releaseName, s.chart, "-f", s.good, "-f", s.rollout, "--post-renderer", bin, "--post-renderer-args", "post-render")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "WARN   RBLNClusterPolicy/rbln-cluster-policy: driverguard.lib.drain_empty_dir", "warnings of a pass reach the user (#30)")
 	})
 }
 
@@ -494,6 +517,16 @@ func (s *suite) testLive(t *testing.T) {
 	assert.Empty(t, r.stdout)
 	assert.Contains(t, r.stderr, "judged against the cluster of context")
 	assert.Contains(t, r.stderr, "RBLNDriver/rbln-driver-atom-canary\n  FAIL  IdenticalNodeSelector: spec.nodeSelector: Invalid value: \"{env=canary,rebellions.ai/npu.family=atom}\": is identical to the nodeSelector of RBLNDriver \"team-atom\"")
+
+	// A node whose owner label names an RBLNDriver the cluster does not hold runs no driver:
+	// the release cannot take one away from it (#30). It passes, and says what it read.
+	require.NoError(t, c.Delete(ctx, wt.Driver("team-atom", nil)))
+	ghost := wt.CandidateLabels(v1alpha1.LabelFamily, "ghost")
+	ghost[v1alpha1.LabelOwner] = "ghost-driver"
+	require.NoError(t, c.Create(ctx, wt.Node("npu-ghost-01", ghost)))
+	r = h.run(t, "", []string{"KUBECONFIG=" + kubeconfig}, s.helm4, append(args, "--set", "driver.deployDefault=false")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "would lose")
 }
 
 // installIdentity installs, from a directory, a Helm 4 post-renderer plugin that returns its

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -97,7 +98,8 @@ func Run(ctx context.Context, s Streams, args []string) int {
 	setLogDestination(newWarningHandler(s.Err))
 	s.cfg = newConfiguration(s.In)
 	root := newRootCommand(s)
-	root.SetArgs(args)
+	singleUse(root)
+	root.SetArgs(joinOptionalValues(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	var intr Interrupted
 	if errors.As(context.Cause(ctx), &intr) && (cmd == nil || cmd.Annotations[stopsOnSignal] == "") {
@@ -120,6 +122,11 @@ func Run(ctx context.Context, s Streams, args []string) int {
 	}
 	if !errors.Is(err, errSilent) {
 		fmt.Fprintln(s.Err, "Error:", err)
+		if cmd != nil && cmd.Name() == "post-render" && slices.Contains(args, "--parent-stderr") {
+			// Helm 4 shows a post-renderer plugin nothing but "exited with error": an error
+			// before any judgement (a flag, unreadable manifests) must reach the user too.
+			writeParentStderr(fmt.Appendf(nil, "driverguard post-render: Error: %v\n", err))
+		}
 	}
 	return code
 }

@@ -117,10 +117,50 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 	if _, err := s.Out.Write(res.Manifests); err != nil {
 		return fmt.Errorf("writing the manifests: %w", err)
 	}
-	if len(rep.Resources) > 0 {
-		fmt.Fprintf(s.Err, "driverguard post-render: %d resources passed (%s), judged against %s\n", len(rep.Resources), plural(rep.Warnings, "warning"), res.Against)
+	if len(rep.Resources) == 0 {
+		return nil
+	}
+	msg := passMessage(res)
+	if _, err := s.Err.Write(msg); err != nil {
+		return err
+	}
+	if rep.Warnings+rep.Audited > 0 {
+		// Helm 3 and Helm 4 both discard the standard error of a post-renderer that succeeds:
+		// the warnings would reach nobody.
+		writeParentStderr(msg)
 	}
 	return nil
+}
+
+// passMessage says that the rendered objects passed, what they were judged against, and every
+// warning and audit finding, one line each.
+func passMessage(res *action.PostRenderResult) []byte {
+	rep := res.Report
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "driverguard post-render: %d resources passed (%s", len(rep.Resources), plural(rep.Warnings, "warning"))
+	if rep.Audited > 0 {
+		fmt.Fprintf(&b, ", %s", plural(rep.Audited, "audit finding"))
+	}
+	fmt.Fprintf(&b, "), judged against %s\n", res.Against)
+	for _, r := range rep.Resources {
+		title := r.Kind + "/" + r.Name
+		for _, f := range r.Warn {
+			fmt.Fprintf(&b, "  WARN   %s: %s\n", title, findingLine(f, title))
+		}
+		if r.OmittedWarn > 0 {
+			fmt.Fprintf(&b, "  WARN   %s: ... and %d more\n", title, r.OmittedWarn)
+		}
+		for _, f := range r.Audit {
+			fmt.Fprintf(&b, "  AUDIT  %s: %s\n", title, findingLine(f, title))
+		}
+	}
+	for _, l := range rep.DriverLoss { // acknowledged with --allow-driver-loss
+		fmt.Fprintf(&b, "  WARN   Node/%s (--allow-driver-loss)\n", lossLine(l))
+	}
+	for _, w := range rep.InputWarnings {
+		fmt.Fprintf(&b, "  WARN   %s\n", w)
+	}
+	return b.Bytes()
 }
 
 // writeParentStderr writes msg to the standard error of the process that started this one,
