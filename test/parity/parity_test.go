@@ -230,6 +230,8 @@ func runCase(t *testing.T, c client.Client, warn *controlplane.Warnings, dir str
 		}
 	}
 	curDrivers, curPolicy := storedFiles(t, c, dir)
+	var before v1alpha1.RBLNDriverList // the drivers a node's driver now is routed by
+	require.NoError(t, c.List(ctx, &before))
 	args := []string{"check", "-f", vc.file, "--release-name", releaseName, "--policy", suite.policyDir, "-o", "json"}
 	if inv.file != "" {
 		args = append(args, "--nodes", inv.file)
@@ -286,8 +288,9 @@ func runCase(t *testing.T, c client.Client, warn *controlplane.Warnings, dir str
 	}
 	waitForStored(t, c)
 	// The nodes check said would lose their driver are those the cluster's drivers leave
-	// without one.
-	assert.Equal(t, lossesOf(t, c, inv.nodes), lossNames(rep.DriverLoss), "%s: driver loss", name)
+	// without one: routed by the drivers before (by their owner labels when there were none
+	// to give check), by none after.
+	assert.Equal(t, lossesOf(t, c, inv.nodes, before.Items, curDrivers != ""), lossNames(rep.DriverLoss), "%s: driver loss", name)
 	return s
 }
 
@@ -429,14 +432,22 @@ func storedFiles(t *testing.T, c client.Client, dir string) (drivers, clusterPol
 
 // lossesOf routes the stored drivers onto the nodes: the candidates with an owner label that
 // get no driver.
-func lossesOf(t *testing.T, c client.Client, nodes []corev1.Node) []string {
+func lossesOf(t *testing.T, c client.Client, nodes []corev1.Node, before []v1alpha1.RBLNDriver, known bool) []string {
 	t.Helper()
 	var ds v1alpha1.RBLNDriverList
 	require.NoError(t, c.List(context.Background(), &ds))
+	routed := routing.NodesFromCore(nodes)
+	now := map[string]string{}
+	for _, n := range routing.Route(before, routed).Nodes {
+		now[n.Name] = n.Owner
+		if !known {
+			now[n.Name] = n.CurrentOwner
+		}
+	}
 	out := []string{}
-	for _, n := range routing.Route(ds.Items, routing.NodesFromCore(nodes)).Nodes {
-		if n.Reason != routing.ReasonOutOfScope && n.CurrentOwner != "" && n.Owner == "" {
-			out = append(out, n.Name+" from "+n.CurrentOwner)
+	for _, n := range routing.Route(ds.Items, routed).Nodes {
+		if n.Reason != routing.ReasonOutOfScope && now[n.Name] != "" && n.Owner == "" {
+			out = append(out, n.Name+" from "+now[n.Name])
 		}
 	}
 	return out
