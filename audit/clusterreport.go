@@ -24,8 +24,8 @@ const (
 
 // ClusterReports are the openreports.io ClusterReports of an outcome: one per RBLNDriver,
 // named after it and scoped to it, and the cluster report. Every result is stamped with at;
-// nothing else changes from pass to pass unless a finding does (a writer that keeps the
-// stamps of unchanged results does not rewrite an unchanged standing).
+// nothing else changes from pass to pass unless a finding does (the Writer compares content
+// without the stamps, so an unchanged standing is not rewritten).
 func ClusterReports(out *Outcome, at time.Time) []openreports.ClusterReport {
 	reports := make([]openreports.ClusterReport, 0, len(out.Reports))
 	for i := range out.Reports {
