@@ -294,7 +294,7 @@ func contentKey(cr *openreports.ClusterReport) (string, error) {
 // earlier versions set.
 var (
 	ownedLabels      = []string{LabelManagedBy, v1alpha1.LabelDriverInstance}
-	ownedAnnotations = []string{annotationContentHash}
+	ownedAnnotations = []string{AnnotationOmittedResults, annotationContentHash}
 )
 
 // only is the entries of m under keys, nil when there are none.

@@ -5,5 +5,6 @@
 // (whatever annotations the edit kept), a steady cluster causes no report write,
 // status.audit follows the totals, a policy in audit enforcement reports while a driver that
 // breaks it is admitted, two serve replicas elect one auditor that is replaced when killed,
-// and an image deleted from an in-process registry shows DriverImageNotFound.
+// an image deleted from an in-process registry shows DriverImageNotFound, and the metrics
+// count every finding of a report capped at one result.
 package audit
