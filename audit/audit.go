@@ -395,27 +395,33 @@ func (b *builder) report() Report {
 //  3. then the findings that cover more nodes first (the nodes property), then by policy,
 //     rule and message.
 func rankFindings(fs []Finding) {
-	slices.SortStableFunc(fs, func(x, y Finding) int {
-		return cmp.Or(cmp.Compare(x.rank(), y.rank()), strings.Compare(x.Policy, y.Policy), strings.Compare(x.Rule, y.Rule),
-			cmp.Compare(y.breadth(), x.breadth()), strings.Compare(x.Message, y.Message))
-	})
-	// place: the finding's place among those of its rule and rank (0 for the first).
 	type ranked struct {
-		f     Finding
-		place int
+		f             *Finding
+		rank, breadth int
+		place         int // among the findings of its rank and rule, 0 for the first
 	}
 	rs := make([]ranked, len(fs))
 	for i := range fs {
-		rs[i].f = fs[i]
-		if i > 0 && fs[i].rank() == fs[i-1].rank() && fs[i].Policy == fs[i-1].Policy && fs[i].Rule == fs[i-1].Rule {
+		rs[i] = ranked{f: &fs[i], rank: fs[i].rank(), breadth: fs[i].breadth()}
+	}
+	tail := func(x, y ranked) int {
+		return cmp.Or(cmp.Compare(y.breadth, x.breadth), strings.Compare(x.f.Policy, y.f.Policy), strings.Compare(x.f.Rule, y.f.Rule),
+			strings.Compare(x.f.Message, y.f.Message))
+	}
+	slices.SortStableFunc(rs, func(x, y ranked) int {
+		return cmp.Or(cmp.Compare(x.rank, y.rank), strings.Compare(x.f.Policy, y.f.Policy), strings.Compare(x.f.Rule, y.f.Rule), tail(x, y))
+	})
+	for i := 1; i < len(rs); i++ {
+		if rs[i].rank == rs[i-1].rank && rs[i].f.Policy == rs[i-1].f.Policy && rs[i].f.Rule == rs[i-1].f.Rule {
 			rs[i].place = rs[i-1].place + 1
 		}
 	}
 	slices.SortStableFunc(rs, func(x, y ranked) int {
-		return cmp.Or(cmp.Compare(x.f.rank(), y.f.rank()), cmp.Compare(x.place, y.place), cmp.Compare(y.f.breadth(), x.f.breadth()),
-			strings.Compare(x.f.Policy, y.f.Policy), strings.Compare(x.f.Rule, y.f.Rule), strings.Compare(x.f.Message, y.f.Message))
+		return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.place, y.place), tail(x, y))
 	})
+	out := make([]Finding, len(fs))
 	for i := range rs {
-		fs[i] = rs[i].f
+		out[i] = *rs[i].f
 	}
+	copy(fs, out)
 }
