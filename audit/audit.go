@@ -62,13 +62,24 @@ type Report struct {
 	Instance string `json:"instance,omitempty"`
 	// UID is the driver's, for the report's scope.
 	UID string `json:"-"`
-	// Results are listed fail, error, warn, then pass; at most MaxResults (Omitted counts
-	// the rest). Summary counts every one.
+	// Results are at most MaxResults of the findings, the most important first (see
+	// rankFindings); Omitted counts the rest. Summary counts every one.
 	Results []Finding `json:"results"`
 	Omitted int       `json:"omitted,omitempty"`
 	Summary Summary   `json:"summary"`
 	// enforced counts the findings (listed or not) that fail the audit.
 	enforced int
+	// counts are every finding (listed or not) by policy, rule, result and enforcement, and
+	// driftNodes the nodes of every drift finding by kind: what the metrics say.
+	counts     map[findingKey]int
+	driftNodes map[string]int
+}
+
+// findingKey is what the audit's findings metric counts by.
+type findingKey struct {
+	policy, rule string
+	result       Result
+	enforcement  policy.Enforcement
 }
 
 // Enforced counts the listed and omitted findings that fail the audit.
@@ -179,6 +190,7 @@ func (a *Auditor) drift(drift []routing.Drift, reports map[string]*builder, clus
 		if k[0] != "" {
 			b = reports[k[0]]
 		}
+		b.driftNodes[k[1]] += len(g.nodes)
 		f := Finding{Policy: BuiltinPolicy, Rule: k[1], Result: Fail, Enforcement: policy.EnforceDeny,
 			Message:    driftMessage(k[1], g.nodes, g.detail),
 			Properties: map[string]string{"nodes": strconv.Itoa(len(g.nodes))}}
@@ -267,11 +279,13 @@ type builder struct {
 	findings                    []Finding
 	summary                     Summary
 	enforced                    int
+	counts                      map[findingKey]int
+	driftNodes                  map[string]int
 }
 
 // builder starts the report of d, or the cluster report when d is nil.
 func (a *Auditor) builder(d *v1alpha1.RBLNDriver) *builder {
-	b := &builder{name: ClusterReportName, max: a.MaxResults}
+	b := &builder{name: ClusterReportName, max: a.MaxResults, counts: map[findingKey]int{}, driftNodes: map[string]int{}}
 	if b.max <= 0 {
 		b.max = DefaultMaxResults
 	}
@@ -292,17 +306,23 @@ func (b *builder) add(f Finding) {
 	if f.Enforced() {
 		b.enforced++
 	}
+	b.counts[findingKey{f.Policy, f.Rule, f.Result, f.Enforcement}]++
 	b.findings = append(b.findings, f)
 }
 
-// count adds n findings the verdict did not hold (decision.MaxFindings) to the summary.
-func (b *builder) count(r Result, n int, enforced bool) {
+// count adds n findings the verdict did not hold (decision.MaxFindings) to the summary and the
+// counts: their policy and rule are not known (counted under "").
+func (b *builder) count(r Result, n int, mode policy.Enforcement) {
+	if n <= 0 {
+		return
+	}
 	for range n {
 		b.summary.add(r)
-		if enforced {
-			b.enforced++
-		}
 	}
+	if r == Fail && mode == policy.EnforceDeny {
+		b.enforced += n
+	}
+	b.counts[findingKey{result: r, enforcement: mode}] += n
 }
 
 // verdict adds a decision's findings on subject, and a pass for each policy and for the
@@ -338,9 +358,9 @@ func (b *builder) verdict(v *decision.Verdict, subject Subject, policies []polic
 		}
 		add(f, r, policy.EnforceAudit)
 	}
-	b.count(Fail, v.OmittedDenials, true)
-	b.count(Warn, v.OmittedWarnings, false)
-	b.count(Fail, v.OmittedAudit, false)
+	b.count(Fail, v.OmittedDenials, policy.EnforceDeny)
+	b.count(Warn, v.OmittedWarnings, "") // of rules that deny or warn: not known which
+	b.count(Fail, v.OmittedAudit, policy.EnforceAudit)
 	if !found[BuiltinPolicy] {
 		b.add(Finding{Policy: BuiltinPolicy, Rule: RuleAdmission, Result: Pass, Enforcement: policy.EnforceDeny, Subjects: []Subject{subject}})
 	}
@@ -351,13 +371,8 @@ func (b *builder) verdict(v *decision.Verdict, subject Subject, policies []polic
 	}
 }
 
-// order lists what fails first: fail, error, warn, pass.
-var order = map[Result]int{Fail: 0, Error: 1, Warn: 2, Pass: 3}
-
 func (b *builder) report() Report {
-	slices.SortStableFunc(b.findings, func(x, y Finding) int {
-		return cmp.Or(cmp.Compare(order[x.Result], order[y.Result]), strings.Compare(x.Policy, y.Policy), strings.Compare(x.Rule, y.Rule), strings.Compare(x.Message, y.Message))
-	})
+	rankFindings(b.findings)
 	n, size := 0, 0
 	for ; n < min(len(b.findings), b.max); n++ {
 		if size += b.findings[n].encodedSize(); size > MaxReportBytes {
@@ -365,5 +380,48 @@ func (b *builder) report() Report {
 		}
 	}
 	return Report{Name: b.name, Driver: b.driver, Instance: b.instance, UID: b.uid,
-		Results: slices.Clip(b.findings[:n]), Omitted: len(b.findings) - n, Summary: b.summary, enforced: b.enforced}
+		Results: slices.Clip(b.findings[:n]), Omitted: len(b.findings) - n, Summary: b.summary, enforced: b.enforced,
+		counts: b.counts, driftNodes: b.driftNodes}
+}
+
+// rankFindings orders a report's findings as a capped list should keep them, most important
+// first:
+//
+//  1. by what they are: failures of rules that deny (what fails the audit), errors, warnings,
+//     failures and warnings of policies on trial (enforcement audit), passes;
+//  2. within each, every rule's first finding before the second finding of any rule, so that
+//     one rule with many findings (a missing image per pool) never pushes another rule out
+//     (the stale owner labels of 10,000 nodes, one finding);
+//  3. then the findings that cover more nodes first (the nodes property), then by policy,
+//     rule and message.
+func rankFindings(fs []Finding) {
+	type ranked struct {
+		f             *Finding
+		rank, breadth int
+		place         int // among the findings of its rank and rule, 0 for the first
+	}
+	rs := make([]ranked, len(fs))
+	for i := range fs {
+		rs[i] = ranked{f: &fs[i], rank: fs[i].rank(), breadth: fs[i].breadth()}
+	}
+	tail := func(x, y ranked) int {
+		return cmp.Or(cmp.Compare(y.breadth, x.breadth), strings.Compare(x.f.Policy, y.f.Policy), strings.Compare(x.f.Rule, y.f.Rule),
+			strings.Compare(x.f.Message, y.f.Message))
+	}
+	slices.SortStableFunc(rs, func(x, y ranked) int {
+		return cmp.Or(cmp.Compare(x.rank, y.rank), strings.Compare(x.f.Policy, y.f.Policy), strings.Compare(x.f.Rule, y.f.Rule), tail(x, y))
+	})
+	for i := 1; i < len(rs); i++ {
+		if rs[i].rank == rs[i-1].rank && rs[i].f.Policy == rs[i-1].f.Policy && rs[i].f.Rule == rs[i-1].f.Rule {
+			rs[i].place = rs[i-1].place + 1
+		}
+	}
+	slices.SortStableFunc(rs, func(x, y ranked) int {
+		return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.place, y.place), tail(x, y))
+	})
+	out := make([]Finding, len(fs))
+	for i := range rs {
+		out[i] = *rs[i].f
+	}
+	copy(fs, out)
 }

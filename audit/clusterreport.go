@@ -2,6 +2,7 @@ package audit
 
 import (
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,15 +18,19 @@ const (
 	// ReportSource is the source of every result driverguard reports.
 	ReportSource = "driverguard"
 	// LabelManagedBy marks the ClusterReports the audit writes (and may delete).
-	LabelManagedBy      = "app.kubernetes.io/managed-by"
-	managedBy           = "driverguard"
-	propertyEnforcement = "enforcement"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// AnnotationOmittedResults says how many results a report does not list (beyond
+	// --audit-max-results, or 1 MiB); its summary counts them with the others. Absent when it
+	// lists every one.
+	AnnotationOmittedResults = "driverguard.rebellions.ai/omitted-results"
+	managedBy                = "driverguard"
+	propertyEnforcement      = "enforcement"
 )
 
 // ClusterReports are the openreports.io ClusterReports of an outcome: one per RBLNDriver,
 // named after it and scoped to it, and the cluster report. Every result is stamped with at;
-// nothing else changes from pass to pass unless a finding does (a writer that keeps the
-// stamps of unchanged results does not rewrite an unchanged standing).
+// nothing else changes from pass to pass unless a finding does (the Writer compares content
+// without the stamps, so an unchanged standing is not rewritten).
 func ClusterReports(out *Outcome, at time.Time) []openreports.ClusterReport {
 	reports := make([]openreports.ClusterReport, 0, len(out.Reports))
 	for i := range out.Reports {
@@ -54,6 +59,9 @@ func ClusterReport(r *Report, at time.Time) openreports.ClusterReport {
 		if r.Instance != "" {
 			cr.Labels[v1alpha1.LabelDriverInstance] = r.Instance
 		}
+	}
+	if r.Omitted > 0 {
+		cr.Annotations = map[string]string{AnnotationOmittedResults: strconv.Itoa(r.Omitted)}
 	}
 	for _, f := range r.Results {
 		res := openreports.ReportResult{

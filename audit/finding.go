@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/driverguard/driverguard/policy"
 )
@@ -46,6 +47,33 @@ type Subject struct {
 
 // Enforced reports whether the finding fails the audit: a fail of a rule that denies.
 func (f Finding) Enforced() bool { return f.Result == Fail && f.Enforcement == policy.EnforceDeny }
+
+// rank is the order of a finding's kind in a report: failures of rules that deny, errors,
+// warnings, failures then warnings of policies on trial, passes.
+func (f Finding) rank() int {
+	switch {
+	case f.Result == Pass:
+		return 5
+	case f.Enforcement == policy.EnforceAudit && f.Result == Fail:
+		return 3
+	case f.Enforcement == policy.EnforceAudit:
+		return 4
+	case f.Result == Fail:
+		return 0
+	case f.Result == Error:
+		return 1
+	}
+	return 2
+}
+
+// breadth is the number of nodes a finding covers (its nodes property), 0 when it names none.
+func (f Finding) breadth() int {
+	n, err := strconv.Atoi(f.Properties["nodes"])
+	if err != nil {
+		return 0
+	}
+	return n
+}
 
 // encodedSize is about the bytes f takes in a ClusterReport: its JSON, plus what the
 // ClusterReport adds to a result (source, severity, timestamp) and to each subject (apiVersion).

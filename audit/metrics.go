@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,14 +59,14 @@ func observe(st PassStats) {
 	for _, k := range []string{routing.DriftUnowned, routing.DriftFamilyLabelMissing, routing.DriftInvalidImageTag, routing.DriftStaleOwnerLabel} {
 		driftNodes.WithLabelValues(k)
 	}
+	// From every finding's count, never from the results a report lists (at most
+	// --audit-max-results of them).
 	for _, r := range st.Outcome.Reports {
-		for _, f := range r.Results {
-			findings.WithLabelValues(f.Policy, f.Rule, string(f.Result), string(f.Enforcement)).Inc()
-			if f.Policy == BuiltinPolicy && f.Properties["nodes"] != "" {
-				if n, err := strconv.Atoi(f.Properties["nodes"]); err == nil {
-					driftNodes.WithLabelValues(f.Rule).Add(float64(n))
-				}
-			}
+		for k, n := range r.counts {
+			findings.WithLabelValues(k.policy, k.rule, string(k.result), string(k.enforcement)).Add(float64(n))
+		}
+		for kind, n := range r.driftNodes {
+			driftNodes.WithLabelValues(kind).Add(float64(n))
 		}
 	}
 }

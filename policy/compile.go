@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -57,8 +58,21 @@ type policyPackage struct {
 	kinds []string
 	// anyKind is set once a rule without such a requirement is found.
 	anyKind bool
-	// enforcement is what its messages do (METADATA custom.enforcement, or the caller's).
-	enforcement Enforcement
+	// bodies are the rules of each of deny and warn (a rule name may have several bodies,
+	// in several files).
+	bodies map[string][]*ast.Rule
+	// modes are the enforcement of deny and warn (METADATA custom.enforcement, or the
+	// caller's for the package).
+	modes map[string]Enforcement
+}
+
+// enforcement is the package's enforcement as PolicyInfo shows it: its deny rule's, or its
+// warn rule's when it has no deny rule.
+func (p *policyPackage) enforcement() Enforcement {
+	if m, ok := p.modes["deny"]; ok {
+		return m
+	}
+	return p.modes["warn"]
 }
 
 // requiredKind returns the kind a rule body requires with a top-level
@@ -87,8 +101,9 @@ func requiredKind(r *ast.Rule) string {
 	return ""
 }
 
-// policyPackages finds the policy packages of modules, sorted by package, and the problems of
-// deny/warn rules that are not message sets.
+// policyPackages finds the policy packages of modules, sorted by package, with the
+// enforcement of each of their rules (ruleModes), and the problems of deny/warn rules that are
+// not message sets and of METADATA custom.enforcement.
 func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem) {
 	byPkg := map[string]*policyPackage{}
 	var problems []Problem
@@ -111,7 +126,7 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 			pkg := strings.TrimPrefix(path.String(), "data.")
 			p := byPkg[pkg]
 			if p == nil {
-				p = &policyPackage{pkg: pkg, name: strings.TrimPrefix(pkg, policyNamespace+"."), ref: path, file: key}
+				p = &policyPackage{pkg: pkg, name: strings.TrimPrefix(pkg, policyNamespace+"."), ref: path, file: key, bodies: map[string][]*ast.Rule{}}
 				byPkg[pkg] = p
 			}
 			for _, a := range m.Annotations {
@@ -119,13 +134,7 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 					p.title = a.Title
 				}
 			}
-			if mode, prob := enforcementOf(m); prob != nil {
-				problems = append(problems, *prob)
-			} else if mode != "" && p.enforcement != "" && p.enforcement != mode {
-				problems = append(problems, problemAt(m.Package.Location, "package %s: METADATA custom.enforcement is %s here and %s in another file of the package; declare it once", quoteName(pkg), mode, p.enforcement))
-			} else if mode != "" {
-				p.enforcement = mode
-			}
+			p.bodies[string(rule)] = append(p.bodies[string(rule)], r)
 			if k := requiredKind(r); k == "" {
 				p.anyKind = true
 			} else if !slices.Contains(p.kinds, k) {
@@ -137,14 +146,12 @@ func policyPackages(modules map[string]*ast.Module) ([]policyPackage, []Problem)
 			}
 		}
 	}
+	problems = append(problems, ruleModes(modules, byPkg)...)
 	out := make([]policyPackage, 0, len(byPkg))
 	for _, k := range sortedKeys(byPkg) {
 		p := byPkg[k]
 		if p.anyKind {
 			p.kinds = nil
-		}
-		if p.enforcement == "" {
-			p.enforcement = EnforceDeny
 		}
 		slices.Sort(p.kinds)
 		out = append(out, *p)
@@ -279,8 +286,8 @@ func (p *policyPackage) appliesTo(kind string) bool {
 type kindQuery struct {
 	query    rego.PreparedEvalQuery
 	packages []string
-	// modes are the enforcements of packages, by index.
-	modes []Enforcement
+	// modes are the enforcements of the packages' rules (deny, warn), by package index.
+	modes []map[string]Enforcement
 }
 
 // policySet is one compiled, immutable set of policies ready for concurrent evaluation.
@@ -315,8 +322,11 @@ type PolicyInfo struct {
 	// File declares the package (bundled:<file> for the library).
 	File     string `json:"file"`
 	Disabled bool   `json:"disabled"`
-	// Enforcement is deny, warn or audit.
+	// Enforcement is deny, warn or audit: its deny rule's (its warn rule's when it has no
+	// deny rule); RuleEnforcement has each rule's.
 	Enforcement Enforcement `json:"enforcement"`
+	// RuleEnforcement is the enforcement of each of its rules, by name (deny, warn).
+	RuleEnforcement map[string]Enforcement `json:"ruleEnforcement"`
 }
 
 // newCompiler returns the compiler every policy set and test run uses.
@@ -393,7 +403,8 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	set := &policySet{files: files}
 	enabled := pkgs[:0:0]
 	for _, p := range pkgs {
-		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg], Enforcement: p.enforcement})
+		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg],
+			Enforcement: p.enforcement(), RuleEnforcement: maps.Clone(p.modes)})
 		if off[p.pkg] {
 			set.disabled = append(set.disabled, p.pkg)
 			continue
@@ -432,7 +443,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		for _, p := range enabled {
 			if p.appliesTo(kind) {
 				q.packages = append(q.packages, p.pkg)
-				q.modes = append(q.modes, p.enforcement)
+				q.modes = append(q.modes, p.modes)
 			}
 		}
 		var err error

@@ -289,7 +289,7 @@ func (e *Engine) Timeout() time.Duration { return e.opts.Timeout }
 
 // decisionOf reads the decision, a set of [<package of pkgs>, "deny"|"warn", message]. The
 // messages are sorted by package, then message.
-func decisionOf(rs rego.ResultSet, pkgs []string, modes []Enforcement) (*Decision, error) {
+func decisionOf(rs rego.ResultSet, pkgs []string, modes []map[string]Enforcement) (*Decision, error) {
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return nil, fmt.Errorf("policy: the decision query returned %d results", len(rs))
 	}
@@ -324,7 +324,7 @@ func decisionOf(rs rego.ResultSet, pkgs []string, modes []Enforcement) (*Decisio
 		msgs = appendMessages(msgs[:0], b.deny, pkgs[i], "deny")
 		msgs = appendMessages(msgs, b.warn, pkgs[i], "warn")
 		for _, m := range msgs {
-			d.route(m, modes[i])
+			d.route(m, modes[i][m.Rule])
 		}
 	}
 	return d, nil

@@ -266,7 +266,23 @@ func printPolicies(w io.Writer, infos []action.PolicyInfo) error {
 		if p.Disabled {
 			state = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, strings.Join(p.Rules, ","), state, p.Enforcement, p.File, dash(p.Title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, strings.Join(p.Rules, ","), state, ruleEnforcement(p), p.File, dash(p.Title))
 	}
 	return tw.Flush()
+}
+
+// ruleEnforcement is a policy's enforcement as the table shows it: the mode its rules share,
+// else each rule's, e.g. deny=audit,warn=deny.
+func ruleEnforcement(p action.PolicyInfo) string {
+	var each []string
+	same := true
+	for _, r := range p.Rules {
+		mode := p.RuleEnforcement[r]
+		same = same && mode == p.Enforcement
+		each = append(each, r+"="+string(mode))
+	}
+	if same {
+		return string(p.Enforcement)
+	}
+	return strings.Join(each, ",")
 }
