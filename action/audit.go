@@ -43,6 +43,10 @@ type AuditResult struct {
 	Outcome *audit.Outcome
 	// Reports are the ClusterReports serve's audit would write.
 	Reports []openreports.ClusterReport
+	// Inputs say what the cluster was read from; InputWarnings the inputs that look like a
+	// failed read (a node inventory without nodes, ...).
+	Inputs        cluster.Sources
+	InputWarnings []string
 }
 
 // Run audits. The result says whether a rule that denies fails (Outcome.Enforced).
@@ -81,5 +85,5 @@ func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &AuditResult{Outcome: out, Reports: audit.ClusterReports(out, time.Now())}, nil
+	return &AuditResult{Outcome: out, Reports: audit.ClusterReports(out, time.Now()), Inputs: st.Sources(), InputWarnings: st.InputWarnings()}, nil
 }

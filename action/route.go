@@ -28,6 +28,9 @@ func NewRoute(cfg *Configuration) *Route { return &Route{cfg: cfg} }
 type RouteResult struct {
 	Routing *routing.Result
 	Images  []registry.ImageResult
+	// InputWarnings are the inputs that look like a failed read (a --nodes file without nodes,
+	// ...): the route JSON contract has no place for them, the command says them on stderr.
+	InputWarnings []string
 }
 
 // Run routes the nodes.
@@ -46,7 +49,12 @@ func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &RouteResult{Routing: routing.Route(drivers, nodes)}
+	st := cluster.FromLists(nodes, drivers, nil, nil)
+	st.SetSources(cluster.Sources{
+		Nodes:   cluster.Source{Given: true, From: "--nodes " + r.Nodes, Count: len(nodes)},
+		Drivers: cluster.Source{Given: true, From: "--drivers " + r.Drivers, Count: len(drivers)},
+	})
+	res := &RouteResult{Routing: routing.Route(drivers, nodes), InputWarnings: st.InputWarnings()}
 	if r.CheckImages {
 		res.Images = registry.Check(ctx, res.Routing, registry.Options{Timeout: r.ImageTimeout})
 	}

@@ -50,6 +50,8 @@ type (
 	// of its results.
 	AuditReport  = audit.Report
 	AuditFinding = audit.Finding
+	// AuditOutcome is one audit pass: every report and the totals.
+	AuditOutcome = audit.Outcome
 )
 
 // Values of the result types, for their printers.

@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
 )
 
 // Source says where one part of a cluster view came from, so that every command can say what
@@ -70,4 +73,29 @@ func (s *State) Sources() Sources { return s.sources }
 func (s *State) SetSources(src Sources) {
 	s.sources = src
 	s.driversUnknown = !src.Drivers.Given
+}
+
+// InputWarnings are the inputs of s that look like a failed read rather than a cluster: a
+// node inventory that holds no node, and a driver list that holds no RBLNDriver while nodes
+// carry owner labels (every label then reads as stale, and no loss can be seen).
+func (s *State) InputWarnings() []string {
+	src := s.sources
+	var out []string
+	if n := src.Nodes; n.Given && n.Count == 0 && strings.HasPrefix(n.From, "--") {
+		out = append(out, fmt.Sprintf("%s holds no nodes: routing, ties and driver loss were judged against a cluster without nodes; "+
+			"if the command that wrote it failed (kubectl get nodes -o yaml), fix it and run again", n.From))
+	}
+	if d := src.Drivers; d.Given && d.Count == 0 && strings.HasPrefix(d.From, "--") {
+		labelled := 0
+		for _, n := range s.nodes {
+			if n.Labels[v1alpha1.LabelOwner] != "" {
+				labelled++
+			}
+		}
+		if labelled > 0 {
+			out = append(out, fmt.Sprintf("%s holds no RBLNDrivers, but %d nodes carry a %s label: each is read as stale and none can lose its driver; "+
+				"if the command that wrote it failed (kubectl get rblndrivers -o yaml), fix it and run again", d.From, labelled, v1alpha1.LabelOwner))
+		}
+	}
+	return out
 }

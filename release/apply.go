@@ -265,7 +265,7 @@ func (r *Replay) Finish(ctx context.Context) (*Result, error) {
 		res.Drift = routing.NodeDrift(r.before, cl.Nodes())
 	}
 	res.Changes = changes(res.Before, res.Routing, res.Basis == BasisRouting)
-	res.Sources, res.InputWarnings = cl.Sources(), inputWarnings(cl)
+	res.Sources, res.InputWarnings = cl.Sources(), cl.InputWarnings()
 	res.DriverLoss, res.OwnerChanges = lossesOf(res.Changes)
 	return res, nil
 }

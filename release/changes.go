@@ -1,11 +1,6 @@
 package release
 
 import (
-	"fmt"
-	"strings"
-
-	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -108,29 +103,4 @@ func lossesOf(changes []NodeChange) ([]NodeLoss, []OwnerChange) {
 		}
 	}
 	return loss, moves
-}
-
-// inputWarnings are the inputs of cl that look like a failed read rather than a cluster: a
-// node inventory that holds no node, and a driver list that holds no RBLNDriver while nodes
-// carry owner labels (every label then reads as stale, and no loss can be seen).
-func inputWarnings(cl *cluster.State) []string {
-	src := cl.Sources()
-	var out []string
-	if n := src.Nodes; n.Given && n.Count == 0 && strings.HasPrefix(n.From, "--") {
-		out = append(out, fmt.Sprintf("%s holds no nodes: routing, ties and driver loss were judged against a cluster without nodes; "+
-			"if the command that wrote it failed (kubectl get nodes -o yaml), fix it and run again", n.From))
-	}
-	if d := src.Drivers; d.Given && d.Count == 0 && strings.HasPrefix(d.From, "--") {
-		labelled := 0
-		for _, n := range cl.Nodes() {
-			if n.Labels[v1alpha1.LabelOwner] != "" {
-				labelled++
-			}
-		}
-		if labelled > 0 {
-			out = append(out, fmt.Sprintf("%s holds no RBLNDrivers, but %d nodes carry a %s label: each is read as stale and none can lose its driver; "+
-				"if the command that wrote it failed (kubectl get rblndrivers -o yaml), fix it and run again", d.From, labelled, v1alpha1.LabelOwner))
-		}
-	}
-	return out
 }

@@ -53,7 +53,7 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 			var perr error
 			switch output.format {
 			case formatJSON:
-				perr = writeJSON(s.Out, res.Outcome)
+				perr = writeJSON(s.Out, auditJSON{res.Outcome, res.Inputs, nonNilStrings(res.InputWarnings)})
 			case formatYAML:
 				perr = printClusterReports(s.Out, res)
 			case formatJUnit:
@@ -131,6 +131,8 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 			fmt.Fprintf(w, "  PASS   %s\n", plural(r.Summary.Pass, "rule"))
 		}
 	}
+	printSection(w, "INPUT WARNINGS", res.InputWarnings)
+	printSection(w, "JUDGED AGAINST", inputLines(res.Inputs, ""))
 	verdict := "passed"
 	if out.Enforced > 0 {
 		verdict = "FAILED"
@@ -138,6 +140,20 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 	_, err := fmt.Fprintf(w, "\n%d reports: %d fail (%d enforced), %d warn, %d pass; %s\n",
 		len(out.Reports), out.Summary.Fail, out.Enforced, out.Summary.Warn, out.Summary.Pass, verdict)
 	return err
+}
+
+// auditJSON is `audit -o json`: the outcome, with what it was judged against.
+type auditJSON struct {
+	*action.AuditOutcome
+	Inputs        action.Inputs `json:"inputs"`
+	InputWarnings []string      `json:"inputWarnings"`
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // auditLine is a finding as one line: the policy package or the built-in rule, then the
@@ -206,5 +222,9 @@ func writeAuditJUnit(w io.Writer, res *action.AuditResult) error {
 		out.Errors += suite.Errors
 		out.Suites = append(out.Suites, suite)
 	}
+	inputs := junitSuite{Name: "inputs", Tests: 1, Cases: []junitCase{{Name: "cluster inputs " + action.RuleInputWarning, Classname: "Inputs",
+		Output: strings.Join(append(inputLines(res.Inputs, ""), res.InputWarnings...), "\n")}}}
+	out.Tests++
+	out.Suites = append(out.Suites, inputs)
 	return writeXML(w, out)
 }

@@ -36,6 +36,9 @@ output for ties and invalid resources.`,
 			if err != nil {
 				return err
 			}
+			for _, w := range res.InputWarnings {
+				fmt.Fprintln(s.Err, "Warning:", w)
+			}
 			return output.print(s.Out, res.Routing.Contract(), func(w io.Writer) error {
 				printRouting(w, res.Routing)
 				printImages(w, res.Images)

@@ -281,6 +281,11 @@ func writeAuditSARIF(w io.Writer, out *action.AuditResult) error {
 			b.push(auditRule(f), level, f.Message, l, props)
 		}
 	}
+	for _, wn := range out.InputWarnings {
+		b.push(action.RuleInputWarning, sarifWarning, wn, sarifLocation{}, nil)
+	}
+	b.property("inputs", out.Inputs)
+	b.property("judgedAgainst", inputLines(out.Inputs, ""))
 	return b.write(w, omitted)
 }
 

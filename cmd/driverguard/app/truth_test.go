@@ -88,8 +88,8 @@ func TestStaleOwnerLabelIsNotADriverLoss(t *testing.T) {
 
 	r = run(t, "", "audit", "--nodes", nodes, "--drivers", drivers, "-o", "json")
 	require.Contains(t, []int{ExitOK, ExitInvalid}, r.code, r.stderr)
-	assert.Contains(t, r.stdout, `"StaleOwnerLabel"`)
-	assert.NotContains(t, r.stdout, "DriverLoss")
+	assert.Contains(t, r.stdout, `"rule": "StaleOwnerLabel"`)
+	assert.NotContains(t, r.stdout, `"rule": "DriverLoss"`)
 
 	r = run(t, "", append([]string{"preview"}, args...)...)
 	require.Equal(t, ExitOK, r.code, r.stdout+r.stderr)
@@ -186,4 +186,29 @@ func TestPreviewAndPlanAgree(t *testing.T) {
 		"npu-atom-canary-01": "change-owner", "npu-atom-canary-02": "change-owner",
 		"npu-rebel-01": "upgrade", "npu-rebel-02": "upgrade", "npu-rebel-03": "upgrade",
 	}, got)
+}
+
+// TestAuditSaysWhatItRead (#30): the audit of an empty node inventory says so in every format.
+func TestAuditSaysWhatItRead(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "nodes.yaml")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	for _, format := range []string{"table", "json", "junit", "sarif"} {
+		t.Run(format, func(t *testing.T) {
+			r := run(t, "", "audit", "--nodes", empty, "--drivers", exampleDrivers, "-o", format)
+			assert.Equal(t, ExitOK, r.code, r.stderr)
+			assert.Contains(t, r.stdout, "--nodes "+empty+" holds no nodes")
+			if format != "json" {
+				assert.Contains(t, r.stdout, "0 nodes read from --nodes "+empty)
+			}
+		})
+	}
+}
+
+// TestRouteWarnsAboutAnEmptyInventory (#30): route's JSON contract has no place for it, so
+// the warning goes to standard error.
+func TestRouteWarnsAboutAnEmptyInventory(t *testing.T) {
+	r := run(t, "", "route", "--drivers", exampleDrivers, "--nodes", "/dev/null", "-o", "json")
+	assert.Equal(t, ExitOK, r.code)
+	assert.Contains(t, r.stderr, "Warning: --nodes /dev/null holds no nodes")
+	assert.Contains(t, r.stdout, `"nodes": []`)
 }
