@@ -54,18 +54,18 @@ var given = []struct{ doc, first, script, why string }{
 		"the namespace the chart is installed in"},
 }
 
-// docFiles are README.md and every docs/*.md.
+// docFiles are every docs/*.md and README.md (last: its plugin tarballs build meanwhile).
 func docFiles(t *testing.T, root string) []string {
 	t.Helper()
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
-	out := []string{"README.md"}
+	var out []string
 	for _, d := range docs {
 		rel, err := filepath.Rel(root, d)
 		require.NoError(t, err)
 		out = append(out, filepath.ToSlash(rel))
 	}
-	return out
+	return append(out, "README.md")
 }
 
 // TestDocs runs every command of the README and docs/*.md exactly as written (see the package
@@ -213,6 +213,7 @@ func newSandbox(t *testing.T, doc string, shown map[string]shownFile) *sandbox {
 		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
 		require.NoError(t, os.WriteFile(dst, []byte(f.content), 0o644))
 	}
+	<-suite.pluginsDone
 	if suite.pluginsErr != nil {
 		t.Fatalf("the plugin tarballs the README installs: %v", suite.pluginsErr)
 	}
@@ -371,7 +372,7 @@ func checkDriverguardArgs(t *testing.T, c command) {
 				break // a positional argument
 			}
 			if !slices.Contains(subs, args[i]) {
-				t.Errorf("%s: driverguard %s has no subcommand %q (it has %s)", c, strings.Join(path, " "), args[i], strings.Join(subs, ", "))
+				t.Errorf("%s: %s has no subcommand %q (it has %s)", c, strings.Join(append([]string{"driverguard"}, path...), " "), args[i], strings.Join(subs, ", "))
 				return
 			}
 			path = append(path, args[i])
@@ -383,7 +384,7 @@ func checkDriverguardArgs(t *testing.T, c command) {
 			}
 			name, _, _ := strings.Cut(a, "=")
 			if !hasFlag(h, name) {
-				t.Errorf("%s: driverguard %s has no flag %s", c, strings.Join(path, " "), name)
+				t.Errorf("%s: %s has no flag %s", c, strings.Join(append([]string{"driverguard"}, path...), " "), name)
 			}
 		}
 	}

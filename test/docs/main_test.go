@@ -52,9 +52,11 @@ var suite struct {
 	pathHelm3  string // PATH directory where helm is Helm 3 (with driverguard, helm4, kubectl, opa)
 	pathHelm4  string // PATH directory where helm is Helm 4
 	bins       map[string]string
-	// plugins holds the plugin tarballs hack/plugin.sh built for this platform.
-	plugins    string
-	pluginsErr error
+	// plugins holds the plugin tarballs hack/plugin.sh built for this platform, once
+	// pluginsDone is closed.
+	plugins     string
+	pluginsErr  error
+	pluginsDone chan struct{}
 	nodes      []corev1.Node
 	drivers    []v1alpha1.RBLNDriver
 	policy     v1alpha1.RBLNClusterPolicy
@@ -65,6 +67,9 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	suite.setupErr = setup()
 	code := m.Run()
+	if suite.pluginsDone != nil {
+		<-suite.pluginsDone
+	}
 	if suite.plane != nil {
 		if err := suite.plane.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
@@ -98,13 +103,15 @@ func setup() error {
 		return err
 	}
 
-	// The plugin tarballs build while the control plane starts.
-	pluginsDone := make(chan struct{})
+	// The plugin tarballs build while the control plane starts and the docs before the README
+	// run (newSandbox waits for them).
+	suite.pluginsDone = make(chan struct{})
 	go func() {
-		defer close(pluginsDone)
+		defer close(suite.pluginsDone)
+		start := time.Now()
 		suite.plugins, suite.pluginsErr = buildPlugins(root, filepath.Join(suite.dir, "plugins"))
+		fmt.Fprintf(os.Stderr, "test/docs: hack/plugin.sh took %s\n", time.Since(start).Round(time.Millisecond))
 	}()
-	defer func() { <-pluginsDone }()
 
 	if suite.bins["driverguard"], err = controlplane.DriverguardBinary(root, "docs"); err != nil {
 		return err
