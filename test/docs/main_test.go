@@ -57,10 +57,10 @@ var suite struct {
 	plugins     string
 	pluginsErr  error
 	pluginsDone chan struct{}
-	nodes      []corev1.Node
-	drivers    []v1alpha1.RBLNDriver
-	policy     v1alpha1.RBLNClusterPolicy
-	setupErr   error
+	nodes       []corev1.Node
+	drivers     []v1alpha1.RBLNDriver
+	policy      v1alpha1.RBLNClusterPolicy
+	setupErr    error
 }
 
 func TestMain(m *testing.M) {
