@@ -57,6 +57,7 @@ var suite struct {
 	plugins     string
 	pluginsErr  error
 	pluginsDone chan struct{}
+	proxy       *registryProxy
 	nodes       []corev1.Node
 	drivers     []v1alpha1.RBLNDriver
 	policy      v1alpha1.RBLNClusterPolicy
@@ -69,6 +70,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if suite.pluginsDone != nil {
 		<-suite.pluginsDone
+	}
+	if suite.proxy != nil {
+		_ = suite.proxy.Close()
 	}
 	if suite.plane != nil {
 		if err := suite.plane.Stop(); err != nil {
@@ -125,6 +129,9 @@ func setup() error {
 	}
 	suite.bins["opa"] = strings.TrimSpace(string(out))
 
+	if suite.proxy, err = startRegistryProxy(suite.dir); err != nil {
+		return fmt.Errorf("the registry proxy: %w", err)
+	}
 	ctrllog.SetLogger(logr.Discard())
 	if suite.plane, err = controlplane.Start(controlplane.Options{}); err != nil {
 		return err
@@ -285,8 +292,9 @@ func resetCluster(ctx context.Context) error {
 
 // baseEnv is the environment of every command: this process's, without what would point
 // driverguard, Helm or kubectl elsewhere, with HOME at home, the test's cluster as the current
-// kubeconfig context, Go's caches where they are (make demo builds with them), $REGISTRY and a
-// proxy nothing answers on, so that no command reaches beyond this machine.
+// kubeconfig context, Go's caches where they are (make demo builds with them), $REGISTRY, and
+// the registry proxy as every HTTP(S) proxy, trusted through SSL_CERT_FILE: no command reaches
+// beyond this machine, and image checks ask the in-process registry.
 func baseEnv(home string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -294,7 +302,9 @@ func baseEnv(home string) []string {
 		switch {
 		case strings.HasPrefix(name, "HELM_"), strings.HasPrefix(name, "KUBE"), strings.HasPrefix(name, "XDG_"),
 			strings.HasPrefix(name, "DRIVERGUARD_"), strings.HasSuffix(strings.ToUpper(name), "_PROXY"),
-			name == "HOME", name == "PATH", name == "REGISTRY", name == "GOCACHE", name == "GOMODCACHE", name == "GOPATH":
+			strings.HasPrefix(name, "MAKE"), name == "MFLAGS", // make test's own, not a user's shell's
+			name == "HOME", name == "PATH", name == "REGISTRY", name == "GOCACHE", name == "GOMODCACHE", name == "GOPATH",
+			name == "SSL_CERT_FILE", name == "SSL_CERT_DIR":
 			continue
 		}
 		env = append(env, kv)
@@ -304,7 +314,8 @@ func baseEnv(home string) []string {
 		"KUBECONFIG="+suite.kubeconfig,
 		"GOCACHE="+goEnv("GOCACHE"), "GOMODCACHE="+goEnv("GOMODCACHE"), "GOPATH="+goEnv("GOPATH"),
 		"REGISTRY="+registry,
-		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost",
+		"HTTPS_PROXY=http://"+suite.proxy.addr, "HTTP_PROXY=http://"+suite.proxy.addr, "NO_PROXY=127.0.0.1,localhost",
+		"SSL_CERT_FILE="+suite.proxy.caFile,
 	)
 }
 
