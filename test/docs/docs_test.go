@@ -516,6 +516,10 @@ func TestParse(t *testing.T) {
 	require.Len(t, con, 2)
 	assert.Equal(t, command{doc: "d.md", line: 16, text: "driverguard version", comment: "says more", console: true, want: []string{"v1", "..."}, helm: 3}, con[0])
 	assert.Nil(t, con[1].want)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "e.md"), []byte("```\n$ kubectl apply -f x.yaml\n```\n"), 0o644))
+	_, err = parseDoc(dir, "e.md")
+	require.ErrorContains(t, err, "e.md:2: a `$ ` command in a ``` block")
+
 	assert.True(t, matchLines([]string{"a", "...", "c"}, []string{"a", "b", "b", "c"}))
 	assert.False(t, matchLines([]string{"a"}, []string{"a", "b"}))
 	assert.True(t, matchLines([]string{`did you mean "image"? ...`}, []string{`did you mean "image"? (known: annotations)`}))

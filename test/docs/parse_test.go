@@ -125,6 +125,13 @@ func parseDoc(root, doc string) (parsed, error) {
 				return parsed{}, err
 			}
 			out.blocks = append(out.blocks, bs...)
+		default:
+			// A command shown in a block of another kind would never run.
+			for j, l := range body {
+				if strings.HasPrefix(l, "$ ") {
+					return parsed{}, fmt.Errorf("%s:%d: a `$ ` command in a ```%s block, which test/docs does not run: make it a ```console block", doc, start+1+j, lang)
+				}
+			}
 		}
 		pendingFile, pendingHelm = "", 3
 		i = end
