@@ -75,8 +75,9 @@ func docFiles(t *testing.T, root string) []string {
 //     of lines, a line ending in " ..." any line that starts so); a command with nothing under
 //     it writes nothing to stderr (a failing kubectl in its <(...) would);
 //   - a sh command exits 0, or as its `# exits N` says;
-//   - every `driverguard` invocation a block shows, run or listed in notRun, names subcommands
-//     and flags driverguard has (its --help);
+//   - every `driverguard` invocation a block shows, run or listed in notRun, and every one shown
+//     inline (`driverguard ...`, `helm driverguard ...`, the README's Commands table), names
+//     subcommands and flags driverguard has (its --help);
 //   - a block after <!-- file: PATH --> is the repository's PATH byte for byte, or, for a
 //     PATH the repository has not, the file the commands see in the sandbox.
 func TestDocs(t *testing.T) {
@@ -121,6 +122,18 @@ func TestDocs(t *testing.T) {
 			"given names a block of %s starting %q, which no longer shows it: remove the entry", g.doc, g.first)
 	}
 	require.GreaterOrEqual(t, len(cmds), 40, "the docs' commands: did the parser miss blocks?")
+
+	// The commands the docs show but do not run: inline and in the README's Commands table.
+	usages := 0
+	for _, doc := range docs {
+		us, err := parseUsages(root, doc)
+		require.NoError(t, err)
+		for _, u := range us {
+			checkUsage(t, u)
+		}
+		usages += len(us)
+	}
+	require.GreaterOrEqual(t, usages, 30, "the docs' inline commands: did the parser miss them?")
 
 	var ran, listed int
 	for _, doc := range docs {
@@ -172,7 +185,8 @@ func TestDocs(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d commands: %d run, %d listed as not run; %s", len(cmds), ran, listed, time.Since(started).Round(time.Millisecond))
+	t.Logf("%d commands: %d run, %d listed as not run; %d inline commands' subcommands and flags checked; %s",
+		len(cmds), ran, listed, usages, time.Since(started).Round(time.Millisecond))
 }
 
 func notRunReason(c command) (string, bool) {
@@ -365,29 +379,64 @@ func hasFlag(h, flag string) bool {
 func checkDriverguardArgs(t *testing.T, c command) {
 	t.Helper()
 	for _, args := range driverguardInvocations(c.text) {
-		path := []string{}
-		h := help(t, path)
-		i := 0
-		for ; i < len(args) && !strings.HasPrefix(args[i], "-"); i++ {
-			subs := subcommands(h)
-			if len(subs) == 0 {
-				break // a positional argument
+		checkArgs(t, c.String(), args)
+	}
+}
+
+// checkUsage: a usage names subcommands and flags driverguard has. Its notation is read as
+// such: [optional] and (grouped) words, a\|b alternatives (each a subcommand where one is
+// expected), "..." for more.
+func checkUsage(t *testing.T, u usage) {
+	t.Helper()
+	var args []string
+	for _, w := range strings.Fields(strings.TrimPrefix(u.text, "driverguard ")) {
+		w = strings.Trim(w, "[](),")
+		if w != "" && w != `\|` && w != "|" {
+			args = append(args, w)
+		}
+	}
+	checkArgs(t, u.String(), args)
+}
+
+// checkArgs checks the arguments of one driverguard command line (what names it in messages):
+// its leading words name subcommands driverguard has (alternatives a|b each), and every flag is
+// one of the subcommand's.
+func checkArgs(t *testing.T, what string, args []string) {
+	t.Helper()
+	path := []string{}
+	h := help(t, path)
+	name := func() string { return strings.Join(append([]string{"driverguard"}, path...), " ") }
+	i := 0
+	for ; i < len(args) && !strings.HasPrefix(args[i], "-"); i++ {
+		subs := subcommands(h)
+		if len(subs) == 0 {
+			break // a positional argument
+		}
+		var alts []string
+		for _, a := range strings.FieldsFunc(args[i], func(r rune) bool { return r == '|' || r == '\\' }) {
+			if a != "..." {
+				alts = append(alts, a)
 			}
-			if !slices.Contains(subs, args[i]) {
-				t.Errorf("%s: %s has no subcommand %q (it has %s)", c, strings.Join(append([]string{"driverguard"}, path...), " "), args[i], strings.Join(subs, ", "))
+		}
+		for _, a := range alts {
+			if !slices.Contains(subs, a) {
+				t.Errorf("%s: %s has no subcommand %q (it has %s)", what, name(), a, strings.Join(subs, ", "))
 				return
 			}
-			path = append(path, args[i])
-			h = help(t, path)
 		}
-		for _, a := range args[i:] {
-			if !strings.HasPrefix(a, "-") || a == "-" {
-				continue
-			}
-			name, _, _ := strings.Cut(a, "=")
-			if !hasFlag(h, name) {
-				t.Errorf("%s: %s has no flag %s", c, strings.Join(append([]string{"driverguard"}, path...), " "), name)
-			}
+		if len(alts) == 0 {
+			return
+		}
+		path = append(path, alts[0])
+		h = help(t, path)
+	}
+	for _, a := range args[i:] {
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			continue
+		}
+		flag, _, _ := strings.Cut(a, "=")
+		if !hasFlag(h, flag) {
+			t.Errorf("%s: %s has no flag %s", what, name(), flag)
 		}
 	}
 }
@@ -519,6 +568,17 @@ func TestParse(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "e.md"), []byte("```\n$ kubectl apply -f x.yaml\n```\n"), 0o644))
 	_, err = parseDoc(dir, "e.md")
 	require.ErrorContains(t, err, "e.md:2: a `$ ` command in a ``` block")
+
+	readme := "## Commands\n\n| command | what |\n|---|---|\n| `plan [-f v.yaml] (--live \\| --nodes F)`, `policy list` | `-o json` |\n\n" +
+		"## Else\n\nRun `helm\ndriverguard check -f values.yaml` or `kubectl get nodes`.\n```sh\ndriverguard route\n```\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte(readme), 0o644))
+	us, err := parseUsages(dir, "README.md")
+	require.NoError(t, err)
+	assert.Equal(t, []usage{
+		{doc: "README.md", line: 5, text: `driverguard plan [-f v.yaml] (--live \| --nodes F)`},
+		{doc: "README.md", line: 5, text: "driverguard policy list"},
+		{doc: "README.md", line: 9, text: "driverguard check -f values.yaml"},
+	}, us)
 
 	assert.True(t, matchLines([]string{"a", "...", "c"}, []string{"a", "b", "b", "c"}))
 	assert.False(t, matchLines([]string{"a"}, []string{"a", "b"}))

@@ -265,3 +265,64 @@ func matchLine(want, got string) bool {
 	}
 	return got == want
 }
+
+// usage is a driverguard command line shown outside a block: an inline code span starting
+// "driverguard " or "helm driverguard ", or a command of the README's "Commands" table (the
+// span in a row's first cell). Its subcommands and flags must exist; it is not run.
+type usage struct {
+	doc  string
+	line int
+	text string // "driverguard ...", usage notation ([optional], a\|b) included
+}
+
+func (u usage) String() string { return fmt.Sprintf("%s:%d: `%s`", u.doc, u.line, u.text) }
+
+var codeSpan = regexp.MustCompile("`([^`]+)`")
+
+// parseUsages finds the usages of the markdown file root/doc.
+func parseUsages(root, doc string) ([]usage, error) {
+	data, err := os.ReadFile(filepath.Join(root, doc))
+	if err != nil {
+		return nil, err
+	}
+	var (
+		out      []usage
+		inBlock  bool
+		commands bool // in the README's "## Commands" section
+		prose    []string
+		proseAt  []int // the line number of each line of prose
+	)
+	for i, line := range strings.Split(string(data), "\n") {
+		n := i + 1
+		if strings.HasPrefix(line, "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if inBlock {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			commands = doc == "README.md" && line == "## Commands"
+		}
+		if commands && strings.HasPrefix(line, "| `") {
+			first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+			for _, m := range codeSpan.FindAllStringSubmatch(first, -1) {
+				out = append(out, usage{doc: doc, line: n, text: "driverguard " + m[1]})
+			}
+			continue
+		}
+		prose = append(prose, line)
+		proseAt = append(proseAt, n)
+	}
+	// Code spans may wrap across lines: search the prose as one text.
+	text := strings.Join(prose, "\n")
+	for _, loc := range codeSpan.FindAllStringSubmatchIndex(text, -1) {
+		span := strings.Join(strings.Fields(text[loc[2]:loc[3]]), " ")
+		span = strings.TrimPrefix(span, "helm ")
+		if !strings.HasPrefix(span, "driverguard ") {
+			continue
+		}
+		out = append(out, usage{doc: doc, line: proseAt[strings.Count(text[:loc[0]], "\n")], text: span})
+	}
+	return out, nil
+}
