@@ -46,7 +46,7 @@ var notRun = []struct{ doc, text, reason string }{
 var given = []struct{ doc, first, script, why string }{
 	{"docs/plan.md", "driverguard plan --release driverguard -n npu ",
 		"kubectl delete rblndrivers,rblnclusterpolicies --all && helm install driverguard charts/driverguard -n npu --create-namespace -f values.yaml",
-		"a deployed release: driverguard in the namespace npu, from values.yaml (the example cluster's drivers are that release's)"},
+		"a deployed release: driverguard in the namespace npu, installed from values.yaml in place of the example drivers"},
 	{"docs/policy-authoring.md", "kubectl -n driverguard create configmap platform-policies ",
 		"kubectl create namespace driverguard",
 		"the namespace the chart is installed in"},

@@ -3,7 +3,7 @@ package docs
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -23,7 +23,6 @@ import (
 
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/test/controlplane"
 )
@@ -58,6 +57,7 @@ var suite struct {
 	pluginsErr  error
 	pluginsDone chan struct{}
 	proxy       *registryProxy
+	goEnv       map[string]string
 	nodes       []corev1.Node
 	drivers     []v1alpha1.RBLNDriver
 	policy      v1alpha1.RBLNClusterPolicy
@@ -102,6 +102,9 @@ func setup() error {
 	}
 	if _, err := exec.LookPath("jq"); err != nil {
 		return fmt.Errorf("jq is not on PATH: the docs pipe into it (apt-get install jq; .ci/run installs it): %w", err)
+	}
+	if err := readGoEnv(); err != nil {
+		return err
 	}
 	if suite.dir, err = os.MkdirTemp("", "driverguard-docs-"); err != nil {
 		return err
@@ -312,25 +315,23 @@ func baseEnv(home string) []string {
 	return append(env,
 		"HOME="+home,
 		"KUBECONFIG="+suite.kubeconfig,
-		"GOCACHE="+goEnv("GOCACHE"), "GOMODCACHE="+goEnv("GOMODCACHE"), "GOPATH="+goEnv("GOPATH"),
+		"GOCACHE="+suite.goEnv["GOCACHE"], "GOMODCACHE="+suite.goEnv["GOMODCACHE"], "GOPATH="+suite.goEnv["GOPATH"],
 		"REGISTRY="+registry,
 		"HTTPS_PROXY=http://"+suite.proxy.addr, "HTTP_PROXY=http://"+suite.proxy.addr, "NO_PROXY=127.0.0.1,localhost",
 		"SSL_CERT_FILE="+suite.proxy.caFile,
 	)
 }
 
-var goEnvCache = map[string]string{}
-
-func goEnv(name string) string {
-	if v, ok := goEnvCache[name]; ok {
-		return v
-	}
-	out, err := exec.Command("go", "env", name).Output()
+// readGoEnv reads the Go caches' locations (`go env -json`) into suite.goEnv.
+func readGoEnv() error {
+	out, err := exec.Command("go", "env", "-json", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
 	if err != nil {
-		panic(fmt.Sprintf("go env %s: %v", name, err))
+		return fmt.Errorf("go env: %w", err)
 	}
-	goEnvCache[name] = strings.TrimSpace(string(out))
-	return goEnvCache[name]
+	if err := json.Unmarshal(out, &suite.goEnv); err != nil {
+		return fmt.Errorf("go env -json: %w", err)
+	}
+	return nil
 }
 
 // buildPlugins runs hack/plugin.sh (make plugin) for this platform only into out, unsigned.
@@ -351,17 +352,4 @@ func buildPlugins(root, out string) (string, error) {
 func requireSetup(t *testing.T) {
 	t.Helper()
 	controlplane.RequireSetup(t, suite.setupErr)
-}
-
-// chartVersion is the chart's appVersion, the version in the plugin tarballs' names.
-func chartVersion() (string, error) {
-	ch, err := charts.Driverguard()
-	if err != nil {
-		return "", err
-	}
-	v := ch.AppVersion()
-	if v == "" {
-		return "", errors.New("the chart has no appVersion")
-	}
-	return v, nil
 }
