@@ -72,8 +72,9 @@ func docFiles(t *testing.T, root string) []string {
 //
 //   - a console command exits as its `# exits N` says (0 otherwise) and prints what the block
 //     shows under it (stdout and stderr as a terminal shows them; a "..." line is any number
-//     of lines, a line ending in " ..." any line that starts so); a command with nothing under
-//     it writes nothing to stderr (a failing kubectl in its <(...) would);
+//     of lines, a line ending in " ..." any line that starts so), every line it writes to
+//     stderr shown (not in a "..."); a command with nothing under it writes nothing to stderr
+//     (a failing kubectl in its <(...) would);
 //   - a sh command exits 0, or as its `# exits N` says;
 //   - every `driverguard` invocation a block shows, run or listed in notRun, and every one shown
 //     inline (`driverguard ...`, `helm driverguard ...`, the README's Commands table), names
@@ -164,7 +165,7 @@ func TestDocs(t *testing.T) {
 						ran++
 						unshown := c.console && c.want == nil
 						asked := suite.proxy.requests.Load()
-						r := sb.run(ctx, c.text, c.helm, unshown)
+						r := sb.run(ctx, c.text, c.helm, c.console)
 						if !assert.Equal(t, c.exit, r.code, "%s exited %d, the doc says %d (`# exits N` to say another)\n%s", c, r.code, c.exit, r.out) {
 							continue
 						}
@@ -179,6 +180,11 @@ func TestDocs(t *testing.T) {
 						case c.console:
 							got := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
 							assert.True(t, matchLines(c.want, got), "%s printed\n%s\nthe doc shows\n%s", c, r.out, strings.Join(c.want, "\n"))
+							// What goes to stderr is shown, not hidden in a "...".
+							for _, line := range strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n") {
+								assert.True(t, line == "" || slices.ContainsFunc(c.want, func(w string) bool { return w != "..." && matchLine(w, line) }),
+									"%s wrote %q to stderr, which the doc does not show", c, line)
+							}
 						}
 					}
 				})
