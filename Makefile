@@ -8,7 +8,7 @@ CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.2
 CRD_DIR := config/crd/bases
 CHART_CRD_DIR := $(HELM_CHART)/crds
 
-# helm, kube-apiserver, the disruption controller and etcd from bin/ (built by hack/tools.sh) for the tests.
+# helm, kube-apiserver, the disruption controller, etcd and kubectl from bin/ (built by hack/tools.sh) for the tests.
 TEST_ENV = export PATH="$(CURDIR)/bin:$$PATH" KUBEBUILDER_ASSETS="$(CURDIR)/bin";
 
 # Every Go file of the repository (what `gofmt -l .` would see, minus bin/ and .git/).
@@ -17,11 +17,11 @@ GO_FILES = $$(find . \( -path ./.git -o -path ./bin -o -name node_modules \) -pr
 .DEFAULT_GOAL := build
 .PHONY: tools test-tools generate build demo test fuzz bench lint vet fmt-check plugin
 
-tools: ## build helm, kube-apiserver, the disruption controller, etcd and golangci-lint into bin/ (reused when current)
+tools: ## build helm, kube-apiserver, the disruption controller, etcd, kubectl and golangci-lint into bin/ (reused when current)
 	bash hack/tools.sh all
 
-test-tools: ## the tools the tests run: helm, helm4, kube-apiserver, the disruption controller and etcd
-	bash hack/tools.sh helm control-plane
+test-tools: ## the tools the tests run: helm, helm4, kube-apiserver, the disruption controller, etcd and kubectl
+	bash hack/tools.sh helm control-plane kubectl
 
 generate: ## deepcopy + CRDs (config/crd/bases, copied into the chart's crds/ with openreports' ClusterReport CRD)
 	rm -f $(CRD_DIR)/*.yaml
@@ -76,7 +76,7 @@ NOCGO_BUILD = CGO_ENABLED=0 $(GO)
 # go test starts packages in the order it is given them: the longest runs (mostly waiting on
 # an API server or on helm processes) first, so they overlap the compiles of the rest instead of
 # running alone at the end. The list only orders; ./... still selects every package.
-LONG_TESTS := ./test/parity ./test/differential ./test/image ./test/plugin ./test/lifecycle
+LONG_TESTS := ./test/parity ./test/differential ./test/image ./test/plugin ./test/lifecycle ./test/docs
 
 test: test-tools
 	@$(MAKE) --no-print-directory fmt-check

@@ -6,6 +6,7 @@
 #   hack/tools.sh control-plane   kube-apiserver v1.37.2, its disruption controller alone
 #                                 (hack/tools/disruption-controller; test/plan runs it) and
 #                                 etcd v3.7.3 (KUBEBUILDER_ASSETS=bin)
+#   hack/tools.sh kubectl         kubectl v1.37.2 (test/docs runs the docs' kubectl commands)
 #   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint)
 #   hack/tools.sh all             all of them
 #
@@ -14,8 +15,8 @@
 # package between builds with the same version, flags and -trimpath, whichever module asks):
 #   - helm v3 in the main module (go.mod's tool directive): the same helm.sh/helm/v3,
 #     Kubernetes and template modules driverguard links, compiled once for both;
-#   - kube-apiserver, the disruption controller (hack/tools/disruption-controller) and helm v4
-#     in hack/tools (its go.mod's tool directives): one compile of the Kubernetes libraries;
+#   - kube-apiserver, the disruption controller (hack/tools/disruption-controller), helm v4 and
+#     kubectl in hack/tools (its go.mod's tool directives): one compile of the Kubernetes libraries;
 #   - etcd in hack/etcd, golangci-lint in hack/lint.
 # So a tool's dependencies are the ones its module selects, not always the release's own pins:
 # patch and minor upgrades (docs/development.md lists them); the tool's own source, version and
@@ -208,8 +209,13 @@ build_etcd() {
 	(cd "$ROOT/hack/etcd" && "$GO" build -trimpath -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3)
 }
 
+build_kubectl() {
+	(cd "$ROOT/hack/tools" && "$GO" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/kubectl" k8s.io/kubernetes/cmd/kubectl)
+}
+
 check_kube_apiserver() { expect_version "$1" "Kubernetes $K8S_VERSION" --version; }
 check_disruption_controller() { expect_version "$1" "Kubernetes $K8S_VERSION" --version; }
+check_kubectl() { expect_version "$1" "Client Version: $K8S_VERSION" version --client; }
 check_etcd() { expect_version "$1" "etcd Version: ${ETCD_VERSION#v}" --version; }
 
 module_key() { # DIR
@@ -228,6 +234,13 @@ tool_disruption_controller() {
 	key="$(printf 'tool=disruption-controller\nversion=%s\nldflags=%s\nmain=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
 		"$(sha "$ROOT/hack/tools/disruption-controller/main.go")" "$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
 	ensure disruption-controller "$key" build_disruption_controller check_disruption_controller
+}
+
+tool_kubectl() {
+	local key
+	key="$(printf 'tool=kubectl\nversion=%s\nldflags=%s\n%s\n%s' "$K8S_VERSION" "$K8S_LDFLAGS" \
+		"$(module_key "$ROOT/hack/tools")" "$(toolchain_key "$ROOT/hack/tools")")"
+	ensure kubectl "$key" build_kubectl check_kubectl
 }
 
 tool_etcd() {
@@ -251,22 +264,23 @@ tool_golangci_lint() {
 }
 
 usage() {
-	echo "usage: $0 helm|control-plane|lint|all ..." >&2
+	echo "usage: $0 helm|control-plane|kubectl|lint|all ..." >&2
 	exit 2
 }
 
 # The requested tools, then one chain per module: a chain builds its tools one after another
 # (they share compiled packages, and two builds of one package at once would both compile it);
 # chains run at the same time. The first tool of the tools module is kube-apiserver, the
-# largest; the disruption controller and helm v4 find most of their packages compiled.
+# largest; the disruption controller, helm v4 and kubectl find most of their packages compiled.
 [[ $# -ge 1 ]] || usage
 declare -A want=()
 for cmd in "$@"; do
 	case "$cmd" in
 	helm) want[helm]=1 want[helm4]=1 ;;
 	control-plane) want[kube-apiserver]=1 want[disruption-controller]=1 want[etcd]=1 ;;
+	kubectl) want[kubectl]=1 ;;
 	lint) want[golangci-lint]=1 ;;
-	all) want[helm]=1 want[helm4]=1 want[kube-apiserver]=1 want[disruption-controller]=1 want[etcd]=1 want[golangci-lint]=1 ;;
+	all) want[helm]=1 want[helm4]=1 want[kube-apiserver]=1 want[disruption-controller]=1 want[kubectl]=1 want[etcd]=1 want[golangci-lint]=1 ;;
 	*) usage ;;
 	esac
 done
@@ -286,7 +300,7 @@ chain() { # TOOL...: builds the wanted ones in order, in the background
 }
 
 chain helm
-chain kube-apiserver disruption-controller helm4
+chain kube-apiserver disruption-controller helm4 kubectl
 chain etcd
 chain golangci-lint
 
