@@ -28,6 +28,9 @@ type Plan struct {
 	Release string
 	// ExplicitReleaseName says ReleaseName was given: with Release, they must agree.
 	ExplicitReleaseName bool
+	// MaxReleaseBytes bounds the release's latest revision, decompressed
+	// (DefaultMaxReleaseBytes when 0).
+	MaxReleaseBytes int64
 	// CheckImages asks the registry for every image the plan needs.
 	CheckImages  bool
 	ImageTimeout time.Duration
@@ -146,7 +149,7 @@ func (p *Plan) readRelease(ctx context.Context, target cluster.Target, live bool
 	if p.ExplicitReleaseName && p.ReleaseName != p.Release {
 		return nil, fmt.Errorf("--release-name %q and --release %q differ: the release's name is the one its objects carry", p.ReleaseName, p.Release)
 	}
-	d, err := readRelease(ctx, p.Release, target)
+	d, err := readRelease(ctx, p.Release, target, p.MaxReleaseBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -155,8 +155,9 @@ check); 2 the command could not judge (wrong usage, unreadable or unusable input
 larger than its limit); 130 and 143 stopped by SIGINT and SIGTERM.
 
 Every input is read through a size limit: values files, --set-file files and policy files
-(--max-values-size), node, driver, cluster-policy and workload files (--max-inventory-size);
-an AdmissionReview within the webhook's 7 MiB.`,
+(--max-values-size), node, driver, cluster-policy and workload files (--max-inventory-size),
+the release plan --release reads, decompressed (--max-release-size); an AdmissionReview within
+the webhook's 7 MiB.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       readBuildInfo().String(),

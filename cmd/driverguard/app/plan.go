@@ -41,8 +41,9 @@ pods,pdb,rs,deploy,sts -A -o json') or, with --live or --kubeconfig, from the cl
 nothing is written). Without -f it plans "no change" and reports the drift: an audit.
 
 With --release NAME the RBLNDrivers and RBLNClusterPolicy now are the deployed release's: its
-values, read through Helm's SDK from the release's namespace (as 'helm get values' shows them),
-rendered with this driverguard's chart; -f/--set are the new values, as for 'helm upgrade'
+values (as 'helm get values' shows them), read from its latest revision in Helm's storage in the
+release's namespace (HELM_DRIVER secret, the default, or configmap), decompressed through
+--max-release-size, rendered with this driverguard's chart; -f/--set are the new values, as for 'helm upgrade'
 (not --reuse-values). This answers for nodes the question 'helm diff upgrade' answers for
 manifests. With --live the cluster's own RBLNDrivers are read instead (drift included).
 
@@ -74,7 +75,9 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 	f := cmd.Flags()
 	f.StringVar(&job.Cluster.Workloads, "pods", "", "Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets in one stream ('kubectl get pods,pdb,rs,deploy,sts -A -o json'; YAML too, slower on large clusters): drain blockers and the driver pods to delete")
 	addLiveFlags(f, &job.Live, "Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets")
-	f.StringVar(&job.Release, "release", "", "plan from a deployed Helm release: its values (read through Helm's SDK, as 'helm get values') rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
+	f.StringVar(&job.Release, "release", "", "plan from a deployed Helm release: its values (as 'helm get values' shows them) rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
+	job.MaxReleaseBytes = action.DefaultMaxReleaseBytes
+	f.Var((*sizeValue)(&job.MaxReleaseBytes), action.FlagMaxReleaseSize, "the largest --release revision read, decompressed (Helm stores it gzipped), in bytes or as a quantity (64Mi)")
 	f.StringVarP(&job.Target.Namespace, "namespace", "n", "", "namespace of the --release (default: the kubeconfig context's; as a Helm plugin, Helm's -n)")
 	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	output.register(f)
