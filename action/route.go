@@ -28,6 +28,8 @@ func NewRoute(cfg *Configuration) *Route { return &Route{cfg: cfg} }
 type RouteResult struct {
 	Routing *routing.Result
 	Images  []registry.ImageResult
+	// ImageCheck is what the registry check covered (Checked false without CheckImages).
+	ImageCheck registry.Summary
 }
 
 // Run routes the nodes.
@@ -46,9 +48,9 @@ func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &RouteResult{Routing: routing.Route(drivers, nodes)}
+	res := &RouteResult{Routing: routing.Route(drivers, nodes), ImageCheck: registry.NotChecked()}
 	if r.CheckImages {
-		res.Images = registry.Check(ctx, res.Routing, registry.Options{Timeout: r.ImageTimeout})
+		res.Images, res.ImageCheck = registry.Check(ctx, res.Routing, registry.Options{Timeout: r.ImageTimeout})
 	}
 	return res, nil
 }

@@ -83,8 +83,12 @@ type Plan struct {
 	Manual []ManualNode `json:"manual"`
 	// MissingImages are the (pool, image) pairs the registry lacks (--check-images), sorted.
 	MissingImages []MissingImage `json:"missingImages"`
-	// ImageWarnings are images the registry could not be asked about (not missing).
+	// ImageWarnings are images the registry could not be asked about (not missing): not
+	// verified, each with the reason.
 	ImageWarnings []MissingImage `json:"imageWarnings"`
+	// ImageCheck is what the registry check covered: checked or not, and of the images the
+	// plan needs how many were found, missing, and not verified (and why).
+	ImageCheck registry.Summary `json:"imageCheck"`
 	// Drift is what is wrong with the cluster now, sorted by node and kind (none when the
 	// current RBLNDrivers are not known).
 	Drift []Drift `json:"drift"`
@@ -150,11 +154,14 @@ type ManualNode struct {
 	Steps []string `json:"steps"`
 }
 
-// MissingImage is a pool's image the registry lacks.
+// MissingImage is a pool's image the registry lacks, or (in ImageWarnings) one it could not
+// be asked about.
 type MissingImage struct {
 	Pool   string `json:"pool"`
 	Image  string `json:"image"`
 	Detail string `json:"detail,omitempty"`
+	// Reason is why an image of ImageWarnings was not verified (registry.Reason).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Drift is one problem of the cluster now (routing.NodeDrift, the audit's too).
@@ -192,7 +199,7 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	before := res.Before
-	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{},
+	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{}, ImageCheck: registry.NotChecked(),
 		Drift: res.Drift, Basis: res.Basis, InputWarnings: res.InputWarnings, Denials: []Denial{}, Reasons: []string{}}
 	if p.InputWarnings == nil {
 		p.InputWarnings = []string{}
@@ -408,17 +415,22 @@ func describeNew(n *NodePlan) string {
 
 // checkImages asks for every image of a pool after the change.
 func (p *Plan) checkImages(ctx context.Context, after *routing.Result, check func(context.Context, []string) map[string]registry.ImageResult) {
-	results := check(ctx, registry.Images(after))
+	images := registry.Images(after)
+	results := check(ctx, images)
+	p.ImageCheck = registry.Summarize(images, results)
 	for _, pool := range after.Pools {
-		r, ok := results[pool.Image]
-		if pool.Image == "" || !ok {
+		if pool.Image == "" {
 			continue
+		}
+		r, ok := results[pool.Image]
+		if !ok { // asked for, never answered: not verified, as Summarize counts it
+			r = registry.ImageResult{Image: pool.Image, Status: registry.Warning, Reason: registry.ReasonNotChecked, Message: "could not verify " + pool.Image + " (not-checked): no result"}
 		}
 		switch r.Status {
 		case registry.NotFound:
 			p.MissingImages = append(p.MissingImages, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message})
 		case registry.Warning:
-			p.ImageWarnings = append(p.ImageWarnings, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message})
+			p.ImageWarnings = append(p.ImageWarnings, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message, Reason: string(r.Reason)})
 		}
 	}
 	sortImages := func(s []MissingImage) {

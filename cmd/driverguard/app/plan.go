@@ -123,15 +123,7 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	}
 	printRollout(w, p, "", "")
 	printBlockers(w, p, "  ")
-	if len(p.MissingImages) > 0 {
-		fmt.Fprintln(w, "\nMissing images:")
-		for _, m := range p.MissingImages {
-			fmt.Fprintf(w, "  %s: %s\n", m.Pool, m.Image)
-		}
-	}
-	for _, m := range p.ImageWarnings {
-		fmt.Fprintf(w, "\nWarning: image %s (%s) could not be checked: %s\n", m.Image, m.Pool, m.Detail)
-	}
+	printPlanImages(w, p)
 	if len(p.Denials) > 0 {
 		fmt.Fprintln(w, "\nDenied (not applied):")
 		for _, d := range p.Denials {
@@ -159,6 +151,35 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 		fmt.Fprintln(w, "The plan cannot proceed as is: "+strings.Join(p.Reasons, "; ")+".")
 	}
 	return nil
+}
+
+// printPlanImages says what the registry check covered, then the images missing and those
+// no registry answered for.
+func printPlanImages(w io.Writer, p *action.PlanReport) {
+	fmt.Fprintf(w, "\n%s\n", sentence(p.ImageCheck.String()))
+	if c := p.ImageCheck.Caveat(); c != "" {
+		fmt.Fprintf(w, "Warning: %s.\n", c)
+	}
+	if len(p.MissingImages) > 0 {
+		fmt.Fprintln(w, "Missing images:")
+		for _, m := range p.MissingImages {
+			fmt.Fprintf(w, "  %s: %s\n", m.Pool, m.Image)
+		}
+	}
+	if len(p.ImageWarnings) > 0 {
+		fmt.Fprintln(w, "Not verified (-o json has each registry's error):")
+		for _, m := range p.ImageWarnings {
+			fmt.Fprintf(w, "  %s: %s (%s)\n", m.Pool, m.Image, m.Reason)
+		}
+	}
+}
+
+// sentence starts s with a capital and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 func printRollout(w io.Writer, p *action.PlanReport, heading, indent string) {
@@ -245,14 +266,18 @@ func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) er
 		fmt.Fprintln(w, "None found.")
 	}
 	fmt.Fprintln(w, "\n## Images")
-	switch {
-	case len(p.MissingImages) > 0:
+	fmt.Fprintf(w, "\n%s\n", sentence(p.ImageCheck.String()))
+	if c := p.ImageCheck.Caveat(); c != "" {
+		fmt.Fprintf(w, "\n**Warning:** %s.\n", c)
+	}
+	if len(p.MissingImages)+len(p.ImageWarnings) > 0 {
 		fmt.Fprintln(w)
-		for _, m := range p.MissingImages {
-			fmt.Fprintf(w, "- [ ] missing: `%s` (pool %s)\n", m.Image, m.Pool)
-		}
-	default:
-		fmt.Fprintln(w, "\nNo missing image found (with --check-images; without it, images were not checked).")
+	}
+	for _, m := range p.MissingImages {
+		fmt.Fprintf(w, "- [ ] missing: `%s` (pool %s)\n", m.Image, m.Pool)
+	}
+	for _, m := range p.ImageWarnings {
+		fmt.Fprintf(w, "- [ ] not verified (%s): `%s` (pool %s)\n", m.Reason, m.Image, m.Pool)
 	}
 	if len(p.Drift) > 0 {
 		fmt.Fprintln(w, "\n## Drift now")

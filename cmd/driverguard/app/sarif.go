@@ -281,6 +281,9 @@ func writeAuditSARIF(w io.Writer, out *action.AuditResult) error {
 			b.push(auditRule(f), level, f.Message, l, props)
 		}
 	}
+	if out.Outcome.ImageCheck.Checked { // what the check covered: a pass is no result
+		b.property("imageCheck", out.Outcome.ImageCheck)
+	}
 	return b.write(w, omitted)
 }
 
