@@ -30,8 +30,9 @@ type (
 	NodeLoss = release.NodeLoss
 	// NodeChange is what a release does to one node's driver.
 	NodeChange = release.NodeChange
-	// Inputs say what the cluster was read from, part by part.
+	// Inputs say what the cluster was read from, part by part; Source one part.
 	Inputs = cluster.Sources
+	Source = cluster.Source
 	// Routing is the routing of nodes to drivers, pools and images.
 	Routing = routing.Result
 	// RouteContract is the `route -o json` contract (SPEC §7).

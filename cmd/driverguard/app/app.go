@@ -27,11 +27,17 @@ const (
 	ExitUsage   = 2 // wrong flags or arguments, unusable input files
 )
 
-// Streams are the standard streams a command uses.
+// Streams are the standard streams a command uses, and what it records of its run.
 type Streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+
+	// Now is the clock a command records the time of its run with (plan's inputs); nil is
+	// time.Now. Version is the driverguard it records ("" is this binary's, `driverguard
+	// version`). Tests fix both.
+	Now     func() time.Time
+	Version string
 
 	// cfg is what every job shares: standard input and the limits of the root's --max-*-size
 	// flags; set by Run.
@@ -92,6 +98,14 @@ func StopGrace() time.Duration {
 // stopsOnSignal annotates a command whose normal end is a signal (serve): Run returns its own
 // exit code then, not the signal's.
 const stopsOnSignal = "driverguard.stops-on-signal"
+
+// version is the driverguard a command records: s.Version, else this binary's.
+func (s Streams) version() string {
+	if s.Version != "" {
+		return s.Version
+	}
+	return readBuildInfo().String()
+}
 
 // Run executes the driverguard command line with args and returns the exit code.
 func Run(ctx context.Context, s Streams, args []string) int {
