@@ -196,28 +196,45 @@ var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
 // decodeRelease decodes a revision as Helm stores it (base64 of gzipped JSON, or of JSON),
 // reading at most limit bytes of JSON: a larger one is a *decode.TooLargeError, found after
-// limit bytes were inflated, never more.
+// limit bytes were inflated, never more. The JSON is measured first, into nothing, so that
+// a revision over the limit costs no memory, and one within it is read into a buffer of its
+// size.
 func decodeRelease(ctx context.Context, data []byte, limit int64) (*storedRelease, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("its %q key is empty", helmStorageKey)
 	}
-	br := bufio.NewReader(base64.NewDecoder(base64.StdEncoding, bytes.NewReader(data)))
-	var r io.Reader = br
-	if magic, _ := br.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("decompressing: %w", err)
+	open := func(limit int64) (*limitedReader, func(), error) {
+		br := bufio.NewReader(base64.NewDecoder(base64.StdEncoding, bytes.NewReader(data)))
+		var r io.Reader = br
+		done := func() {}
+		if magic, _ := br.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
+			gz, err := gzip.NewReader(br)
+			if err != nil {
+				return nil, nil, fmt.Errorf("decompressing: %w", err)
+			}
+			r, done = gz, func() { gz.Close() }
 		}
-		defer gz.Close()
-		r = gz
+		return &limitedReader{ctx: ctx, r: r, left: limit}, done, nil
 	}
-	lr := &limitedReader{ctx: ctx, r: r, left: limit}
-	raw, err := io.ReadAll(lr)
+	lr, done, err := open(limit)
+	if err != nil {
+		return nil, err
+	}
+	size, err := io.Copy(io.Discard, lr)
+	done()
 	if err != nil {
 		return nil, err
 	}
 	if lr.over {
 		return nil, &decode.TooLargeError{Name: "the release", Limit: limit}
+	}
+	if lr, done, err = open(size); err != nil {
+		return nil, err
+	}
+	defer done()
+	raw := make([]byte, size)
+	if _, err := io.ReadFull(lr, raw); err != nil {
+		return nil, err
 	}
 	var rel storedRelease
 	if err := json.Unmarshal(raw, &rel); err != nil {
