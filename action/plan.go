@@ -70,7 +70,7 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	}
 	res := &PlanResult{ReleaseName: p.ReleaseName}
 	target := p.Live.target()
-	deployed, d, err := p.readRelease(ctx, target, live)
+	deployed, rel, err := p.readRelease(ctx, target, live)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	if deployed != nil && !live {
 		cl = cluster.FromLists(st.Nodes(), deployed.Drivers, []v1alpha1.RBLNClusterPolicy{deployed.ClusterPolicy}, nil)
 		src := st.Sources()
-		from := fmt.Sprintf("release %s (revision %d in namespace %s, --release)", d.Name, d.Revision, d.Namespace)
+		from := fmt.Sprintf("release %s (revision %d in namespace %s, --release)", rel.Name, rel.Revision, rel.Namespace)
 		src.Drivers = cluster.Source{Given: true, From: from, Count: len(deployed.Drivers)}
 		src.ClusterPolicy = cluster.Source{Given: true, From: from, Count: 1}
 		cl.SetSources(src)

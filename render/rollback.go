@@ -76,7 +76,16 @@ var instanceKeyRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 func MakeRollback(ctx context.Context, ch *chart.Chart, vals map[string]any, opts Options, want RollbackTarget) (*Rollback, error) {
 	opts.SkipProvenance, opts.Sources = true, nil
 	rb := &Rollback{Restores: []string{}, Removes: []string{}, DeleteFromValues: []string{}, Problems: []string{}}
-	vals = deepCopyValues(vals)
+	// vals are only read (merging copies what it changes), but for the instances to delete:
+	// the maps on their path are copied.
+	vals = maps.Clone(vals)
+	if d, ok := vals["driver"].(map[string]any); ok {
+		d = maps.Clone(d)
+		vals["driver"] = d
+		if in, ok := d["instances"].(map[string]any); ok {
+			d["instances"] = maps.Clone(in)
+		}
+	}
 	o := &overlay{values: map[string]any{}}
 	type target struct {
 		d   *v1alpha1.RBLNDriver
@@ -127,7 +136,7 @@ func MakeRollback(ctx context.Context, ch *chart.Chart, vals map[string]any, opt
 		if err != nil {
 			return nil, fmt.Errorf("reading the rollback values back: %w", err)
 		}
-		r, err := RenderContext(ctx, ch, mergeMaps(deepCopyValues(vals), read), opts)
+		r, err := RenderContext(ctx, ch, mergeMaps(vals, read), opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -420,27 +429,4 @@ func upgradePolicyValues(up *v1alpha1.UpgradePolicy) map[string]any {
 		reboot["image"] = nil
 	}
 	return out
-}
-
-// deepCopyValues copies a values tree (maps and lists of plain values).
-func deepCopyValues[T any](v T) T {
-	return deepCopyAny(v).(T)
-}
-
-func deepCopyAny(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = deepCopyAny(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = deepCopyAny(e)
-		}
-		return out
-	}
-	return v
 }
