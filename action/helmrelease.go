@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	helmaction "helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	helmrelease "helm.sh/helm/v3/pkg/release"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
 
 	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/charts"
@@ -40,72 +39,77 @@ func helmStorageDriver() string {
 	return "secret"
 }
 
-// readRelease reads the latest revision of the release name through Helm's SDK, as `helm get
-// values` does: from the target's namespace (else its context's, else "default") with the
-// storage driver Helm uses.
-func readRelease(ctx context.Context, name string, target cluster.Target) (*DeployedRelease, error) {
+// releaseTimeout bounds reading a release from the API server.
+const releaseTimeout = 30 * time.Second
+
+// readRelease reads the latest revision of the release name as `helm get values` does: from
+// the target's namespace (else its context's, else "default") in the storage Helm uses
+// (HELM_DRIVER: Secrets, or ConfigMaps). The revision is read by driverguard, not by Helm's
+// storage driver, so that it is decompressed through limit (see DefaultMaxReleaseBytes).
+func readRelease(ctx context.Context, name string, target cluster.Target, limit int64) (*DeployedRelease, error) {
 	if err := chartutil.ValidateReleaseName(name); err != nil {
 		return nil, fmt.Errorf("--release %q: %w", validation.Truncate(name, 80), err)
 	}
-	getter := genericclioptions.NewConfigFlags(false)
-	if target.Kubeconfig != "" {
-		getter.KubeConfig = &target.Kubeconfig
+	if limit <= 0 {
+		limit = DefaultMaxReleaseBytes
 	}
-	if target.Context != "" {
-		getter.Context = &target.Context
-	}
+	cc := target.ClientConfig()
 	ns := target.Namespace
 	if ns == "" {
-		if cfgNS, _, err := getter.ToRawKubeConfigLoader().Namespace(); err == nil && cfgNS != "" {
+		if cfgNS, _, err := cc.Namespace(); err == nil && cfgNS != "" {
 			ns = cfgNS
 		} else {
 			ns = "default"
 		}
 	}
-	getter.Namespace = &ns
-	timeout := 30 * time.Second
-	getter.Timeout = new(string)
-	*getter.Timeout = timeout.String()
-	cfg := &helmaction.Configuration{}
-	if err := cfg.Init(getter, ns, helmStorageDriver(), func(string, ...any) {}); err != nil {
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading release %s: no cluster to read it from (in-cluster config, --kubeconfig or KUBECONFIG): %w", name, err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = releaseTimeout
+	cfg.UserAgent = "driverguard-plan"
+	store, err := newReleaseStorage(cfg, helmStorageDriver(), ns, limit)
+	if err != nil {
 		return nil, fmt.Errorf("reading release %s in namespace %s: %w", name, ns, err)
 	}
-	type result struct {
-		rel *helmrelease.Release
-		err error
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	rev, err := store.latest(ctx, name)
+	if err == nil {
+		var rel *storedRelease
+		if rel, err = store.read(ctx, name, rev); err == nil {
+			return deployedRelease(name, ns, rel)
+		}
 	}
-	done := make(chan result, 1)
-	go func() { // Helm's storage takes no context: bounded here instead
-		rel, err := helmaction.NewGet(cfg).Run(name)
-		done <- result{rel, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(timeout):
-		return nil, fmt.Errorf("reading release %s in namespace %s: no answer within %s", name, ns, timeout)
+	var tl *ReleaseTooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return nil, err
+	case ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("reading release %s in namespace %s: no answer within %s", name, ns, releaseTimeout)
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf("reading release %s in namespace %s (storage driver %s): %w; `helm list -n %s` lists the releases there", name, ns, helmStorageDriver(), r.err, ns)
-	}
-	if r.rel.Chart == nil || r.rel.Chart.Metadata == nil || r.rel.Chart.Metadata.Name != "driverguard" {
+	return nil, fmt.Errorf("reading release %s in namespace %s (storage driver %s): %w; `helm list -n %s` lists the releases there", name, ns, helmStorageDriver(), err, ns)
+}
+
+// deployedRelease is what plan takes of a stored revision: a release of driverguard's chart.
+func deployedRelease(name, ns string, rel *storedRelease) (*DeployedRelease, error) {
+	if rel.Chart == nil || rel.Chart.Metadata == nil || rel.Chart.Metadata.Name != "driverguard" {
 		chartName := "no chart"
-		if r.rel.Chart != nil && r.rel.Chart.Metadata != nil {
-			chartName = "chart " + strconv.Quote(validation.Truncate(r.rel.Chart.Metadata.Name, 80))
+		if rel.Chart != nil && rel.Chart.Metadata != nil {
+			chartName = "chart " + strconv.Quote(validation.Truncate(rel.Chart.Metadata.Name, 80))
 		}
 		return nil, fmt.Errorf("release %s in namespace %s is of %s, not driverguard's: its values are not driverguard's values", name, ns, chartName)
 	}
-	vals := r.rel.Config
+	vals := rel.Config
 	if vals == nil {
 		vals = map[string]any{}
 	}
-	st := helmrelease.StatusUnknown
-	if r.rel.Info != nil {
-		st = r.rel.Info.Status
+	st := string(helmrelease.StatusUnknown)
+	if rel.Info != nil && rel.Info.Status != "" {
+		st = rel.Info.Status
 	}
-	return &DeployedRelease{Name: name, Namespace: ns, Revision: r.rel.Version, Status: string(st), Values: vals}, nil
+	return &DeployedRelease{Name: name, Namespace: ns, Revision: rel.Version, Status: st, Values: vals}, nil
 }
 
 // renderDeployed renders the release's values with the embedded chart, as the deployed

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/plan"
@@ -28,12 +29,19 @@ type Plan struct {
 	Release string
 	// ExplicitReleaseName says ReleaseName was given: with Release, they must agree.
 	ExplicitReleaseName bool
+	// MaxReleaseBytes bounds the release's latest revision, decompressed
+	// (DefaultMaxReleaseBytes when 0).
+	MaxReleaseBytes int64
 	// CheckImages asks the registry for every image the plan needs.
 	CheckImages  bool
 	ImageTimeout time.Duration
 	// OnRelease, when set, is told about the release read for Release (and whether the
 	// cluster's own RBLNDrivers are read instead of its values) before anything else is read.
 	OnRelease func(d *DeployedRelease, live bool)
+	// Version is the driverguard the plan records as its maker; Now its clock (nil:
+	// time.Now).
+	Version string
+	Now     func() time.Time
 }
 
 // NewPlan returns a Plan of the default release.
@@ -62,23 +70,26 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	}
 	res := &PlanResult{ReleaseName: p.ReleaseName}
 	target := p.Live.target()
-	deployed, err := p.readRelease(ctx, target, live)
+	deployed, rel, err := p.readRelease(ctx, target, live)
 	if err != nil {
 		return nil, err
 	}
 	if deployed != nil {
 		res.ReleaseName = p.Release
 	}
-	var objs *release.Objects
+	var (
+		objs     *release.Objects
+		rendered *render.Result
+		vals     map[string]any
+	)
 	if p.given() {
 		v := p.RenderOptions
 		v.ReleaseName = res.ReleaseName
-		r, err := p.cfg.render(ctx, &v)
-		if err != nil {
+		if rendered, vals, err = p.cfg.renderValues(ctx, &v); err != nil {
 			return nil, err
 		}
-		res.RenderWarnings = r.Warnings
-		ro := release.FromRender(r, res.ReleaseName)
+		res.RenderWarnings = rendered.Warnings
+		ro := release.FromRender(rendered, res.ReleaseName)
 		objs = &ro
 	}
 	st, err := p.readCluster(ctx, target, live)
@@ -91,6 +102,11 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	cl := st
 	if deployed != nil && !live {
 		cl = cluster.FromLists(st.Nodes(), deployed.Drivers, []v1alpha1.RBLNClusterPolicy{deployed.ClusterPolicy}, nil)
+		src := st.Sources()
+		from := fmt.Sprintf("release %s (revision %d in namespace %s, --release)", rel.Name, rel.Revision, rel.Namespace)
+		src.Drivers = cluster.Source{Given: true, From: from, Count: len(deployed.Drivers)}
+		src.ClusterPolicy = cluster.Source{Given: true, From: from, Count: 1}
+		cl.SetSources(src)
 	}
 	engine, err := p.cfg.engine(ctx, p.Policy)
 	if err != nil {
@@ -110,7 +126,71 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 		}
 		return nil, fmt.Errorf("planning: %w", withReleaseHint(err))
 	}
+	res.Plan.Inputs = p.inputs(res.Plan.Inputs, res.ReleaseName)
+	if rendered != nil {
+		if res.Plan.Rollback, err = rollback(ctx, vals, rendered, cl, res.Plan, res.ReleaseName); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
+}
+
+// inputs completes the record of what the plan was made from (Make records the cluster's
+// sources).
+func (p *Plan) inputs(in plan.InputRecord, releaseName string) plan.InputRecord {
+	in.ValuesFiles = append(in.ValuesFiles, p.ValueFiles...)
+	for _, f := range []struct {
+		flag   string
+		values []string
+	}{{"--set-json", p.JSONValues}, {"--set", p.Values}, {"--set-string", p.StringValues}, {"--set-file", p.FileValues}} {
+		for _, v := range f.values {
+			in.Set = append(in.Set, f.flag+" "+v)
+		}
+	}
+	in.Release, in.ReleaseName, in.Version = p.Release, releaseName, p.Version
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	in.Time = now().UTC().Format(time.RFC3339)
+	return in
+}
+
+// rollback makes the values that give the current RBLNDrivers back once the values rendered
+// are applied: the drivers the release renders or deletes, as they are now, and those it
+// creates gone; and the RBLNClusterPolicy as it is now, when it is known.
+func rollback(ctx context.Context, vals map[string]any, rendered *render.Result, cl *cluster.State, p *plan.Plan, releaseName string) (*render.Rollback, error) {
+	if !cl.DriversKnown() {
+		return &render.Rollback{Restores: []string{}, Removes: []string{}, DeleteFromValues: []string{},
+			Problems: []string{"the current RBLNDrivers were not given (--drivers, --live or --release): the values that give them back are not known"}}, nil
+	}
+	current := map[string]*v1alpha1.RBLNDriver{}
+	for i := range cl.Drivers() {
+		current[cl.Drivers()[i].Name] = &cl.Drivers()[i]
+	}
+	var want render.RollbackTarget
+	seen := map[string]bool{}
+	for _, d := range rendered.Drivers {
+		seen[d.Name] = true
+		if c := current[d.Name]; c != nil {
+			want.Drivers = append(want.Drivers, *c)
+		} else {
+			want.Absent = append(want.Absent, d.Name)
+		}
+	}
+	for _, d := range p.Drivers {
+		if c := current[d.Name]; d.Action == plan.DriverDelete && c != nil && !seen[d.Name] {
+			want.Drivers = append(want.Drivers, *c)
+		}
+	}
+	if cp := cl.ClusterPolicy(); cp != nil && cp.Name == rendered.ClusterPolicy.Name {
+		want.ClusterPolicy = cp
+	}
+	ch, err := charts.Driverguard()
+	if err != nil {
+		return nil, fmt.Errorf("the embedded chart is broken: %w", err)
+	}
+	return render.MakeRollback(ctx, ch, vals, render.Options{ReleaseName: releaseName}, want)
 }
 
 // needDrivers refuses a plan from files that lack the current RBLNDrivers while the nodes say
@@ -136,28 +216,28 @@ func needDrivers(st *cluster.State, files cluster.Files, known bool) error {
 }
 
 // readRelease reads and renders the deployed release of p.Release (nil without one).
-func (p *Plan) readRelease(ctx context.Context, target cluster.Target, live bool) (*render.Result, error) {
+func (p *Plan) readRelease(ctx context.Context, target cluster.Target, live bool) (*render.Result, *DeployedRelease, error) {
 	if p.Release == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if p.Cluster.Drivers != "" || p.Cluster.ClusterPolicy != "" {
-		return nil, errors.New("--release reads the release's RBLNDrivers and RBLNClusterPolicy from its values; --drivers and --cluster-policy give them by hand: use one or the other")
+		return nil, nil, errors.New("--release reads the release's RBLNDrivers and RBLNClusterPolicy from its values; --drivers and --cluster-policy give them by hand: use one or the other")
 	}
 	if p.ExplicitReleaseName && p.ReleaseName != p.Release {
-		return nil, fmt.Errorf("--release-name %q and --release %q differ: the release's name is the one its objects carry", p.ReleaseName, p.Release)
+		return nil, nil, fmt.Errorf("--release-name %q and --release %q differ: the release's name is the one its objects carry", p.ReleaseName, p.Release)
 	}
-	d, err := readRelease(ctx, p.Release, target)
+	d, err := readRelease(ctx, p.Release, target, p.MaxReleaseBytes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := renderDeployed(ctx, d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p.OnRelease != nil {
 		p.OnRelease(d, live)
 	}
-	return r, nil
+	return r, d, nil
 }
 
 // readCluster reads the cluster now: live, or from the files given.

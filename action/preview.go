@@ -45,7 +45,7 @@ func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
 	if withNodes {
 		rep.withNodes(j.result)
 		if p.CheckImages {
-			rep.Nodes.Images = registry.Check(ctx, rep.Nodes.Routing, registry.Options{Timeout: p.ImageTimeout})
+			rep.Nodes.Images, rep.Nodes.ImageCheck = registry.Check(ctx, rep.Nodes.Routing, registry.Options{Timeout: p.ImageTimeout})
 		}
 	}
 	return rep, nil
@@ -94,6 +94,8 @@ type NodeReport struct {
 	Basis string `json:"basis"`
 	// Images are the registry check results (with CheckImages).
 	Images []registry.ImageResult `json:"images,omitempty"`
+	// ImageCheck is what the registry check covered (checked false without CheckImages).
+	ImageCheck registry.Summary `json:"imageCheck"`
 }
 
 // buildPreview summarises a render result.
@@ -134,6 +136,7 @@ func (rep *PreviewReport) withNodes(res *release.Result) {
 		ChangingDriver:     res.OwnerChanges,
 		Changes:            []release.NodeChange{},
 		Basis:              res.Basis,
+		ImageCheck:         registry.NotChecked(),
 	}
 	for _, c := range res.Changes {
 		if c.Action != release.NodeNone {

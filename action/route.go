@@ -31,6 +31,8 @@ type RouteResult struct {
 	// InputWarnings are the inputs that look like a failed read (a --nodes file without nodes,
 	// ...): the route JSON contract has no place for them, the command says them on stderr.
 	InputWarnings []string
+	// ImageCheck is what the registry check covered (Checked false without CheckImages).
+	ImageCheck registry.Summary
 }
 
 // Run routes the nodes.
@@ -54,9 +56,9 @@ func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
 		Nodes:   cluster.Source{Given: true, From: "--nodes " + r.Nodes, Count: len(nodes)},
 		Drivers: cluster.Source{Given: true, From: "--drivers " + r.Drivers, Count: len(drivers)},
 	})
-	res := &RouteResult{Routing: routing.Route(drivers, nodes), InputWarnings: st.InputWarnings()}
+	res := &RouteResult{Routing: routing.Route(drivers, nodes), InputWarnings: st.InputWarnings(), ImageCheck: registry.NotChecked()}
 	if r.CheckImages {
-		res.Images = registry.Check(ctx, res.Routing, registry.Options{Timeout: r.ImageTimeout})
+		res.Images, res.ImageCheck = registry.Check(ctx, res.Routing, registry.Options{Timeout: r.ImageTimeout})
 	}
 	return res, nil
 }

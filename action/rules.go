@@ -26,6 +26,8 @@ var ruleDescriptions = map[string]string{
 	routing.DriftInvalidImageTag:         "A pool's image tag is not a valid tag",
 	routing.DriftStaleOwnerLabel:         "A node's owner label is not the driver routing gives it",
 	audit.RuleImageNotFound:              "The registry answers 404 for an image a pool pulls",
+	audit.RuleImageNotVerified:           "No registry answered for an image a pool pulls (unreachable, timeout, TLS, DNS, 401/403)",
+	audit.RuleImageCheck:                 "What the registry check covered: images found, missing, not verified",
 }
 
 // fieldErrorTypes are the rules of syntax findings: field error types.

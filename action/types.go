@@ -30,12 +30,17 @@ type (
 	NodeLoss = release.NodeLoss
 	// NodeChange is what a release does to one node's driver.
 	NodeChange = release.NodeChange
-	// Inputs say what the cluster was read from, part by part.
+	// Inputs say what the cluster was read from, part by part; Source one part.
 	Inputs = cluster.Sources
+	Source = cluster.Source
 	// Routing is the routing of nodes to drivers, pools and images.
 	Routing = routing.Result
+	// RouteContract is the `route -o json` contract (SPEC §7).
+	RouteContract = routing.ContractResult
 	// ImageResult is the registry's answer for one image.
 	ImageResult = registry.ImageResult
+	// ImageCheck is what a registry check covered: images found, missing, not verified.
+	ImageCheck = registry.Summary
 	// PlanReport is what Plan computes (the `plan -o json` contract).
 	PlanReport = plan.Plan
 	// DriverPlan is what a plan does to one RBLNDriver.
@@ -56,7 +61,8 @@ type (
 
 // Values of the result types, for their printers.
 const (
-	ImageFound = registry.Found
+	ImageFound    = registry.Found
+	ImageNotFound = registry.NotFound
 
 	// ValuesFromFile is a value written in a values file (the others come from --set flags).
 	ValuesFromFile = render.FromFile

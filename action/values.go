@@ -47,31 +47,37 @@ func (v *RenderOptions) stdinUsers() []stdinUser {
 // render loads the values (every file within MaxValuesBytes, "-" from Stdin) and renders them
 // with the embedded chart. Invalid values are an *InvalidError.
 func (c *Configuration) render(ctx context.Context, v *RenderOptions) (*render.Result, error) {
+	r, _, err := c.renderValues(ctx, v)
+	return r, err
+}
+
+// renderValues is render, also returning the values as loaded (before the chart's defaults).
+func (c *Configuration) renderValues(ctx context.Context, v *RenderOptions) (*render.Result, map[string]any, error) {
 	if err := chartutil.ValidateReleaseName(v.ReleaseName); err != nil {
-		return nil, fmt.Errorf("--release-name %q: %w", validation.Truncate(v.ReleaseName, 80), err)
+		return nil, nil, fmt.Errorf("--release-name %q: %w", validation.Truncate(v.ReleaseName, 80), err)
 	}
 	opts := v.ValuesOptions
 	opts.Stdin, opts.MaxFileBytes = c.Stdin, c.maxValuesBytes()
 	defer limitMemoryForValues(opts.ValueFiles, opts.MaxFileBytes)()
 	vals, sources, err := render.Load(ctx, opts)
 	if err != nil {
-		return nil, withLimitHint(err, FlagMaxValuesSize)
+		return nil, nil, withLimitHint(err, FlagMaxValuesSize)
 	}
 	ch, err := charts.Driverguard()
 	if err != nil {
-		return nil, fmt.Errorf("the embedded chart is broken: %w", err)
+		return nil, nil, fmt.Errorf("the embedded chart is broken: %w", err)
 	}
 	r, err := render.RenderContext(ctx, ch, vals, render.Options{ReleaseName: v.ReleaseName, Sources: sources, SkipProvenance: !v.Provenance})
 	var invalid *render.InvalidValuesError
 	switch {
 	case errors.As(err, &invalid):
-		return nil, &InvalidError{Err: err, sources: sources}
+		return nil, nil, &InvalidError{Err: err, sources: sources}
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case err != nil:
-		return nil, &InvalidError{Err: err, sources: sources}
+		return nil, nil, &InvalidError{Err: err, sources: sources}
 	}
-	return r, nil
+	return r, vals, nil
 }
 
 // Manifest is the YAML stream of a render result, as `helm template` prints it.

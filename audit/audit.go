@@ -31,6 +31,13 @@ const (
 	NodeSample = 10
 	// RuleImageNotFound: an image a pool pulls that its registry answers 404 for.
 	RuleImageNotFound = routing.ReasonDriverImageNotFound
+	// RuleImageNotVerified: an image a pool pulls that no registry answered for (unreachable,
+	// timeout, TLS, DNS, 401/403): a warning, the pool proceeds.
+	RuleImageNotVerified = "DriverImageNotVerified"
+	// RuleImageCheck: what the registry check covered (the cluster report's one result: how
+	// many images were found, missing, not verified): a pass, or a warning when some images
+	// were not verified.
+	RuleImageCheck = "DriverImageCheck"
 	// RuleAdmission is the pass result of the built-in rules (syntax, selectors, upgrade
 	// policy) of an object that breaks none of them.
 	RuleAdmission = "admission"
@@ -93,6 +100,8 @@ type Outcome struct {
 	Summary Summary `json:"summary"`
 	// Enforced counts the findings that fail the audit: fails of rules that deny.
 	Enforced int `json:"enforced"`
+	// ImageCheck is what the registry check covered (Checked false without one).
+	ImageCheck registry.Summary `json:"imageCheck"`
 }
 
 // Run judges every RBLNDriver and the RBLNClusterPolicy of snap, and the drift of its nodes.
@@ -115,9 +124,9 @@ func (a *Auditor) Run(ctx context.Context, snap *cluster.Snapshot) (*Outcome, er
 	}
 	route := snap.Route()
 	a.drift(routing.NodeDrift(route, snap.Nodes()), reports, clusterReport)
-	a.images(route, reports)
+	imageCheck := a.images(route, reports, clusterReport)
 
-	out := &Outcome{Reports: make([]Report, 0, len(reports)+1)}
+	out := &Outcome{Reports: make([]Report, 0, len(reports)+1), ImageCheck: imageCheck}
 	for i := range drivers {
 		out.Reports = append(out.Reports, reports[drivers[i].Name].report())
 	}
@@ -225,37 +234,71 @@ func driftMessage(kind string, nodes []string, detail string) string {
 	return fmt.Sprintf("%d %s: %s (first: %s)", len(nodes), what, sample, detail)
 }
 
-// images adds, per pool and per RSMD DaemonSet, an image its registry answered 404 for.
-func (a *Auditor) images(route *routing.Result, reports map[string]*builder) {
+// images adds, per pool and per RSMD DaemonSet, an image its registry answered 404 for (a
+// fail) or that it could not be asked about (a warning), and to the cluster report what the
+// check covered. It returns that summary (registry.NotChecked without a check).
+func (a *Auditor) images(route *routing.Result, reports map[string]*builder, clusterReport *builder) registry.Summary {
 	if a.Images == nil {
-		return
+		return registry.NotChecked()
 	}
-	missing := func(image string) (registry.ImageResult, bool) {
-		r, ok := a.Images[image]
-		return r, ok && r.Status == registry.NotFound
+	result := func(image string) registry.ImageResult {
+		if r, ok := a.Images[image]; ok {
+			return r
+		}
+		return registry.ImageResult{Image: image, Status: registry.Warning, Reason: registry.ReasonNotChecked,
+			Message: "the registry check has not asked for it yet"}
 	}
+	var images []string
 	for _, p := range route.Pools {
-		r, ok := missing(p.Image)
 		b := reports[p.Owner]
-		if !ok || b == nil {
+		if p.Image == "" || b == nil {
 			continue
 		}
-		b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotFound, Result: Fail, Enforcement: policy.EnforceDeny,
-			Message:    fmt.Sprintf("pool %s pulls %s, which its registry does not have (%s): its %d node(s) cannot start the driver", p.Name, p.Image, r.Message, len(p.Nodes)),
-			Subjects:   []Subject{{Kind: "RBLNDriver", Name: p.Owner}},
-			Properties: map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes))}})
+		images = append(images, p.Image)
+		switch r := result(p.Image); r.Status {
+		case registry.NotFound:
+			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotFound, Result: Fail, Enforcement: policy.EnforceDeny,
+				Message:    fmt.Sprintf("pool %s pulls %s, which its registry does not have (%s): its %d node(s) cannot start the driver", p.Name, p.Image, r.Message, len(p.Nodes)),
+				Subjects:   []Subject{{Kind: "RBLNDriver", Name: p.Owner}},
+				Properties: map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes))}})
+		case registry.Warning:
+			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotVerified, Result: Warn, Enforcement: policy.EnforceWarn,
+				Message:    fmt.Sprintf("pool %s pulls %s, which could not be verified (%s: %s): the pool proceeds, the kubelet decides whether the pull succeeds", p.Name, p.Image, r.Reason, r.Cause()),
+				Subjects:   []Subject{{Kind: "RBLNDriver", Name: p.Owner}},
+				Properties: map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes)), "reason": string(r.Reason)}})
+		}
 	}
 	for _, s := range route.SMD {
-		r, ok := missing(s.Image)
 		b := reports[s.Resource]
-		if !ok || b == nil {
+		if s.Image == "" || b == nil {
 			continue
 		}
-		b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotFound, Result: Fail, Enforcement: policy.EnforceDeny,
-			Message:    fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which its registry does not have (%s)", s.DaemonSet, s.Image, r.Message),
-			Subjects:   []Subject{{Kind: "RBLNDriver", Name: s.Resource}},
-			Properties: map[string]string{"daemonSet": s.DaemonSet, "image": s.Image}})
+		images = append(images, s.Image)
+		switch r := result(s.Image); r.Status {
+		case registry.NotFound:
+			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotFound, Result: Fail, Enforcement: policy.EnforceDeny,
+				Message:    fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which its registry does not have (%s)", s.DaemonSet, s.Image, r.Message),
+				Subjects:   []Subject{{Kind: "RBLNDriver", Name: s.Resource}},
+				Properties: map[string]string{"daemonSet": s.DaemonSet, "image": s.Image}})
+		case registry.Warning:
+			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotVerified, Result: Warn, Enforcement: policy.EnforceWarn,
+				Message:    fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which could not be verified (%s: %s): it proceeds, the kubelet decides whether the pull succeeds", s.DaemonSet, s.Image, r.Reason, r.Cause()),
+				Subjects:   []Subject{{Kind: "RBLNDriver", Name: s.Resource}},
+				Properties: map[string]string{"daemonSet": s.DaemonSet, "image": s.Image, "reason": string(r.Reason)}})
+		}
 	}
+	sum := registry.Summarize(images, a.Images)
+	f := Finding{Policy: BuiltinPolicy, Rule: RuleImageCheck, Result: Pass, Enforcement: policy.EnforceWarn, Message: sum.String(),
+		Properties: map[string]string{"images": strconv.Itoa(sum.Images), "found": strconv.Itoa(sum.Found), "missing": strconv.Itoa(sum.Missing),
+			"notVerified": strconv.Itoa(sum.NotVerified)}}
+	for why, n := range sum.NotVerifiedBy {
+		f.Properties["notVerified."+string(why)] = strconv.Itoa(n)
+	}
+	if c := sum.Caveat(); c != "" {
+		f.Result, f.Message = Warn, f.Message+": "+c
+	}
+	clusterReport.add(f)
+	return sum
 }
 
 // Images are the images a snapshot's pools and RSMD DaemonSets pull: what a registry check

@@ -179,25 +179,45 @@ deny contains "drivers need the team annotation" if {
 }
 
 // TestImages: an image a pool or an RSMD DaemonSet pulls that its registry answered 404 for
-// fails its driver's report; any other registry answer does not.
+// fails its driver's report; one no registry answered for is a warning there, with why, and
+// the cluster report says what the check covered — never a silent pass.
 func TestImages(t *testing.T) {
 	d := wt.Driver("rbln-driver", nil)
 	snap := snapshot(t, nil, []*v1alpha1.RBLNDriver{d}, []*corev1.Node{wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver"))}, nil)
 	images := audit.Images(snap)
 	require.Len(t, images, 2, "the pool's driver image and the RSMD image")
-	results := map[string]registry.ImageResult{
+	answers := map[string]registry.ImageResult{
 		images[0]: {Image: images[0], Status: registry.NotFound, Message: "404 MANIFEST_UNKNOWN"},
-		images[1]: {Image: images[1], Status: registry.Warning, Message: "timeout"},
+		images[1]: {Image: images[1], Status: registry.Warning, Reason: registry.ReasonTimeout, Message: "timeout"},
 	}
-	out, err := (&audit.Auditor{Images: results}).Run(t.Context(), snap)
+	out, err := (&audit.Auditor{Images: answers}).Run(t.Context(), snap)
 	require.NoError(t, err)
 	r := report(t, out, "rbln-driver")
 	require.Equal(t, audit.RuleImageNotFound, r.Results[0].Rule)
 	assert.Equal(t, images[0], r.Results[0].Properties["image"])
 	assert.Equal(t, 1, out.Enforced)
+	assert.Contains(t, results(r), "warn driverguard/DriverImageNotVerified (warn)")
+	assert.Equal(t, registry.Summary{Checked: true, Images: 2, Missing: 1, NotVerified: 1, NotVerifiedBy: map[registry.Reason]int{registry.ReasonTimeout: 1}}, out.ImageCheck)
+	c := report(t, out, audit.ClusterReportName)
+	var check *audit.Finding
+	for i := range c.Results {
+		if c.Results[i].Rule == audit.RuleImageCheck {
+			check = &c.Results[i]
+		}
+	}
+	require.NotNil(t, check, "the cluster report says what the check covered")
+	assert.Equal(t, audit.Warn, check.Result)
+	assert.Equal(t, "2 images checked: 0 found, 1 missing, 1 NOT VERIFIED (1 timeout): no registry answered for 1 image: nothing says whether they exist; "+
+		"their pools proceed and the kubelet decides whether the pull succeeds", check.Message)
+	assert.Equal(t, map[string]string{"images": "2", "found": "0", "missing": "1", "notVerified": "1", "notVerified.timeout": "1"}, check.Properties)
 
-	results[images[1]] = registry.ImageResult{Image: images[1], Status: registry.NotFound, Message: "404"}
-	out, err = (&audit.Auditor{Images: results}).Run(t.Context(), snap)
+	without, err := (&audit.Auditor{}).Run(t.Context(), snap)
+	require.NoError(t, err)
+	assert.False(t, without.ImageCheck.Checked, "no check: none reported as done")
+	assert.NotContains(t, results(report(t, without, audit.ClusterReportName)), "DriverImageCheck")
+
+	answers[images[1]] = registry.ImageResult{Image: images[1], Status: registry.NotFound, Message: "404"}
+	out, err = (&audit.Auditor{Images: answers}).Run(t.Context(), snap)
 	require.NoError(t, err)
 	assert.Equal(t, 2, out.Enforced, "the RSMD image is checked too")
 }

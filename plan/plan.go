@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
+	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -83,8 +86,12 @@ type Plan struct {
 	Manual []ManualNode `json:"manual"`
 	// MissingImages are the (pool, image) pairs the registry lacks (--check-images), sorted.
 	MissingImages []MissingImage `json:"missingImages"`
-	// ImageWarnings are images the registry could not be asked about (not missing).
+	// ImageWarnings are images the registry could not be asked about (not missing): not
+	// verified, each with the reason.
 	ImageWarnings []MissingImage `json:"imageWarnings"`
+	// ImageCheck is what the registry check covered: checked or not, and of the images the
+	// plan needs how many were found, missing, and not verified (and why).
+	ImageCheck registry.Summary `json:"imageCheck"`
 	// Drift is what is wrong with the cluster now, sorted by node and kind (none when the
 	// current RBLNDrivers are not known).
 	Drift []Drift `json:"drift"`
@@ -102,6 +109,29 @@ type Plan struct {
 	Proceed bool `json:"proceed"`
 	// Reasons say why it cannot, one line each.
 	Reasons []string `json:"reasons"`
+	// Rollback are the values that give the current RBLNDrivers back after the change (null
+	// without values: nothing changes).
+	Rollback *render.Rollback `json:"rollback"`
+	// Inputs record what the plan was made from.
+	Inputs InputRecord `json:"inputs"`
+}
+
+// InputRecord is what a plan was made from, as given: the change ticket's header, and
+// "inputs" in JSON. Two plans of the same inputs differ in Time only.
+type InputRecord struct {
+	// ValuesFiles are the -f files as given, in order.
+	ValuesFiles []string `json:"valuesFiles"`
+	// Set are the --set-json, --set, --set-string and --set-file flags as given, in the order
+	// Helm applies them ("--set driver.image.tag=3.2.3").
+	Set []string `json:"set"`
+	// Release is --release ("" without); ReleaseName the release the objects are judged as.
+	Release     string `json:"release"`
+	ReleaseName string `json:"releaseName"`
+	// Cluster says what each part of the cluster was read from, and how many objects.
+	Cluster cluster.Sources `json:"cluster"`
+	// Version is the driverguard that made the plan; Time when (UTC, RFC 3339).
+	Version string `json:"version"`
+	Time    string `json:"time"`
 }
 
 // DriverPlan is what happens to one RBLNDriver.
@@ -150,11 +180,14 @@ type ManualNode struct {
 	Steps []string `json:"steps"`
 }
 
-// MissingImage is a pool's image the registry lacks.
+// MissingImage is a pool's image the registry lacks, or (in ImageWarnings) one it could not
+// be asked about.
 type MissingImage struct {
 	Pool   string `json:"pool"`
 	Image  string `json:"image"`
 	Detail string `json:"detail,omitempty"`
+	// Reason is why an image of ImageWarnings was not verified (registry.Reason).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Drift is one problem of the cluster now (routing.NodeDrift, the audit's too).
@@ -192,8 +225,9 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	before := res.Before
-	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{},
-		Drift: res.Drift, Basis: res.Basis, InputWarnings: res.InputWarnings, Denials: []Denial{}, Reasons: []string{}}
+	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{}, ImageCheck: registry.NotChecked(),
+		Drift: res.Drift, Basis: res.Basis, InputWarnings: res.InputWarnings, Denials: []Denial{}, Reasons: []string{},
+		Inputs: InputRecord{ValuesFiles: []string{}, Set: []string{}, Cluster: res.Sources}}
 	if p.InputWarnings == nil {
 		p.InputWarnings = []string{}
 	}
@@ -363,12 +397,15 @@ func (p *Plan) rollout(up *v1alpha1.UpgradePolicy, wl *workloadIndex, before *ro
 	}
 }
 
-// manualSteps is what an operator does on one node with OnDelete DaemonSets (SPEC §8).
+// manualSteps is what an operator does on one node with OnDelete DaemonSets (SPEC §8): shell
+// commands to paste, so every name in them is a shell word (shellArg) and every comment one
+// line (shellComment), whatever the inventory holds.
 func manualSteps(n *NodePlan, up *v1alpha1.UpgradePolicy, wl *workloadIndex, daemonSet string) []string {
-	steps := []string{"kubectl cordon " + n.Name}
+	node := shellArg(n.Name)
+	steps := []string{"kubectl cordon " + node}
 	if up.Drain.Enable {
 		d := up.Drain
-		cmd := "kubectl drain " + n.Name + " --ignore-daemonsets"
+		cmd := "kubectl drain " + node + " --ignore-daemonsets"
 		if d.DeleteEmptyDirData {
 			cmd += " --delete-emptydir-data"
 		}
@@ -376,7 +413,7 @@ func manualSteps(n *NodePlan, up *v1alpha1.UpgradePolicy, wl *workloadIndex, dae
 			cmd += " --force"
 		}
 		if d.PodSelector != "" {
-			cmd += fmt.Sprintf(" --pod-selector=%q", d.PodSelector)
+			cmd += " --pod-selector=" + shellArg(d.PodSelector)
 		}
 		if d.TimeoutSeconds > 0 {
 			cmd += fmt.Sprintf(" --timeout=%ds", d.TimeoutSeconds)
@@ -384,13 +421,44 @@ func manualSteps(n *NodePlan, up *v1alpha1.UpgradePolicy, wl *workloadIndex, dae
 		steps = append(steps, cmd)
 	}
 	if pod, ns := wl.driverPod(n.Name, daemonSet); pod != "" {
-		steps = append(steps, fmt.Sprintf("kubectl delete pod -n %s %s  # the %s driver pod; %s", ns, pod, n.OldOwner, describeNew(n)))
+		steps = append(steps, fmt.Sprintf("kubectl delete pod -n %s %s  %s", shellArg(ns), shellArg(pod),
+			shellComment(fmt.Sprintf("the %s driver pod; %s", n.OldOwner, describeNew(n)))))
 	} else {
 		steps = append(steps,
-			fmt.Sprintf("kubectl get pods -A --field-selector spec.nodeName=%s | grep %s  # the %s driver pod (the pods were not given)", n.Name, cmp.Or(daemonSet, n.OldOwner), n.OldOwner),
-			fmt.Sprintf("kubectl delete pod -n <its namespace> <that pod>  # %s", describeNew(n)))
+			fmt.Sprintf("kubectl get pods -A --field-selector %s | grep %s  %s", shellArg("spec.nodeName="+n.Name), shellArg(cmp.Or(daemonSet, n.OldOwner)),
+				shellComment(fmt.Sprintf("the %s driver pod (the pods were not given)", n.OldOwner))),
+			"kubectl delete pod -n NAMESPACE POD  "+shellComment("NAMESPACE and POD: the pod found above; "+describeNew(n)))
 	}
-	return append(steps, "kubectl uncordon "+n.Name)
+	return append(steps, "kubectl uncordon "+node)
+}
+
+// shellSafe are the characters a shell word may hold unquoted (no globbing, expansion or
+// word splitting).
+func shellSafe(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._/:=@%+,-", r)
+}
+
+// shellArg is s as one shell word: as it is when every character is safe, else single-quoted;
+// control characters (a newline in a name from a file) are written as Go escapes inside the
+// quotes — no Kubernetes name holds one, so the command then fails naming it rather than
+// running what follows.
+func shellArg(s string) string {
+	if s != "" && !strings.HasPrefix(s, "-") && strings.IndexFunc(s, func(r rune) bool { return !shellSafe(r) }) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(escapeControl(s), "'", `'\''`) + "'"
+}
+
+// shellComment is a shell comment of one line.
+func shellComment(s string) string { return "# " + escapeControl(s) }
+
+// escapeControl writes control characters and bytes that are not UTF-8 as Go escapes.
+func escapeControl(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
 }
 
 // describeNew is what replaces the deleted driver pod: the pool's new image (its tag, the
@@ -408,17 +476,22 @@ func describeNew(n *NodePlan) string {
 
 // checkImages asks for every image of a pool after the change.
 func (p *Plan) checkImages(ctx context.Context, after *routing.Result, check func(context.Context, []string) map[string]registry.ImageResult) {
-	results := check(ctx, registry.Images(after))
+	images := registry.Images(after)
+	results := check(ctx, images)
+	p.ImageCheck = registry.Summarize(images, results)
 	for _, pool := range after.Pools {
-		r, ok := results[pool.Image]
-		if pool.Image == "" || !ok {
+		if pool.Image == "" {
 			continue
+		}
+		r, ok := results[pool.Image]
+		if !ok { // asked for, never answered: not verified, as Summarize counts it
+			r = registry.ImageResult{Image: pool.Image, Status: registry.Warning, Reason: registry.ReasonNotChecked, Message: "could not verify " + pool.Image + " (not-checked): no result"}
 		}
 		switch r.Status {
 		case registry.NotFound:
 			p.MissingImages = append(p.MissingImages, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message})
 		case registry.Warning:
-			p.ImageWarnings = append(p.ImageWarnings, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message})
+			p.ImageWarnings = append(p.ImageWarnings, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message, Reason: string(r.Reason)})
 		}
 	}
 	sortImages := func(s []MissingImage) {

@@ -176,7 +176,7 @@ func TestManualProcedure(t *testing.T) {
 		"kubectl cordon n-upgrade",
 		"kubectl drain n-upgrade --ignore-daemonsets --delete-emptydir-data --timeout=300s",
 		"kubectl get pods -A --field-selector spec.nodeName=n-upgrade | grep " + daemonSetOf(t, in, "n-upgrade") + "  # the rbln-driver-rebel driver pod (the pods were not given)",
-		"kubectl delete pod -n <its namespace> <that pod>  # its DaemonSet starts the new pod (tag 3.3.0-6.8.0-90-generic-ubuntu22.04)",
+		"kubectl delete pod -n NAMESPACE POD  # NAMESPACE and POD: the pod found above; its DaemonSet starts the new pod (tag 3.3.0-6.8.0-90-generic-ubuntu22.04)",
 		"kubectl uncordon n-upgrade",
 	}, p.Manual[1].Steps)
 

@@ -2,13 +2,18 @@ package registry
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -27,8 +32,37 @@ const (
 	Found Status = "Found"
 	// NotFound: the registry answered the manifest HEAD with 404. Pools using the image fail.
 	NotFound Status = "NotFound"
-	// Warning: any other outcome (auth failure, timeout, TLS, DNS, ...). Pools proceed.
+	// Warning: any other outcome (auth failure, timeout, TLS, DNS, ...): the image is not
+	// verified, its Reason says why. Pools proceed.
 	Warning Status = "Warning"
+)
+
+// Reason says why an image was not verified (a Warning).
+type Reason string
+
+// Why an image was not verified.
+const (
+	// ReasonUnreachable: the registry refused or dropped the connection (no route, nothing
+	// listening, reset).
+	ReasonUnreachable Reason = "unreachable"
+	// ReasonTimeout: no answer within the check's deadline.
+	ReasonTimeout Reason = "timeout"
+	// ReasonTLS: the TLS handshake failed (an untrusted or wrong certificate, plain HTTP).
+	ReasonTLS Reason = "tls"
+	// ReasonDNS: the registry's host name does not resolve.
+	ReasonDNS Reason = "dns"
+	// ReasonUnauthorized: the registry answered 401 (no or wrong credentials).
+	ReasonUnauthorized Reason = "unauthorized"
+	// ReasonForbidden: the registry answered 403 (the credentials may not read the image).
+	ReasonForbidden Reason = "forbidden"
+	// ReasonInvalidReference: the composed image is not a valid reference; nothing was asked.
+	ReasonInvalidReference Reason = "invalid-reference"
+	// ReasonNotChecked: the check was stopped before the image was asked about, or the image
+	// has no result yet.
+	ReasonNotChecked Reason = "not-checked"
+	// ReasonOther: any other failure (a 5xx, a 404 from the /v2/ ping of something that is not
+	// a registry, a malformed answer).
+	ReasonOther Reason = "other"
 )
 
 // Defaults for Options.
@@ -37,10 +71,14 @@ const (
 	DefaultTimeout     = 10 * time.Second
 )
 
-// ImageResult is the outcome for one image.
+// ImageResult is the outcome for one image. What was asked and what was answered are fields
+// of their own, so that what a later check adds (the credentials tried per registry host) is
+// another field beside Reason, read by the same printers.
 type ImageResult struct {
 	Image  string `json:"image"`
 	Status Status `json:"status"`
+	// Reason says why a Warning's image was not verified ("" for Found and NotFound).
+	Reason Reason `json:"reason,omitempty"`
 	// Digest is the manifest digest when Found.
 	Digest string `json:"digest,omitempty"`
 	// Message explains NotFound and Warning.
@@ -102,7 +140,7 @@ func (c *Checker) Check(ctx context.Context, images []string) map[string]ImageRe
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[img] = warning(img, fmt.Errorf("check of %s not started: %w", img, ctx.Err()))
+			results[img] = warning(img, ReasonNotChecked, fmt.Errorf("check of %s not started: %w", img, ctx.Err()))
 			continue
 		}
 		wg.Go(func() {
@@ -124,7 +162,7 @@ func (c *Checker) checkOne(ctx context.Context, img string) ImageResult {
 	}
 	ref, err := name.ParseReference(img, opts...)
 	if err != nil {
-		return warning(img, fmt.Errorf("parse image reference %q: %w", img, err))
+		return warning(img, ReasonInvalidReference, fmt.Errorf("parse image reference %q: %w", img, err))
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
@@ -140,15 +178,70 @@ func (c *Checker) checkOne(ctx context.Context, img string) ImageResult {
 		return ImageResult{Image: img, Status: NotFound, Err: err,
 			Message: fmt.Sprintf("driver image %s not found: the registry answered 404 to the manifest request; publish the image or fix spec.registry/spec.image/spec.version", img)}
 	}
+	reason := classify(err)
 	if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within %s: %w", c.opts.Timeout, err)
+		reason = ReasonTimeout
 	}
-	return warning(img, fmt.Errorf("check %s: %w", img, err))
+	return warning(img, reason, fmt.Errorf("check %s: %w", img, err))
 }
 
-func warning(img string, err error) ImageResult {
-	return ImageResult{Image: img, Status: Warning, Err: err,
-		Message: "could not verify " + img + " (the pool proceeds; the kubelet decides whether the pull succeeds): " + err.Error()}
+// Cause is why a NotFound or Warning image got no manifest: the error, without the image it
+// names again (Message when there is no error, e.g. a result decoded from JSON).
+func (r ImageResult) Cause() string {
+	if r.Err == nil {
+		return r.Message
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(r.Err.Error(), "check "+r.Image+": "), "check of "+r.Image+" ")
+}
+
+func warning(img string, reason Reason, err error) ImageResult {
+	return ImageResult{Image: img, Status: Warning, Reason: reason, Err: err,
+		Message: "could not verify " + img + " (" + string(reason) + "; the pool proceeds, the kubelet decides whether the pull succeeds): " + err.Error()}
+}
+
+// classify says why a check that got no manifest answer failed.
+func classify(err error) Reason {
+	var (
+		te       *transport.Error
+		dnsErr   *net.DNSError
+		netErr   net.Error
+		certErr  *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostErr  x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		recErr   tls.RecordHeaderError
+		alertErr tls.AlertError
+	)
+	// A TLS failure first: for a loopback registry the ping also tries plain HTTP, whose
+	// answer from a TLS server (a 400) would hide it.
+	switch {
+	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid),
+		errors.As(err, &recErr), errors.As(err, &alertErr):
+		return ReasonTLS
+	case errors.As(err, &te):
+		switch te.StatusCode {
+		case http.StatusUnauthorized:
+			return ReasonUnauthorized
+		case http.StatusForbidden:
+			return ReasonForbidden
+		}
+		return ReasonOther
+	case errors.As(err, &dnsErr):
+		return ReasonDNS
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return ReasonTimeout
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return ReasonUnreachable
+	case errors.Is(err, context.Canceled):
+		return ReasonNotChecked
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return ReasonUnreachable
+	}
+	return ReasonOther
 }
 
 // isManifestNotFound reports whether err is a 404 answered to the manifest request itself,
@@ -164,13 +257,14 @@ func isManifestNotFound(err error) bool {
 
 // Check is the one call for the CLI: it checks every distinct pool image of res with a
 // Checker built from opts, applies the results to res (see Apply), and returns all results
-// sorted by image.
-func Check(ctx context.Context, res *routing.Result, opts Options) []ImageResult {
-	results := NewChecker(opts).Check(ctx, Images(res))
+// sorted by image, and what the check covered.
+func Check(ctx context.Context, res *routing.Result, opts Options) ([]ImageResult, Summary) {
+	images := Images(res)
+	results := NewChecker(opts).Check(ctx, images)
 	Apply(res, results)
 	out := slices.Collect(maps.Values(results))
 	slices.SortFunc(out, func(a, b ImageResult) int { return strings.Compare(a.Image, b.Image) })
-	return out
+	return out, Summarize(images, results)
 }
 
 // Images returns the distinct composed pool images of res, sorted.
@@ -186,9 +280,10 @@ func Images(res *routing.Result) []string {
 }
 
 // Apply records the check results on res: every pool whose image is NotFound gets
-// routing.ReasonDriverImageNotFound and a Detail naming the exact path. It returns the
-// Warning results for the pools' images, sorted by image, for the caller to log. Images
-// without a result (not checked) are left alone.
+// routing.ReasonDriverImageNotFound and a Detail naming the exact path; a pool whose image
+// was not verified keeps Reason "" (it proceeds) and gets a Detail that says so, and why. It
+// returns the Warning results for the pools' images, sorted by image, for the caller to log.
+// Images without a result (not checked) are left alone.
 func Apply(res *routing.Result, results map[string]ImageResult) []ImageResult {
 	var warnings []ImageResult
 	seen := make(map[string]bool)
@@ -203,6 +298,7 @@ func Apply(res *routing.Result, results map[string]ImageResult) []ImageResult {
 			p.Reason = routing.ReasonDriverImageNotFound
 			p.Detail = r.Message
 		case Warning:
+			p.Detail = "image not verified (" + string(cmpReason(r.Reason)) + ")"
 			if !seen[r.Image] {
 				seen[r.Image] = true
 				warnings = append(warnings, r)

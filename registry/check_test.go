@@ -157,6 +157,12 @@ func TestCheck(t *testing.T) {
 		}
 	}
 	assert.Contains(t, got[hanging].Message, "no answer within 500ms")
+	reasons := map[string]Reason{}
+	for img, r := range got {
+		reasons[img] = r.Reason
+	}
+	assert.Equal(t, map[string]Reason{present: "", missingTag: "", missingRepo: "", denied: ReasonUnauthorized, hanging: ReasonTimeout,
+		noRegistry: ReasonOther, badRef: ReasonInvalidReference, badTLS: ReasonTLS}, reasons, "why each image was not verified")
 	assert.Equal(t, headsBefore+1, reg.headCount("rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04"), "each distinct image is checked once")
 }
 
@@ -169,6 +175,7 @@ func TestCheckDNSFailure(t *testing.T) {
 	img := "registry.invalid/rebellions/atom/rbln-driver:3.2.2"
 	got := NewChecker(Options{Transport: noDNS, Timeout: 2 * time.Second}).Check(t.Context(), []string{img})
 	assert.Equal(t, Warning, got[img].Status)
+	assert.Equal(t, ReasonDNS, got[img].Reason)
 	var dnsErr *net.DNSError
 	assert.ErrorAs(t, got[img].Err, &dnsErr)
 }
@@ -180,6 +187,116 @@ func TestCheckCancelled(t *testing.T) {
 	img := silent(t) + "/a/b:c"
 	got := NewChecker(Options{Timeout: time.Minute}).Check(ctx, []string{img})
 	assert.Equal(t, Warning, got[img].Status)
+	assert.Equal(t, ReasonNotChecked, got[img].Reason)
+}
+
+// closedPort is a loopback address where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// blackHole accepts TCP connections and never reads or answers, until the test ends.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// status answers code to everything (not a code the client retries, as 5xx).
+func status(t *testing.T, code int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// TestCheckNotVerified: every way a registry can fail to answer is a Warning whose Reason says
+// why, and the Summary counts it as not verified — never as found. A listener that never
+// answers is cut at the deadline.
+func TestCheckNotVerified(t *testing.T) {
+	t.Parallel()
+	reg := newTestRegistry(t, "", "")
+	present := reg.push(t, "rebellions/atom/rbln-driver:3.2.2")
+	missing := reg.host + "/rebellions/atom/rbln-driver:3.2.3"
+	images := map[string]Reason{
+		closedPort(t) + "/rebellions/atom/rbln-driver:3.2.2":   ReasonUnreachable,
+		blackHole(t) + "/rebellions/atom/rbln-driver:3.2.2":    ReasonTimeout,
+		silent(t) + "/rebellions/atom/rbln-driver:3.2.2":       ReasonTimeout,
+		unauthorized(t) + "/rebellions/atom/rbln-driver:3.2.2": ReasonUnauthorized,
+		status(t, http.StatusForbidden) + "/a/b:c":             ReasonForbidden,
+		status(t, http.StatusBadRequest) + "/a/b:c":            ReasonOther,
+	}
+	all := []string{present, missing}
+	for img := range images {
+		all = append(all, img)
+	}
+	const timeout = 700 * time.Millisecond
+	start := time.Now()
+	got := NewChecker(Options{Timeout: timeout}).Check(t.Context(), all)
+	assert.Less(t, time.Since(start), 3*timeout, "the deadline holds for a listener that never answers")
+	for img, want := range images {
+		assert.Equal(t, Warning, got[img].Status, img)
+		assert.Equal(t, want, got[img].Reason, "%s: %v", img, got[img].Err)
+		assert.Contains(t, got[img].Message, "could not verify "+img+" ("+string(want)+";")
+	}
+
+	sum := Summarize(append(all, "", present), got)
+	assert.Equal(t, Summary{Checked: true, Images: 8, Found: 1, Missing: 1, NotVerified: 6,
+		NotVerifiedBy: map[Reason]int{ReasonTimeout: 2, ReasonUnreachable: 1, ReasonUnauthorized: 1, ReasonForbidden: 1, ReasonOther: 1}}, sum)
+	assert.False(t, sum.Verified())
+	assert.Equal(t, "8 images checked: 1 found, 1 missing, 6 NOT VERIFIED (2 timeout, 1 forbidden, 1 other, 1 unauthorized, 1 unreachable)", sum.String())
+	assert.Contains(t, sum.Caveat(), "no registry answered for 6 images")
+}
+
+func TestSummary(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		sum     Summary
+		want    string
+		caveat  bool
+		checked bool
+	}{
+		{"not checked", NotChecked(), "images not checked (run with --check-images)", false, false},
+		{"nothing to check", Summarize(nil, nil), "no image to check (no pool has a composed image)", false, true},
+		{"all found", Summarize([]string{"a", "b"}, map[string]ImageResult{"a": {Status: Found}, "b": {Status: Found}}), "2 images checked: all found", false, true},
+		{"missing", Summarize([]string{"a", "b"}, map[string]ImageResult{"a": {Status: Found}, "b": {Status: NotFound}}), "2 images checked: 1 found, 1 missing", false, true},
+		{"no result", Summarize([]string{"a"}, nil), "1 image checked: 0 found, 0 missing, 1 NOT VERIFIED (1 not-checked)", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.sum.String())
+			assert.Equal(t, tc.caveat, tc.sum.Caveat() != "")
+			assert.Equal(t, tc.checked, tc.sum.Checked)
+			assert.NotNil(t, tc.sum.NotVerifiedBy, "a JSON object, never null")
+		})
+	}
 }
 
 func TestCheckWithCredentials(t *testing.T) {
@@ -245,6 +362,7 @@ func TestApply(t *testing.T) {
 	}
 	assert.Empty(t, byNode["ok"].Reason)
 	assert.Empty(t, byNode["locked"].Reason, "auth failures let the pool proceed")
+	assert.Equal(t, "image not verified (unauthorized)", byNode["locked"].Detail, "and say so")
 	assert.Equal(t, routing.ReasonInvalidImageTag, byNode["rpi"].Reason)
 	skew := byNode["skew"]
 	assert.Equal(t, routing.ReasonDriverImageNotFound, skew.Reason)
@@ -265,7 +383,8 @@ func TestCheckResult(t *testing.T) {
 	res := routing.Route([]v1alpha1.RBLNDriver{{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultDriverName},
 		Spec: v1alpha1.RBLNDriverSpec{Registry: reg.host, Image: "rebellions/rbln-driver", Version: "3.2.2"}}},
 		[]routing.Node{{Name: "a", Labels: labels("6.8.0-90-generic")}, {Name: "b", Labels: labels("6.8.0-91-generic")}})
-	got := Check(t.Context(), res, Options{Timeout: 2 * time.Second})
+	got, sum := Check(t.Context(), res, Options{Timeout: 2 * time.Second})
+	assert.Equal(t, Summary{Checked: true, Images: 2, Found: 1, Missing: 1, NotVerifiedBy: map[Reason]int{}}, sum)
 	require.Len(t, got, 2)
 	assert.Equal(t, Found, got[0].Status)
 	assert.Equal(t, NotFound, got[1].Status)

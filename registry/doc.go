@@ -6,13 +6,16 @@
 // itself means [NotFound]; the pools that use the image then fail with
 // routing.ReasonDriverImageNotFound naming the exact path. Anything else — 401/403, a
 // timeout, TLS or DNS errors, a 404 from the /v2/ ping or the token endpoint, an unparsable
-// reference — is a [Warning]: the pool proceeds and the kubelet decides whether the pull
-// works.
+// reference — is a [Warning]: the image is not verified, its [Reason] says why (unreachable,
+// timeout, tls, dns, unauthorized, forbidden, ...), the pool proceeds and the kubelet decides
+// whether the pull works. A [Summary] counts what a check covered — found, missing, not
+// verified and why — and every output that reports a check prints it, so that images nobody
+// could ask about are never reported as present.
 //
 // The CLI calls
 //
 //	res := routing.Route(drivers, nodes)
-//	results := registry.Check(ctx, res, registry.Options{Keychain: kc})
+//	results, summary := registry.Check(ctx, res, registry.Options{Keychain: kc})
 //
 // and a long-running caller (the webhook, a periodic re-check) keeps one Checker:
 //

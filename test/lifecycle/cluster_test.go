@@ -33,6 +33,8 @@ import (
 // its own (no plugins, no repositories).
 type helm struct {
 	name, bin, kubeconfig, home string
+	// env is added to helm's environment (HELM_DRIVER=configmap).
+	env []string
 }
 
 func newHelm(t *testing.T, name, file string) *helm {
@@ -52,6 +54,7 @@ func (h *helm) run(args ...string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.bin, append(args, "--kubeconfig", h.kubeconfig)...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+h.home, "HELM_CONFIG_HOME="+h.home, "HELM_DATA_HOME="+h.home, "HELM_PLUGINS="+filepath.Join(h.home, "plugins"))
+	cmd.Env = append(cmd.Env, h.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

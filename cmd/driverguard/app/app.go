@@ -27,11 +27,17 @@ const (
 	ExitUsage   = 2 // wrong flags or arguments, unusable input files
 )
 
-// Streams are the standard streams a command uses.
+// Streams are the standard streams a command uses, and what it records of its run.
 type Streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+
+	// Now is the clock a command records the time of its run with (plan's inputs); nil is
+	// time.Now. Version is the driverguard it records ("" is this binary's, `driverguard
+	// version`). Tests fix both.
+	Now     func() time.Time
+	Version string
 
 	// cfg is what every job shares: standard input and the limits of the root's --max-*-size
 	// flags; set by Run.
@@ -92,6 +98,14 @@ func StopGrace() time.Duration {
 // stopsOnSignal annotates a command whose normal end is a signal (serve): Run returns its own
 // exit code then, not the signal's.
 const stopsOnSignal = "driverguard.stops-on-signal"
+
+// version is the driverguard a command records: s.Version, else this binary's.
+func (s Streams) version() string {
+	if s.Version != "" {
+		return s.Version
+	}
+	return readBuildInfo().String()
+}
 
 // Run executes the driverguard command line with args and returns the exit code.
 func Run(ctx context.Context, s Streams, args []string) int {
@@ -155,8 +169,9 @@ check); 2 the command could not judge (wrong usage, unreadable or unusable input
 larger than its limit); 130 and 143 stopped by SIGINT and SIGTERM.
 
 Every input is read through a size limit: values files, --set-file files and policy files
-(--max-values-size), node, driver, cluster-policy and workload files (--max-inventory-size);
-an AdmissionReview within the webhook's 7 MiB.`,
+(--max-values-size), node, driver, cluster-policy and workload files (--max-inventory-size),
+the release plan --release reads, decompressed (--max-release-size); an AdmissionReview within
+the webhook's 7 MiB.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       readBuildInfo().String(),

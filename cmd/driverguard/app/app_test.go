@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,10 +30,17 @@ type result struct {
 	stderr string
 }
 
+// The clock and the version every test's run records (plan's inputs): golden files stay put.
+var (
+	testTime    = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	testVersion = "driverguard v0.0.0-test (revision unknown, go, test)"
+)
+
 func run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Run(context.Background(), Streams{In: strings.NewReader(stdin), Out: &out, Err: &errOut}, args)
+	s := Streams{In: strings.NewReader(stdin), Out: &out, Err: &errOut, Now: func() time.Time { return testTime }, Version: testVersion}
+	code := Run(context.Background(), s, args)
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }
 

@@ -131,6 +131,12 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 			fmt.Fprintf(w, "  PASS   %s\n", plural(r.Summary.Pass, "rule"))
 		}
 	}
+	if out.ImageCheck.Checked {
+		fmt.Fprintf(w, "\n%s\n", sentence(out.ImageCheck.String()))
+		if c := out.ImageCheck.Caveat(); c != "" {
+			fmt.Fprintf(w, "Warning: %s.\n", c)
+		}
+	}
 	printSection(w, "INPUT WARNINGS", res.InputWarnings)
 	printSection(w, "JUDGED AGAINST", inputLines(res.Inputs, ""))
 	verdict := "passed"
@@ -208,6 +214,8 @@ func writeAuditJUnit(w io.Writer, res *action.AuditResult) error {
 				suite.Errors++
 			case f.Result != action.AuditPass:
 				jc.Output = strings.ToUpper(string(f.Result)) + " (" + string(f.Enforcement) + ")  " + f.Message
+			case f.Message != "": // a pass that says something: what the image check covered
+				jc.Output = "PASS  " + f.Message
 			}
 			suite.Tests++
 			suite.Cases = append(suite.Cases, jc)

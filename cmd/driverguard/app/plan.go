@@ -3,8 +3,6 @@ package app
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,10 +39,17 @@ pods,pdb,rs,deploy,sts -A -o json') or, with --live or --kubeconfig, from the cl
 nothing is written). Without -f it plans "no change" and reports the drift: an audit.
 
 With --release NAME the RBLNDrivers and RBLNClusterPolicy now are the deployed release's: its
-values, read through Helm's SDK from the release's namespace (as 'helm get values' shows them),
-rendered with this driverguard's chart; -f/--set are the new values, as for 'helm upgrade'
+values (as 'helm get values' shows them), read from its latest revision in Helm's storage in the
+release's namespace (HELM_DRIVER secret, the default, or configmap), decompressed through
+--max-release-size, rendered with this driverguard's chart; -f/--set are the new values, as for 'helm upgrade'
 (not --reuse-values). This answers for nodes the question 'helm diff upgrade' answers for
 manifests. With --live the cluster's own RBLNDrivers are read instead (drift included).
+
+-o json is the contract of SPEC §8 plus what the plan was made from ("inputs": the values files
+and flags, the release, what each part of the cluster was read from, the driverguard, the time)
+and the values that undo the change ("rollback"). -o markdown is a change ticket: the same
+inputs, the tables, each node's procedure as a shell block, the blockers and images as
+checklists, and the rollback values, proven by rendering them after the new values.
 
 Exit codes: 0 the plan can proceed; 1 it cannot as is (a denial the webhook would make, a node
 that would lose its driver unacknowledged, a blocked node, a missing image, invalid values);
@@ -57,6 +62,7 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			job.ExplicitReleaseName = cmd.Flags().Changed("release-name")
 			job.OnRelease = func(d *action.DeployedRelease, live bool) { printReleaseNotice(s.Err, d, live) }
+			job.Now, job.Version = s.Now, s.version()
 			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
@@ -74,7 +80,9 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 	f := cmd.Flags()
 	f.StringVar(&job.Cluster.Workloads, "pods", "", "Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets in one stream ('kubectl get pods,pdb,rs,deploy,sts -A -o json'; YAML too, slower on large clusters): drain blockers and the driver pods to delete")
 	addLiveFlags(f, &job.Live, "Nodes, RBLNDrivers, the RBLNClusterPolicy, Pods, PodDisruptionBudgets, ReplicaSets, Deployments, StatefulSets")
-	f.StringVar(&job.Release, "release", "", "plan from a deployed Helm release: its values (read through Helm's SDK, as 'helm get values') rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
+	f.StringVar(&job.Release, "release", "", "plan from a deployed Helm release: its values (as 'helm get values' shows them) rendered are the RBLNDrivers and RBLNClusterPolicy now, and -f/--set the new values, as for 'helm upgrade' (without them: no change)")
+	job.MaxReleaseBytes = action.DefaultMaxReleaseBytes
+	f.Var((*sizeValue)(&job.MaxReleaseBytes), action.FlagMaxReleaseSize, "the largest --release revision read, decompressed (Helm stores it gzipped), in bytes or as a quantity (64Mi)")
 	f.StringVarP(&job.Target.Namespace, "namespace", "n", "", "namespace of the --release (default: the kubeconfig context's; as a Helm plugin, Helm's -n)")
 	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	output.register(f)
@@ -120,15 +128,7 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	}
 	printRollout(w, p, "", "")
 	printBlockers(w, p, "  ")
-	if len(p.MissingImages) > 0 {
-		fmt.Fprintln(w, "\nMissing images:")
-		for _, m := range p.MissingImages {
-			fmt.Fprintf(w, "  %s: %s\n", m.Pool, m.Image)
-		}
-	}
-	for _, m := range p.ImageWarnings {
-		fmt.Fprintf(w, "\nWarning: image %s (%s) could not be checked: %s\n", m.Image, m.Pool, m.Detail)
-	}
+	printPlanImages(w, p)
 	if len(p.Denials) > 0 {
 		fmt.Fprintln(w, "\nDenied (not applied):")
 		for _, d := range p.Denials {
@@ -156,6 +156,35 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 		fmt.Fprintln(w, "The plan cannot proceed as is: "+strings.Join(p.Reasons, "; ")+".")
 	}
 	return nil
+}
+
+// printPlanImages says what the registry check covered, then the images missing and those
+// no registry answered for.
+func printPlanImages(w io.Writer, p *action.PlanReport) {
+	fmt.Fprintf(w, "\n%s\n", sentence(p.ImageCheck.String()))
+	if c := p.ImageCheck.Caveat(); c != "" {
+		fmt.Fprintf(w, "Warning: %s.\n", c)
+	}
+	if len(p.MissingImages) > 0 {
+		fmt.Fprintln(w, "Missing images:")
+		for _, m := range p.MissingImages {
+			fmt.Fprintf(w, "  %s: %s\n", m.Pool, m.Image)
+		}
+	}
+	if len(p.ImageWarnings) > 0 {
+		fmt.Fprintln(w, "Not verified (-o json has each registry's error):")
+		for _, m := range p.ImageWarnings {
+			fmt.Fprintf(w, "  %s: %s (%s)\n", m.Pool, m.Image, m.Reason)
+		}
+	}
+}
+
+// sentence starts s with a capital and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 func printRollout(w io.Writer, p *action.PlanReport, heading, indent string) {
@@ -192,138 +221,6 @@ func printBlockers(w io.Writer, p *action.PlanReport, indent string) {
 			fmt.Fprintf(w, "%s%s %s %s (%s): %s\n", indent, n.Name, b.Kind, b.Pod, verdict, b.Detail)
 		}
 	}
-}
-
-// printPlanMarkdown writes the plan as a change ticket a reviewer can approve: scope, batches,
-// blockers, missing images and the rollback.
-func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) error {
-	s := p.Summary
-	fmt.Fprintf(w, "# Driver rollout plan\n\n")
-	status := "**Can proceed.**"
-	if !p.Proceed {
-		status = "**Cannot proceed as is:** " + strings.Join(p.Reasons, "; ") + "."
-	}
-	fmt.Fprintf(w, "%s\n\n", status)
-	fmt.Fprintf(w, "## Scope\n\n%d upgrade, %d change owner, %d lose driver, %d gain driver, %d held, %d blocked; %d batch(es).\n\n",
-		s.Upgrade, s.ChangeOwner, s.LoseDriver, s.GainDriver, s.Held, s.Blocked, s.Batches)
-	fmt.Fprintln(w, "| RBLNDriver | action | version | selector |")
-	fmt.Fprintln(w, "|---|---|---|---|")
-	for _, d := range p.Drivers {
-		sel := selectorChange(d)
-		fmt.Fprintf(w, "| %s | %s | %s | `%s` |\n", d.Name, d.Action, arrow(d.OldVersion, d.NewVersion), sel)
-	}
-	fmt.Fprintln(w, "\n| node | action | owner | pool | image |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
-	for _, n := range p.Nodes {
-		if n.Action == action.NodeNone {
-			continue
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | `%s` |\n", n.Name, n.Action, arrow(n.OldOwner, n.NewOwner), dash(n.Pool), arrow(n.OldImage, n.NewImage))
-	}
-	fmt.Fprintln(w, "\n## Rollout")
-	if len(p.Batches) == 0 && len(p.Manual) == 0 {
-		fmt.Fprintln(w, "\nNo driver pod restarts.")
-	}
-	printRollout(w, p, "", "")
-	fmt.Fprintln(w, "\n## Blockers")
-	fmt.Fprintln(w)
-	found := false
-	for _, n := range p.Nodes {
-		for _, b := range n.Blockers {
-			found = true
-			mark := "blocks"
-			if !b.Blocks {
-				mark = "warning"
-			}
-			fmt.Fprintf(w, "- [ ] %s `%s` %s (%s): %s\n", n.Name, b.Pod, b.Kind, mark, b.Detail)
-		}
-	}
-	if !found {
-		fmt.Fprintln(w, "None found.")
-	}
-	fmt.Fprintln(w, "\n## Images")
-	switch {
-	case len(p.MissingImages) > 0:
-		fmt.Fprintln(w)
-		for _, m := range p.MissingImages {
-			fmt.Fprintf(w, "- [ ] missing: `%s` (pool %s)\n", m.Image, m.Pool)
-		}
-	default:
-		fmt.Fprintln(w, "\nNo missing image found (with --check-images; without it, images were not checked).")
-	}
-	if len(p.Drift) > 0 {
-		fmt.Fprintln(w, "\n## Drift now")
-		fmt.Fprintln(w)
-		for _, d := range p.Drift {
-			fmt.Fprintf(w, "- %s %s: %s\n", d.Node, d.Kind, d.Detail)
-		}
-	}
-	fmt.Fprintln(w, "\n## Rollback")
-	fmt.Fprintf(w, "\n`helm rollback %s` restores the previous revision (`helm get values %s --revision N` shows its values). What this change replaces, as values:\n\n", releaseName, releaseName)
-	fmt.Fprint(w, rollbackValues(p.Drivers))
-	return nil
-}
-
-// rollbackValues is the version and nodeSelector each changed RBLNDriver has now, as the
-// values that restore them (rbln-driver is driver.*, rbln-driver-KEY is driver.instances.KEY).
-func rollbackValues(drivers []action.DriverPlan) string {
-	var b strings.Builder
-	var instances []string
-	def := ""
-	for _, d := range drivers {
-		var block string
-		switch d.Action {
-		case action.DriverUpdate, action.DriverDelete:
-			block = fmt.Sprintf("image:\n  tag: %q\n", d.OldVersion)
-			if len(d.OldNodeSelector) > 0 {
-				block += "nodeSelector:\n"
-				for _, k := range slices.Sorted(maps.Keys(d.OldNodeSelector)) {
-					block += fmt.Sprintf("  %s: %q\n", k, d.OldNodeSelector[k])
-				}
-			}
-			if d.Action == action.DriverDelete {
-				block = "# deleted by this change; restore the entry:\n" + block
-			}
-		case action.DriverCreate:
-			block = "# created by this change: remove this entry\n"
-		default:
-			continue
-		}
-		if d.Name == v1alpha1.DefaultDriverName {
-			def = block
-			continue
-		}
-		key := strings.TrimPrefix(d.Name, v1alpha1.DefaultDriverName+"-")
-		instances = append(instances, key+":\n"+indent(block, "  "))
-	}
-	if def == "" && len(instances) == 0 {
-		return "Nothing changes.\n"
-	}
-	b.WriteString("```yaml\ndriver:\n")
-	b.WriteString(indent(def, "  "))
-	if len(instances) > 0 {
-		b.WriteString("  instances:\n")
-		for _, in := range instances {
-			b.WriteString(indent(in, "    "))
-		}
-	}
-	b.WriteString("```\n")
-	return b.String()
-}
-
-// indent prefixes every line of s.
-func indent(s, prefix string) string {
-	if s == "" {
-		return ""
-	}
-	lines := strings.SplitAfter(s, "\n")
-	var b strings.Builder
-	for _, l := range lines {
-		if l != "" {
-			b.WriteString(prefix + l)
-		}
-	}
-	return b.String()
 }
 
 // selectorChange is a driver's nodeSelector, old -> new when an update changes it.

@@ -148,7 +148,7 @@ func printNodeReport(w io.Writer, nr *action.NodeReport) error {
 		title = "NODE CHANGES (compared with the nodes' " + v1alpha1.LabelOwner + " labels: the current RBLNDrivers were not given, so upgrades are not known; --drivers or --live compares as driverguard plan does)"
 	}
 	printSection(w, title, lines)
-	printImages(w, nr.Images)
+	printImages(w, nr.Images, nr.ImageCheck)
 	return nil
 }
 

@@ -39,9 +39,10 @@ output for ties and invalid resources.`,
 			for _, w := range res.InputWarnings {
 				fmt.Fprintln(s.Err, "Warning:", w)
 			}
-			return output.print(s.Out, res.Routing.Contract(), func(w io.Writer) error {
+			out := routeJSON{RouteContract: res.Routing.Contract(), ImageCheck: res.ImageCheck, Images: res.Images, InputWarnings: nonNilStrings(res.InputWarnings)}
+			return output.print(s.Out, out, func(w io.Writer) error {
 				printRouting(w, res.Routing)
-				printImages(w, res.Images)
+				printImages(w, res.Images, res.ImageCheck)
 				return nil
 			})
 		},
@@ -51,6 +52,17 @@ output for ties and invalid resources.`,
 	addImageFlags(cmd.Flags(), &job.CheckImages, &job.ImageTimeout, "HEAD every composed driver image in its registry; only a 404 fails a pool", "timeout of one image check")
 	output.register(cmd.Flags())
 	return cmd
+}
+
+// routeJSON is the route contract and what the registry check covered (keys added to the
+// contract, as SPEC §7 allows): imageCheck always (checked false without --check-images), the
+// registry's answer per image with --check-images.
+type routeJSON struct {
+	action.RouteContract
+	ImageCheck action.ImageCheck    `json:"imageCheck"`
+	Images     []action.ImageResult `json:"images,omitempty"`
+	// InputWarnings are also said on stderr.
+	InputWarnings []string `json:"inputWarnings"`
 }
 
 // printRouting prints nodes, pools, ties and invalid resources as aligned tables.
@@ -85,11 +97,24 @@ func printRouting(w io.Writer, res *action.Routing) {
 	printSection(w, "INVALID RESOURCES (take no part in routing)", lines)
 }
 
-func printImages(w io.Writer, images []action.ImageResult) {
-	var lines []string
+// printImages prints what the registry check covered — how many images were found, missing
+// and not verified, and why — then every image not found or not verified; nothing without a
+// check.
+func printImages(w io.Writer, images []action.ImageResult, check action.ImageCheck) {
+	if !check.Checked {
+		return
+	}
+	lines := []string{check.String()}
+	if c := check.Caveat(); c != "" {
+		lines = append(lines, c)
+	}
 	for _, img := range images {
-		if img.Status != action.ImageFound {
+		switch img.Status {
+		case action.ImageFound:
+		case action.ImageNotFound:
 			lines = append(lines, fmt.Sprintf("%s: %s %s", img.Image, img.Status, img.Message))
+		default:
+			lines = append(lines, fmt.Sprintf("%s: NOT VERIFIED (%s): %s", img.Image, img.Reason, img.Cause()))
 		}
 	}
 	printSection(w, "IMAGE CHECK", lines)

@@ -286,6 +286,9 @@ func writeAuditSARIF(w io.Writer, out *action.AuditResult) error {
 	}
 	b.property("inputs", out.Inputs)
 	b.property("judgedAgainst", inputLines(out.Inputs, ""))
+	if out.Outcome.ImageCheck.Checked { // what the check covered: a pass is no result
+		b.property("imageCheck", out.Outcome.ImageCheck)
+	}
 	return b.write(w, omitted)
 }
 
