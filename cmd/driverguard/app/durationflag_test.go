@@ -2,7 +2,10 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -176,3 +179,69 @@ func TestDurationRangeWords(t *testing.T) {
 	assert.Equal(t, "0: no deadline, or 1s to 1m", durationRange{min: time.Second, max: time.Minute, zero: "no deadline"}.String())
 }
 
+// TestChartAuditIntervalsServeTakes (#30): the chart passes webhook.audit.interval and
+// imageInterval to serve --audit-interval and --audit-image-interval; its schema admits no
+// value serve refuses (a pod that crashloops on its flags), and every whole number of seconds
+// in serve's range, written as seconds or as Go writes durations (1h0m5s), is admitted.
+func TestChartAuditIntervalsServeTakes(t *testing.T) {
+	raw, err := os.ReadFile("../../../charts/driverguard/values.schema.json")
+	require.NoError(t, err)
+	var schema struct {
+		Properties struct {
+			Webhook struct {
+				Properties struct {
+					Audit struct {
+						Properties map[string]struct{ Pattern string }
+					}
+				}
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &schema))
+	cmd, _, err := newTestRoot().Find([]string{"serve"})
+	require.NoError(t, err)
+	for key, flag := range map[string]string{"interval": "audit-interval", "imageInterval": "audit-image-interval"} {
+		t.Run(key, func(t *testing.T) {
+			pattern := schema.Properties.Webhook.Properties.Audit.Properties[key].Pattern
+			require.NotEmpty(t, pattern)
+			re := regexp.MustCompile(pattern)
+			v := cmd.Flags().Lookup(flag).Value.(*onceValue).Value.(*durationValue)
+			takes := func(s string) bool {
+				var d time.Duration
+				return (&durationValue{p: &d, r: v.r}).Set(s) == nil
+			}
+			// Values the schema might admit: seconds, minutes, hours and their combinations,
+			// in and around the range, and what Go's String writes.
+			var candidates []string
+			for n := range 90_001 {
+				candidates = append(candidates, fmt.Sprintf("%ds", n), (time.Duration(n) * time.Second).String())
+			}
+			for n := range 1_501 {
+				candidates = append(candidates, fmt.Sprintf("%dm", n), fmt.Sprintf("%dm0s", n), fmt.Sprintf("%dm59s", n), fmt.Sprintf("%dm60s", n))
+			}
+			for h := range 30 {
+				candidates = append(candidates, fmt.Sprintf("%dh", h))
+				for m := range 62 {
+					candidates = append(candidates, fmt.Sprintf("%dh%dm", h, m), fmt.Sprintf("%dh%dm59s", h, m), fmt.Sprintf("%dh%ds", h, m))
+				}
+			}
+			candidates = append(candidates, "0.0001ns", "99999999h", "1.5h", "600000ms", "1h90m", "24h0m1s", "1440m1s", "86401s", "-1h", "10m ", " 10m")
+			admitted := 0
+			for _, s := range candidates {
+				if re.MatchString(s) {
+					admitted++
+					assert.True(t, takes(s), "the chart admits %s: %q, which serve --%s refuses", key, s, flag)
+				}
+			}
+			assert.Positive(t, admitted)
+			for sec := v.r.min / time.Second; sec <= v.r.max/time.Second; sec++ {
+				d := sec * time.Second
+				for _, s := range []string{fmt.Sprintf("%ds", sec), d.String(), formatDuration(d)} {
+					if !re.MatchString(s) {
+						t.Fatalf("the chart refuses %s: %q, in serve --%s's range", key, s, flag)
+					}
+				}
+			}
+		})
+	}
+}
