@@ -51,8 +51,9 @@ a change takes effect without a restart, and a file that does not compile is log
 file and line while the previous policies stay in force (metric driverguard_policy_load_failed).
 serve does not start when the policies do not compile at start-up.
 
-/healthz and /readyz are served on --health-addr (ready once the webhook listens and the
-cluster view has synced); Prometheus metrics and /policyz (the policy set and the latest
+/healthz and /readyz are served on --health-addr (ready once the webhook listens, the cluster
+view has synced and, with --register-webhooks, both configurations hold its webhooks with a
+caBundle that verifies its certificate); Prometheus metrics and /policyz (the policy set and the latest
 failed reload, with file and line) on --metrics-addr. On SIGTERM the server reports
 not ready for --shutdown-delay, then stops accepting connections and lets in-flight requests
 finish within --shutdown-timeout.
@@ -61,7 +62,11 @@ With --register-webhooks, once it serves, serve writes into the webhook configur
 --validating-webhook-configuration and --mutating-webhook-configuration the webhooks their
 driverguard.rebellions.ai/webhooks annotation holds (the chart's configurations carry none
 until then, so a fresh install never calls a webhook that is not running), keeps an injected
-caBundle, and writes them again whenever they change or disappear.`,
+caBundle, and writes them again whenever they change or disappear. While they are not
+registered (no permission to update the configurations, a caBundle that does not verify its
+certificate) serve is not ready, and says why: the log, the metrics driverguard_webhook_registered
+and driverguard_webhook_registration_failures_total{reason}, and an Event on its pod (named by
+POD_NAMESPACE, POD_NAME and POD_UID, as the chart passes them).`,
 		Example: `  driverguard serve --cert-dir /certs
   driverguard serve --cert-rotation --namespace driverguard --cert-secret driverguard-webhook-cert \
     --service-name driverguard-webhook --validating-webhook-configuration driverguard \
@@ -184,6 +189,8 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 	default:
 		return fmt.Errorf("--tls-min-version %q: use 1.2 or 1.3", o.tlsMinVersion)
 	}
+	// The pod the registration's Events are about (the chart's downward API).
+	server.Pod.Namespace, server.Pod.Name, server.Pod.UID = os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), os.Getenv("POD_UID")
 	if o.certRotation {
 		if o.rotation.Namespace == "" {
 			o.rotation.Namespace = os.Getenv("POD_NAMESPACE")
