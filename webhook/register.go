@@ -109,6 +109,11 @@ type Registrar struct {
 	// whenever a configuration's registration fails or comes back.
 	Events events.EventRecorder
 	Pod    *corev1.Pod
+	// Serving, when set, is closed once the server serves: Run writes nothing before (the API
+	// server would call a webhook that does not answer yet), but checks with a dry run that it
+	// may, so a pod that will never register says why from the start — even one whose server
+	// never starts (with --cert-rotation, the CA cannot be injected without the same right).
+	Serving <-chan struct{}
 
 	last map[string]written // used by Run's goroutine only
 
@@ -134,9 +139,26 @@ func (r *Registrar) Run(ctx context.Context) error {
 		go r.watch(ctx, r.Client.AdmissionregistrationV1().MutatingWebhookConfigurations(), r.Names.Mutating, poke)
 	}
 	go r.watchFiles(ctx, poke)
+	serves := func() bool {
+		if r.Serving == nil {
+			return true
+		}
+		select {
+		case <-r.Serving:
+			return true
+		default:
+			return false
+		}
+	}
 	backoff := time.Second
 	for {
-		err := r.Sync(ctx)
+		serving := serves()
+		var err error
+		if serving {
+			err = r.Sync(ctx)
+		} else {
+			err = r.probe(ctx)
+		}
 		wait := registrationResync
 		if err != nil {
 			if ctx.Err() != nil {
@@ -147,10 +169,16 @@ func (r *Registrar) Run(ctx context.Context) error {
 		} else {
 			backoff = time.Second
 		}
+		var started <-chan struct{} // nil (never ready) once serving
+		if !serving {
+			started = r.Serving
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-trigger:
+		case <-started:
+			backoff = time.Second
 		case <-time.After(wait):
 		}
 	}
@@ -217,9 +245,8 @@ func (r *Registrar) watch(ctx context.Context, c watcher, name string, poke func
 // Sync writes the webhooks of both configurations once, when they differ from the annotation,
 // and records whether this pod's webhooks are registered (Registered).
 func (r *Registrar) Sync(ctx context.Context) error {
-	ca, err := os.ReadFile(r.CAFile)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		err = fmt.Errorf("reading the CA %s: %w", r.CAFile, err)
+	readers, err := r.readers(ctx)
+	if err != nil {
 		for _, k := range r.configurations() {
 			r.record(k.kind, k.name, outcome{reason: ReasonCertificate, err: err})
 		}
@@ -227,26 +254,74 @@ func (r *Registrar) Sync(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	if n := r.Names.Validating; n != "" {
-		o := r.sync(ctx, kindValidating, n, configReader(ctx, n, ca,
-			r.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations(), ValidatingWebhooksOf,
-			func(c *admissionregistrationv1.ValidatingWebhookConfiguration) *[]admissionregistrationv1.ValidatingWebhook {
-				return &c.Webhooks
-			}))
-		r.record(kindValidating, n, o)
-		errs = append(errs, o.err)
-	}
-	if n := r.Names.Mutating; n != "" {
-		o := r.sync(ctx, kindMutating, n, configReader(ctx, n, ca,
-			r.Client.AdmissionregistrationV1().MutatingWebhookConfigurations(), MutatingWebhooksOf,
-			func(c *admissionregistrationv1.MutatingWebhookConfiguration) *[]admissionregistrationv1.MutatingWebhook {
-				return &c.Webhooks
-			}))
-		r.record(kindMutating, n, o)
+	for _, k := range r.configurations() {
+		o := r.sync(ctx, k.kind, k.name, readers[k])
+		r.record(k.kind, k.name, o)
 		errs = append(errs, o.err)
 	}
 	r.announce()
 	return errors.Join(errs...)
+}
+
+// probe checks, before the server serves, that the registrar may write the configurations: a
+// dry run of the write it will make. A refusal (no right to update them, webhooks the API
+// server rejects, a broken annotation) is recorded as a sync's failure would be; otherwise the
+// configuration waits for the server. A configuration that does not exist yet is waited for
+// silently (Helm 3 creates the webhook configurations after the Deployment).
+func (r *Registrar) probe(ctx context.Context) error {
+	readers, err := r.readers(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, k := range r.configurations() {
+		st, err := readers[k]()
+		var o outcome
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			o = outcome{reason: reasonOf(err), err: fmt.Errorf("%s %s: reading it: %w", k.kind, k.name, err)}
+		case st.wantErr != nil:
+			o = outcome{reason: ReasonBadAnnotation, err: fmt.Errorf("%s %s: %w", k.kind, k.name, st.wantErr)}
+		default:
+			if err := st.tryWrite(); err != nil {
+				o = outcome{reason: reasonOf(err), err: fmt.Errorf("%s %s: writing its webhooks (tried as a dry run before serving): %w", k.kind, k.name, err)}
+			}
+		}
+		if o.err == nil {
+			r.forget(k.kind, k.name)
+			continue
+		}
+		r.record(k.kind, k.name, o)
+		errs = append(errs, o.err)
+	}
+	r.announce()
+	return errors.Join(errs...)
+}
+
+// readers read each configuration, with the CA file's CA for webhooks without one.
+func (r *Registrar) readers(ctx context.Context) (map[configKey]func() (*configState, error), error) {
+	ca, err := os.ReadFile(r.CAFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading the CA %s: %w", r.CAFile, err)
+	}
+	out := map[configKey]func() (*configState, error){}
+	if n := r.Names.Validating; n != "" {
+		out[configKey{kindValidating, n}] = configReader(ctx, n, ca,
+			r.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations(), ValidatingWebhooksOf,
+			func(c *admissionregistrationv1.ValidatingWebhookConfiguration) *[]admissionregistrationv1.ValidatingWebhook {
+				return &c.Webhooks
+			})
+	}
+	if n := r.Names.Mutating; n != "" {
+		out[configKey{kindMutating, n}] = configReader(ctx, n, ca,
+			r.Client.AdmissionregistrationV1().MutatingWebhookConfigurations(), MutatingWebhooksOf,
+			func(c *admissionregistrationv1.MutatingWebhookConfiguration) *[]admissionregistrationv1.MutatingWebhook {
+				return &c.Webhooks
+			})
+	}
+	return out, nil
 }
 
 const (
@@ -278,6 +353,8 @@ type configState struct {
 	want  any // the webhooks its annotation holds (nil when wantErr is set)
 	live  any // the webhooks it holds
 	write func() (stored any, err error)
+	// tryWrite writes want as a dry run: the API server answers as to write, and stores nothing.
+	tryWrite func() error
 	// wantErr: the annotation is missing or not a list of webhooks.
 	wantErr error
 }
@@ -302,6 +379,11 @@ func configReader[C, W any](ctx context.Context, name string, ca []byte, c confi
 				return nil, err
 			}
 			return *webhooks(out), nil
+		}
+		st.tryWrite = func() error {
+			*webhooks(cfg) = want
+			_, err := c.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager, DryRun: []string{metav1.DryRunAll}})
+			return err
 		}
 		return st, nil
 	}

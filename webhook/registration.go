@@ -179,6 +179,15 @@ func (r *Registrar) record(kind, name string, o outcome) {
 	}
 }
 
+// forget drops what is known of configuration kind/name: not registered yet, nothing wrong.
+func (r *Registrar) forget(kind, name string) {
+	r.mu.Lock()
+	delete(r.status, kind+"/"+name)
+	r.mu.Unlock()
+	registerRegistrationMetrics()
+	registeredWebhooks.WithLabelValues(kind, name).Set(0)
+}
+
 // maxEventNote keeps an Event's note within the 1 kB the API server takes.
 const maxEventNote = 960
 

@@ -341,19 +341,14 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	}
 	if registrar != nil {
 		registrar.Events = mgr.GetEventRecorder("driverguard-webhook")
-		// Registered only once this replica answers: the API server calls no webhook before.
-		// Every replica registers (its readiness waits for it), not the audit's leader alone.
+		// Written only once this replica answers (the API server calls no webhook before);
+		// until then the registrar checks with dry runs that it may write them. Every replica
+		// registers (its readiness waits for it), not the audit's leader alone.
+		serving := make(chan struct{})
+		registrar.Serving = serving
 		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-			ready := make(chan struct{})
-			if err := waitReady(ctx, srv.StartedChecker(), state.Ready, func() { close(ready) }); err != nil {
-				return err
-			}
-			select {
-			case <-ready:
-				return registrar.Run(ctx)
-			case <-ctx.Done():
-				return nil
-			}
+			go func() { _ = waitReady(ctx, srv.StartedChecker(), state.Ready, func() { close(serving) }) }()
+			return registrar.Run(ctx)
 		})); err != nil {
 			return err
 		}

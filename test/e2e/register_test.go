@@ -130,6 +130,179 @@ func TestRegistrar(t *testing.T) {
 	})
 }
 
+// registration is a release's webhook set-up for a serve run as its ServiceAccount: a
+// namespace, the two webhook configurations (inert webhooks in their annotation, none
+// registered), the Pod serve's Events are about, and RBAC to read what serve reads and write
+// Events — but not to update the configurations until grant is created.
+type registration struct {
+	c                   client.Client
+	ns, name, user      string
+	pod                 *corev1.Pod
+	kubeconfig, certDir string
+	grant               *rbacv1.ClusterRoleBinding
+	health, metrics     int
+	logs                controlplane.LogBuffer
+}
+
+func newRegistration(t *testing.T, c client.Client, ns string, nsRules ...rbacv1.PolicyRule) *registration {
+	t.Helper()
+	f := &registration{c: c, ns: ns, name: ns + "-driverguard-webhook"}
+	f.user = "system:serviceaccount:" + ns + ":" + f.name
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	hooks := string(wt.MustJSON([]map[string]any{{"name": "inert." + ns + ".invalid", "admissionReviewVersions": []string{"v1"},
+		"sideEffects": "None", "rules": inertRules, "clientConfig": map[string]any{"service": map[string]any{"namespace": ns, "name": f.name}}}}))
+	create(t, c, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: f.name,
+		Annotations: map[string]string{webhook.AnnotationWebhooks: hooks}}})
+	create(t, c, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: f.name,
+		Annotations: map[string]string{webhook.AnnotationWebhooks: hooks}}})
+	// The pod serve runs in (its Events land on it; the chart passes the downward API).
+	f.pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name + "-0"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "webhook", Image: "driverguard.invalid/driverguard"}}}}
+	create(t, c, f.pod)
+	t.Setenv("POD_NAMESPACE", ns)
+	t.Setenv("POD_NAME", f.pod.Name)
+	t.Setenv("POD_UID", string(f.pod.UID))
+
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: f.user}}
+	create(t, c, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.name + "-read"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"rebellions.ai"}, Resources: []string{"rblndrivers", "rblnclusterpolicies"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},
+	}})
+	create(t, c, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: f.name + "-read"}, Subjects: subject,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: f.name + "-read"}})
+	create(t, c, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name}, Rules: append([]rbacv1.PolicyRule{
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}}}, nsRules...)})
+	create(t, c, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name}, Subjects: subject,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: f.name}})
+	updater := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: f.name + "-update"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
+			ResourceNames: []string{f.name}, Verbs: []string{"update", "patch"}}}}
+	create(t, c, updater)
+	f.grant = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: f.name + "-update"}, Subjects: subject,
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: updater.Name}}
+
+	dir := t.TempDir()
+	f.kubeconfig, f.certDir = filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "certs")
+	if err := controlplane.WriteKubeconfig(suite.env, envtest.User{Name: f.user, Groups: []string{"system:authenticated"}}, f.kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(f.certDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// serve runs `driverguard serve --register-webhooks` (and args) as the user, in-process, until
+// the test ends.
+func (f *registration) serve(t *testing.T, args ...string) {
+	t.Helper()
+	f.health, f.metrics = controlplane.FreePort(t, nil), controlplane.FreePort(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	args = append([]string{"serve",
+		"--kubeconfig", f.kubeconfig, "--host", "127.0.0.1", "--port", strconv.Itoa(controlplane.FreePort(t, nil)), "--cert-dir", f.certDir,
+		"--health-addr", "127.0.0.1:" + strconv.Itoa(f.health), "--metrics-addr", "127.0.0.1:" + strconv.Itoa(f.metrics),
+		"--validating-webhook-configuration", f.name, "--mutating-webhook-configuration", f.name, "--register-webhooks",
+		"--shutdown-delay", "0s", "--log-format", "text"}, args...)
+	go func() {
+		done <- app.Run(ctx, app.Streams{In: bytes.NewReader(nil), Out: io.Discard, Err: &f.logs}, args)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited with %d; logs:\n%s", code, f.logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s of cancellation")
+		}
+		if t.Failed() {
+			t.Logf("serve's log:\n%s", f.logs.Tail(40))
+		}
+	})
+}
+
+func (f *registration) get(path string) (int, string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", f.health, path))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// notReady waits until /readyz fails because the webhooks are not registered, saying why; with
+// serving, the server must be serving and the cluster view synced meanwhile.
+func (f *registration) notReady(t *testing.T, why string, serving bool) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		if serving {
+			for _, check := range []string{"webhook-server", "cluster-view"} {
+				if code, body := f.get("/readyz/" + check); code != http.StatusOK {
+					return fmt.Errorf("%s: HTTP %d %s", check, code, body)
+				}
+			}
+		}
+		if code, _ := f.get("/readyz"); code == http.StatusOK {
+			return fmt.Errorf("/readyz: HTTP 200 while the webhooks are not registered (%s)", why)
+		}
+		if code, body := f.get("/readyz/webhook-registration"); code == http.StatusOK || !strings.Contains(body, why) {
+			return fmt.Errorf("/readyz/webhook-registration: HTTP %d %q, want it to say %q", code, body, why)
+		}
+		return nil
+	})
+}
+
+func (f *registration) ready(t *testing.T) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		if code, body := f.get("/readyz"); code != http.StatusOK {
+			return fmt.Errorf("/readyz: HTTP %d %s", code, body)
+		}
+		return nil
+	})
+}
+
+// registered is driverguard_webhook_registered of configuration kind.
+func (f *registration) registered(t *testing.T, kind string) float64 {
+	t.Helper()
+	return metricValue(t, f.metrics, "driverguard_webhook_registered", map[string]string{"kind": kind, "name": f.name})
+}
+
+func (f *registration) failures(t *testing.T, kind, reason string) float64 {
+	t.Helper()
+	return metricValue(t, f.metrics, "driverguard_webhook_registration_failures_total", map[string]string{"kind": kind, "name": f.name, "reason": reason})
+}
+
+// event waits for an Event of reason on the pod whose note says says.
+func (f *registration) event(t *testing.T, reason, says string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		list := &eventsv1.EventList{}
+		if err := f.c.List(t.Context(), list, client.InNamespace(f.ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Pod" && e.Regarding.Name == f.pod.Name && e.Regarding.UID == f.pod.UID && e.Reason == reason && strings.Contains(e.Note, says) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Event on Pod %s saying %q among %d", reason, f.pod.Name, says, len(list.Items))
+	})
+}
+
+func (f *registration) webhooks(t *testing.T) (v admissionregistrationv1.ValidatingWebhookConfiguration, m admissionregistrationv1.MutatingWebhookConfiguration) {
+	t.Helper()
+	require.NoError(t, f.c.Get(t.Context(), client.ObjectKey{Name: f.name}, &v))
+	require.NoError(t, f.c.Get(t.Context(), client.ObjectKey{Name: f.name}, &m))
+	return v, m
+}
+
 // TestServeReadyOnlyWhenRegistered (#30): `serve --register-webhooks` run as a ServiceAccount
 // that may read but not update its webhook configurations was Ready (/readyz 200) with
 // `webhooks` null: every RBLNDriver write went unjudged, and nothing said so. Now it is Ready
@@ -140,203 +313,108 @@ func TestRegistrar(t *testing.T) {
 // readiness away again.
 func TestServeReadyOnlyWhenRegistered(t *testing.T) {
 	c, _ := newClient(t)
-	const (
-		ns   = "ready-e2e"
-		name = "ready-e2e-driverguard-webhook"
-		user = "system:serviceaccount:" + ns + ":" + name
-	)
-	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	svc := map[string]any{"namespace": ns, "name": name}
-	hooks := func(n string) string {
-		return string(wt.MustJSON([]map[string]any{{"name": n, "admissionReviewVersions": []string{"v1"}, "sideEffects": "None",
-			"rules": inertRules, "clientConfig": map[string]any{"service": svc}}}))
-	}
-	create(t, c, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Annotations: map[string]string{webhook.AnnotationWebhooks: hooks("inert.ready-e2e.invalid")}}})
-	create(t, c, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Annotations: map[string]string{webhook.AnnotationWebhooks: hooks("inert.ready-e2e.invalid")}}})
-	// The pod serve runs in (its Events land on it; the chart passes the downward API).
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-0"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "webhook", Image: "driverguard.invalid/driverguard"}}}}
-	create(t, c, pod)
-	t.Setenv("POD_NAMESPACE", ns)
-	t.Setenv("POD_NAME", pod.Name)
-	t.Setenv("POD_UID", string(pod.UID))
-
-	// What serve reads, and Events in its namespace; the webhook configurations: read only.
-	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user}}
-	create(t, c, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + "-read"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"rebellions.ai"}, Resources: []string{"rblndrivers", "rblnclusterpolicies"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},
-	}})
-	create(t, c, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name + "-read"}, Subjects: subject,
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name + "-read"}})
-	create(t, c, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-events"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}}}})
-	create(t, c, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-events"}, Subjects: subject,
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name + "-events"}})
-	updater := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + "-update"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
-			ResourceNames: []string{name}, Verbs: []string{"update", "patch"}}}}
-	create(t, c, updater)
-	grant := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name + "-update"}, Subjects: subject,
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: updater.Name}}
-
-	dir := t.TempDir()
-	kubeconfig, certDir := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "certs")
-	if err := controlplane.WriteKubeconfig(suite.env, envtest.User{Name: user, Groups: []string{"system:authenticated"}}, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(certDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	dns := name + "." + ns + ".svc"
+	f := newRegistration(t, c, "ready-e2e")
+	dns := f.name + "." + f.ns + ".svc"
 	ca := wt.NewCA(t, "ready-e2e-ca")
-	wt.WriteKeyPair(t, certDir, ca.Issue(t, dns, x509.ExtKeyUsageServerAuth, dns))
-	if err := os.WriteFile(filepath.Join(certDir, "ca.crt"), ca.PEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port, health, metrics := controlplane.FreePort(t, nil), controlplane.FreePort(t, nil), controlplane.FreePort(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	var logs controlplane.LogBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- app.Run(ctx, app.Streams{In: bytes.NewReader(nil), Out: io.Discard, Err: &logs}, []string{"serve",
-			"--kubeconfig", kubeconfig, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--cert-dir", certDir,
-			"--health-addr", "127.0.0.1:" + strconv.Itoa(health), "--metrics-addr", "127.0.0.1:" + strconv.Itoa(metrics),
-			"--validating-webhook-configuration", name, "--mutating-webhook-configuration", name, "--register-webhooks",
-			"--shutdown-delay", "0s", "--log-format", "text"})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("serve exited with %d; logs:\n%s", code, logs.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop within 30s of cancellation")
-		}
-		if t.Failed() {
-			t.Logf("serve's log:\n%s", logs.Tail(40))
-		}
-	})
-	get := func(path string) (int, string) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", health, path))
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	notReady := func(why string) {
-		t.Helper()
-		eventually(t, 60*time.Second, func() error {
-			for _, check := range []string{"webhook-server", "cluster-view"} {
-				if code, body := get("/readyz/" + check); code != http.StatusOK {
-					return fmt.Errorf("%s: HTTP %d %s", check, code, body)
-				}
-			}
-			if code, _ := get("/readyz"); code == http.StatusOK {
-				return fmt.Errorf("/readyz: HTTP 200 while the webhooks are not registered (%s)", why)
-			}
-			if code, body := get("/readyz/webhook-registration"); code == http.StatusOK || !strings.Contains(body, why) {
-				return fmt.Errorf("/readyz/webhook-registration: HTTP %d %q, want it to say %q", code, body, why)
-			}
-			return nil
-		})
-	}
-	ready := func() {
-		t.Helper()
-		eventually(t, 60*time.Second, func() error {
-			if code, body := get("/readyz"); code != http.StatusOK {
-				return fmt.Errorf("/readyz: HTTP %d %s", code, body)
-			}
-			return nil
-		})
-	}
-	registered := func(kind string) float64 {
-		t.Helper()
-		return metricValue(t, metrics, "driverguard_webhook_registered", map[string]string{"kind": kind, "name": name})
-	}
-	event := func(reason, says string) {
-		t.Helper()
-		eventually(t, 30*time.Second, func() error {
-			list := &eventsv1.EventList{}
-			if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
-				return err
-			}
-			for _, e := range list.Items {
-				if e.Regarding.Kind == "Pod" && e.Regarding.Name == pod.Name && e.Regarding.UID == pod.UID && e.Reason == reason && strings.Contains(e.Note, says) {
-					return nil
-				}
-			}
-			return fmt.Errorf("no %s Event on Pod %s saying %q among %d", reason, pod.Name, says, len(list.Items))
-		})
-	}
-	webhooks := func() (v admissionregistrationv1.ValidatingWebhookConfiguration, m admissionregistrationv1.MutatingWebhookConfiguration) {
-		t.Helper()
-		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, &v))
-		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, &m))
-		return v, m
-	}
+	wt.WriteKeyPair(t, f.certDir, ca.Issue(t, dns, x509.ExtKeyUsageServerAuth, dns))
+	require.NoError(t, os.WriteFile(filepath.Join(f.certDir, "ca.crt"), ca.PEM, 0o600))
+	f.serve(t)
 
 	// No permission to update the configurations: serving, synced, and not Ready.
-	notReady("forbidden")
-	v, m := webhooks()
+	f.notReady(t, "forbidden", true)
+	v, m := f.webhooks(t)
 	assert.Empty(t, v.Webhooks)
 	assert.Empty(t, m.Webhooks)
-	assert.Zero(t, registered("ValidatingWebhookConfiguration"))
-	assert.Zero(t, registered("MutatingWebhookConfiguration"))
-	assert.Positive(t, metricValue(t, metrics, "driverguard_webhook_registration_failures_total",
-		map[string]string{"kind": "ValidatingWebhookConfiguration", "name": name, "reason": "Forbidden"}))
-	event("WebhookRegistrationFailed", "forbidden")
-	assert.Contains(t, logs.String(), "not ready")
+	assert.Zero(t, f.registered(t, "ValidatingWebhookConfiguration"))
+	assert.Zero(t, f.registered(t, "MutatingWebhookConfiguration"))
+	assert.Positive(t, f.failures(t, "ValidatingWebhookConfiguration", "Forbidden"))
+	f.event(t, "WebhookRegistrationFailed", "forbidden")
+	assert.Contains(t, f.logs.String(), "not ready")
 
 	// Granted: registered with the CA, Ready.
-	create(t, c, grant)
-	ready()
-	v, m = webhooks()
+	create(t, c, f.grant)
+	f.ready(t)
+	v, m = f.webhooks(t)
 	require.Len(t, v.Webhooks, 1)
 	require.Len(t, m.Webhooks, 1)
 	assert.Equal(t, ca.PEM, v.Webhooks[0].ClientConfig.CABundle)
 	assert.Equal(t, ca.PEM, m.Webhooks[0].ClientConfig.CABundle)
-	assert.Equal(t, 1.0, registered("ValidatingWebhookConfiguration"))
-	assert.Equal(t, 1.0, registered("MutatingWebhookConfiguration"))
-	event("WebhooksRegistered", name)
+	assert.Equal(t, 1.0, f.registered(t, "ValidatingWebhookConfiguration"))
+	assert.Equal(t, 1.0, f.registered(t, "MutatingWebhookConfiguration"))
+	f.event(t, "WebhooksRegistered", f.name)
 
 	// The permission taken away, then the configuration emptied by hand: not Ready.
-	deleteAndWait(t, c, grant)
+	deleteAndWait(t, c, f.grant)
 	v.Webhooks = nil
 	require.NoError(t, c.Update(t.Context(), &v))
-	notReady("forbidden")
-	assert.Zero(t, registered("ValidatingWebhookConfiguration"))
-	assert.Equal(t, 1.0, registered("MutatingWebhookConfiguration"), "the mutating configuration still holds its webhook")
-	grant.ResourceVersion, grant.UID = "", ""
-	create(t, c, grant)
-	ready()
+	f.notReady(t, "forbidden", true)
+	assert.Zero(t, f.registered(t, "ValidatingWebhookConfiguration"))
+	assert.Equal(t, 1.0, f.registered(t, "MutatingWebhookConfiguration"), "the mutating configuration still holds its webhook")
+	f.grant.ResourceVersion, f.grant.UID = "", ""
+	create(t, c, f.grant)
+	f.ready(t)
 
 	// A certificate rotated under the configurations (a new CA, mounted as the kubelet would):
 	// their caBundle no longer verifies it, so the API server could not call this pod. Once
 	// the injector (cert-controller, cert-manager) writes the new CA, Ready again.
 	rotated := wt.NewCA(t, "ready-e2e-ca-2")
-	wt.WriteKeyPair(t, certDir, rotated.Issue(t, dns, x509.ExtKeyUsageServerAuth, dns))
-	require.NoError(t, os.WriteFile(filepath.Join(certDir, "ca.crt"), rotated.PEM, 0o600))
-	notReady("does not verify this pod's serving certificate")
-	assert.Zero(t, registered("ValidatingWebhookConfiguration"))
-	assert.Positive(t, metricValue(t, metrics, "driverguard_webhook_registration_failures_total",
-		map[string]string{"kind": "ValidatingWebhookConfiguration", "name": name, "reason": "CANotTrusted"}))
-	event("WebhookRegistrationFailed", "does not verify this pod's serving certificate")
-	v, m = webhooks()
+	wt.WriteKeyPair(t, f.certDir, rotated.Issue(t, dns, x509.ExtKeyUsageServerAuth, dns))
+	require.NoError(t, os.WriteFile(filepath.Join(f.certDir, "ca.crt"), rotated.PEM, 0o600))
+	f.notReady(t, "does not verify this pod's serving certificate", true)
+	assert.Zero(t, f.registered(t, "ValidatingWebhookConfiguration"))
+	assert.Positive(t, f.failures(t, "ValidatingWebhookConfiguration", "CANotTrusted"))
+	f.event(t, "WebhookRegistrationFailed", "does not verify this pod's serving certificate")
+	v, m = f.webhooks(t)
 	v.Webhooks[0].ClientConfig.CABundle = rotated.PEM
 	m.Webhooks[0].ClientConfig.CABundle = rotated.PEM
 	require.NoError(t, c.Update(t.Context(), &v))
 	require.NoError(t, c.Update(t.Context(), &m))
-	ready()
+	f.ready(t)
+}
+
+// TestServeSaysWhyBeforeItServes (#30): with --cert-rotation (the chart's default) and no
+// permission to update the webhook configurations, the CA cannot be injected either, so the
+// server never starts — and serve used to say nothing of its own while it was never ready
+// (cert-controller gave up after about 17 minutes and the pod restarted). Before it serves,
+// the registrar tries its write as a dry run: /readyz, the metric and an Event say that it may
+// not update the configurations. Granted, it starts, registers and becomes ready.
+func TestServeSaysWhyBeforeItServes(t *testing.T) {
+	c, _ := newClient(t)
+	f := newRegistration(t, c, "rotation-e2e",
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "update"}})
+	secret := f.name + "-cert"
+	create(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret}})
+	// The kubelet mounts the Secret once cert-controller filled it.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			var s corev1.Secret
+			if c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: secret}, &s) == nil && len(s.Data["tls.crt"]) > 0 {
+				for _, k := range []string{"ca.crt", "tls.key", "tls.crt"} {
+					_ = os.WriteFile(filepath.Join(f.certDir, k), s.Data[k], 0o600)
+				}
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	f.serve(t, "--cert-rotation", "--namespace", f.ns, "--cert-secret", secret, "--service-name", f.name)
+
+	f.notReady(t, "tried as a dry run before serving", false)
+	f.notReady(t, "forbidden", false)
+	assert.NotEqual(t, http.StatusOK, func() int { code, _ := f.get("/readyz/webhook-server"); return code }(), "the server does not start without its CA injected")
+	assert.Positive(t, f.failures(t, "ValidatingWebhookConfiguration", "Forbidden"))
+	f.event(t, "WebhookRegistrationFailed", "forbidden")
+	v, _ := f.webhooks(t)
+	assert.Empty(t, v.Webhooks, "nothing registered before serving")
+
+	create(t, c, f.grant)
+	f.ready(t)
+	v, m := f.webhooks(t)
+	require.Len(t, v.Webhooks, 1)
+	require.Len(t, m.Webhooks, 1)
+	f.event(t, "WebhooksRegistered", f.name)
 }
 
 // metricValue reads the value of the sample of metric with these labels from a metrics
