@@ -66,7 +66,10 @@ var explanations = map[string]explanation{
 const (
 	dnsSubdomainPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	quantityPattern     = `^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$`
-	durationPattern     = `^0*[1-9][0-9]{0,4}(\.[0-9]+)?(ns|us|µs|ms|s|m|h)([0-9]{1,5}(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`
+	// The audit's intervals: whole hours, minutes and seconds within serve's range of
+	// --audit-interval (10s to 24h) and --audit-image-interval (1m to 24h).
+	auditIntervalPattern = `^(([1-9]|1[0-9]|2[0-3])h([0-5]?[0-9]m)?([0-5]?[0-9]s)?|24h(0m)?(0s)?|([1-9][0-9]{0,2}|1[0-3][0-9]{2}|14[0-3][0-9])m([0-5]?[0-9]s)?|1440m(0s)?|([1-9][0-9]|[1-9][0-9]{2,3}|[1-7][0-9]{4}|8[0-5][0-9]{3}|86[0-3][0-9]{2}|86400)s)$`
+	imageIntervalPattern = `^(([1-9]|1[0-9]|2[0-3])h([0-5]?[0-9]m)?([0-5]?[0-9]s)?|24h(0m)?(0s)?|([1-9][0-9]{0,2}|1[0-3][0-9]{2}|14[0-3][0-9])m([0-5]?[0-9]s)?|1440m(0s)?|([6-9][0-9]|[1-9][0-9]{2,3}|[1-7][0-9]{4}|8[0-5][0-9]{3}|86[0-3][0-9]{2}|86400)s)$`
 )
 
 // phrasers word a string that fails a pattern (or a length bound beside it), by pattern:
@@ -82,7 +85,8 @@ var phrasers = map[string]func(string, *field.Path) field.ErrorList{
 	dgvalidation.LabelValuePattern:  messages(validation.IsValidLabelValue, "is not a valid label value: "),
 	dnsSubdomainPattern:             messages(validation.IsDNS1123Subdomain, ""),
 	quantityPattern:                 invalid("", "must be a quantity such as 500m, 2 or 128Mi"),
-	durationPattern:                 invalid("", "must be a positive duration such as 10m, 90s or 1h30m"),
+	auditIntervalPattern:            invalid("", "must be a duration from 10s to 24h in whole hours, minutes and seconds, such as 10m, 90s or 1h30m"),
+	imageIntervalPattern:            invalid("", "must be a duration from 1m to 24h in whole hours, minutes and seconds, such as 1h, 90m or 1h30m"),
 }
 
 // invalid words "" as a required value (when required says what it is), anything else as

@@ -1,21 +1,26 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 )
 
 // AnnotationWebhooks holds, on a webhook configuration the chart installs, the JSON list of
@@ -84,6 +89,10 @@ func webhooksOf[W any](annotations map[string]string, live []W, ca []byte, parts
 // owned them, a hand edit). Every replica runs it: they all write the same content, so they
 // agree. A configuration that does not exist is waited for, not created: Helm owns the
 // objects, and `helm uninstall` deletes them with nothing left to fail closed.
+//
+// It also says whether this pod's webhooks are registered — [Registrar.Registered], serve's
+// readiness check — with the metrics driverguard_webhook_registered and
+// driverguard_webhook_registration_failures_total, the log, and Events on Pod.
 type Registrar struct {
 	Client kubernetes.Interface
 	// Names of the configurations; either may be empty.
@@ -91,9 +100,27 @@ type Registrar struct {
 	// CAFile holds the CA of the serving certificate (ca.crt of the mounted Secret), used for
 	// webhooks that no injector has given a caBundle yet. A missing file means none.
 	CAFile string
-	Log    logr.Logger
+	// CertFile is this pod's serving certificate (tls.crt, with any intermediates): a webhook
+	// counts as registered only when its caBundle verifies it, as the API server will. Empty:
+	// the caBundle is not checked.
+	CertFile string
+	Log      logr.Logger
+	// Events, when set, records an Event on Pod (only its namespace, name and UID are read)
+	// whenever a configuration's registration fails or comes back.
+	Events events.EventRecorder
+	Pod    *corev1.Pod
+	// Serving, when set, is closed once the server serves: Run writes nothing before (the API
+	// server would call a webhook that does not answer yet), but checks with a dry run that it
+	// may, so a pod that will never register says why from the start — even one whose server
+	// never starts (with --cert-rotation, the CA cannot be injected without the same right).
+	Serving <-chan struct{}
 
 	last map[string]written // used by Run's goroutine only
+
+	mu        sync.Mutex
+	status    map[string]*registration // by kind/name
+	announced string                   // what the last Event said, in short
+	cert      servingCert              // used by Sync's caller only
 }
 
 // Run registers the webhooks and keeps them registered until ctx ends.
@@ -111,9 +138,27 @@ func (r *Registrar) Run(ctx context.Context) error {
 	if r.Names.Mutating != "" {
 		go r.watch(ctx, r.Client.AdmissionregistrationV1().MutatingWebhookConfigurations(), r.Names.Mutating, poke)
 	}
+	go r.watchFiles(ctx, poke)
+	serves := func() bool {
+		if r.Serving == nil {
+			return true
+		}
+		select {
+		case <-r.Serving:
+			return true
+		default:
+			return false
+		}
+	}
 	backoff := time.Second
 	for {
-		err := r.Sync(ctx)
+		serving := serves()
+		var err error
+		if serving {
+			err = r.Sync(ctx)
+		} else {
+			err = r.probe(ctx)
+		}
 		wait := registrationResync
 		if err != nil {
 			if ctx.Err() != nil {
@@ -124,11 +169,49 @@ func (r *Registrar) Run(ctx context.Context) error {
 		} else {
 			backoff = time.Second
 		}
+		var started <-chan struct{} // nil (never ready) once serving
+		if !serving {
+			started = r.Serving
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-trigger:
+		case <-started:
+			backoff = time.Second
 		case <-time.After(wait):
+		}
+	}
+}
+
+// certPoll is how often the registrar reads the serving certificate and the CA file: the
+// kubelet replaces a rotated Secret's files without any event the registrar could watch.
+const certPoll = 5 * time.Second
+
+// watchFiles pokes when the serving certificate or the CA file changes, until ctx ends.
+func (r *Registrar) watchFiles(ctx context.Context, poke func()) {
+	read := func() []byte {
+		var out []byte
+		for _, f := range []string{r.CertFile, r.CAFile} {
+			if f != "" {
+				b, _ := os.ReadFile(f) // a missing file is a content too
+				out = append(append(out, b...), 0)
+			}
+		}
+		return out
+	}
+	last := read()
+	tick := time.NewTicker(certPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if now := read(); !bytes.Equal(now, last) {
+			last = now
+			poke()
 		}
 	}
 }
@@ -159,28 +242,104 @@ func (r *Registrar) watch(ctx context.Context, c watcher, name string, poke func
 	}
 }
 
-// Sync writes the webhooks of both configurations once, when they differ from the annotation.
+// Sync writes the webhooks of both configurations once, when they differ from the annotation,
+// and records whether this pod's webhooks are registered (Registered).
 func (r *Registrar) Sync(ctx context.Context) error {
-	ca, err := os.ReadFile(r.CAFile)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reading the CA: %w", err)
+	readers, err := r.readers(ctx)
+	if err != nil {
+		for _, k := range r.configurations() {
+			r.record(k.kind, k.name, outcome{reason: ReasonCertificate, err: err})
+		}
+		r.announce()
+		return err
 	}
 	var errs []error
+	for _, k := range r.configurations() {
+		o := r.sync(ctx, k.kind, k.name, readers[k])
+		r.record(k.kind, k.name, o)
+		errs = append(errs, o.err)
+	}
+	r.announce()
+	return errors.Join(errs...)
+}
+
+// probe checks, before the server serves, that the registrar may write the configurations: a
+// dry run of the write it will make. A refusal (no right to update them, webhooks the API
+// server rejects, a broken annotation) is recorded as a sync's failure would be; otherwise the
+// configuration waits for the server. A configuration that does not exist yet is waited for
+// silently (Helm 3 creates the webhook configurations after the Deployment).
+func (r *Registrar) probe(ctx context.Context) error {
+	readers, err := r.readers(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, k := range r.configurations() {
+		st, err := readers[k]()
+		var o outcome
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			o = outcome{reason: reasonOf(err), err: fmt.Errorf("%s %s: reading it: %w", k.kind, k.name, err)}
+		case st.wantErr != nil:
+			o = outcome{reason: ReasonBadAnnotation, err: fmt.Errorf("%s %s: %w", k.kind, k.name, st.wantErr)}
+		default:
+			if err := st.tryWrite(); err != nil {
+				o = outcome{reason: reasonOf(err), err: fmt.Errorf("%s %s: writing its webhooks (tried as a dry run before serving): %w", k.kind, k.name, err)}
+			}
+		}
+		if o.err == nil {
+			r.forget(k.kind, k.name)
+			continue
+		}
+		r.record(k.kind, k.name, o)
+		errs = append(errs, o.err)
+	}
+	r.announce()
+	return errors.Join(errs...)
+}
+
+// readers read each configuration, with the CA file's CA for webhooks without one.
+func (r *Registrar) readers(ctx context.Context) (map[configKey]func() (*configState, error), error) {
+	ca, err := os.ReadFile(r.CAFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading the CA %s: %w", r.CAFile, err)
+	}
+	out := map[configKey]func() (*configState, error){}
 	if n := r.Names.Validating; n != "" {
-		errs = append(errs, r.sync(ctx, "ValidatingWebhookConfiguration", n, configReader(ctx, n, ca,
+		out[configKey{kindValidating, n}] = configReader(ctx, n, ca,
 			r.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations(), ValidatingWebhooksOf,
 			func(c *admissionregistrationv1.ValidatingWebhookConfiguration) *[]admissionregistrationv1.ValidatingWebhook {
 				return &c.Webhooks
-			})))
+			})
 	}
 	if n := r.Names.Mutating; n != "" {
-		errs = append(errs, r.sync(ctx, "MutatingWebhookConfiguration", n, configReader(ctx, n, ca,
+		out[configKey{kindMutating, n}] = configReader(ctx, n, ca,
 			r.Client.AdmissionregistrationV1().MutatingWebhookConfigurations(), MutatingWebhooksOf,
 			func(c *admissionregistrationv1.MutatingWebhookConfiguration) *[]admissionregistrationv1.MutatingWebhook {
 				return &c.Webhooks
-			})))
+			})
 	}
-	return errors.Join(errs...)
+	return out, nil
+}
+
+const (
+	kindValidating = "ValidatingWebhookConfiguration"
+	kindMutating   = "MutatingWebhookConfiguration"
+)
+
+type configKey struct{ kind, name string }
+
+func (r *Registrar) configurations() []configKey {
+	var out []configKey
+	if n := r.Names.Validating; n != "" {
+		out = append(out, configKey{kindValidating, n})
+	}
+	if n := r.Names.Mutating; n != "" {
+		out = append(out, configKey{kindMutating, n})
+	}
+	return out
 }
 
 // configClient is what the registrar needs of a typed client of webhook configurations.
@@ -189,24 +348,44 @@ type configClient[C any] interface {
 	Update(ctx context.Context, cfg *C, opts metav1.UpdateOptions) (*C, error)
 }
 
-// configReader reads configuration name for sync: the webhooks its annotation wants (of), the
-// webhooks it holds (webhooks), and the write of the wanted ones.
-func configReader[C, W any](ctx context.Context, name string, ca []byte, c configClient[C], of func(*C, []byte) ([]W, error), webhooks func(*C) *[]W) func() (any, any, func(any) (any, error), error) {
-	return func() (any, any, func(any) (any, error), error) {
+// configState is one read of a configuration.
+type configState struct {
+	want  any // the webhooks its annotation holds (nil when wantErr is set)
+	live  any // the webhooks it holds
+	write func() (stored any, err error)
+	// tryWrite writes want as a dry run: the API server answers as to write, and stores nothing.
+	tryWrite func() error
+	// wantErr: the annotation is missing or not a list of webhooks.
+	wantErr error
+}
+
+// configReader reads configuration name for sync.
+func configReader[C, W any](ctx context.Context, name string, ca []byte, c configClient[C], of func(*C, []byte) ([]W, error), webhooks func(*C) *[]W) func() (*configState, error) {
+	return func() (*configState, error) {
 		cfg, err := c.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		want, err := of(cfg, ca)
-		live := *webhooks(cfg)
-		return want, live, func(any) (any, error) {
+		st := &configState{live: *webhooks(cfg), wantErr: err}
+		if err != nil {
+			return st, nil
+		}
+		st.want = want
+		st.write = func() (any, error) {
 			*webhooks(cfg) = want
 			out, err := c.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
 			if err != nil {
 				return nil, err
 			}
 			return *webhooks(out), nil
-		}, err
+		}
+		st.tryWrite = func() error {
+			*webhooks(cfg) = want
+			_, err := c.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager, DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+		return st, nil
 	}
 }
 
@@ -215,35 +394,51 @@ func configReader[C, W any](ctx context.Context, name string, ca []byte, c confi
 // wish is not written again.
 type written struct{ want, stored string }
 
-// sync reads a configuration (read returns the webhooks wanted, the webhooks it holds and the
-// write of the wanted ones) and writes it when it differs, again on a write conflict.
-func (r *Registrar) sync(ctx context.Context, kind, name string, read func() (want, live any, write func(any) (any, error), err error)) error {
+// outcome is what one sync of a configuration found.
+type outcome struct {
+	// observed: the configuration was read (or found missing); want and live are then the
+	// webhooks its annotation holds (nil when unreadable) and those it holds now.
+	observed   bool
+	want, live any
+	// err is why the sync failed, reason its kind (Reason*).
+	err    error
+	reason string
+}
+
+// sync reads a configuration (read returns its state) and writes it when it differs, again on
+// a write conflict.
+func (r *Registrar) sync(ctx context.Context, kind, name string, read func() (*configState, error)) outcome {
 	key := kind + "/" + name
 	for range 5 {
-		want, live, write, err := read()
+		st, err := read()
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return outcome{observed: true, reason: ReasonNotFound,
+					err: fmt.Errorf("%s %s does not exist (yet): the chart creates it; waiting", kind, name)}
+			}
+			return outcome{reason: reasonOf(err), err: fmt.Errorf("%s %s: reading it: %w", kind, name, err)}
+		}
+		if st.wantErr != nil {
+			return outcome{observed: true, live: st.live, reason: ReasonBadAnnotation, err: fmt.Errorf("%s %s: %w", kind, name, st.wantErr)}
+		}
+		wantJSON, liveJSON := jsonOf(st.want), jsonOf(st.live)
+		last := r.memo()[key]
+		if wantJSON == liveJSON || (last.want == wantJSON && last.stored == liveJSON) {
+			return outcome{observed: true, want: st.want, live: st.live}
+		}
+		stored, err := st.write()
 		if err == nil {
-			wantJSON, liveJSON := jsonOf(want), jsonOf(live)
-			last := r.memo()[key]
-			if wantJSON == liveJSON || (last.want == wantJSON && last.stored == liveJSON) {
-				return nil
-			}
-			var stored any
-			if stored, err = write(want); err == nil {
-				r.memo()[key] = written{want: wantJSON, stored: jsonOf(stored)}
-				r.Log.Info("registered the webhooks", "kind", kind, "name", name)
-				return nil
-			}
+			r.memo()[key] = written{want: wantJSON, stored: jsonOf(stored)}
+			r.Log.Info("wrote the webhooks of the annotation into the configuration", "kind", kind, "name", name)
+			return outcome{observed: true, want: st.want, live: stored}
 		}
-		switch {
-		case apierrors.IsConflict(err) && ctx.Err() == nil:
+		if apierrors.IsConflict(err) && ctx.Err() == nil {
 			continue
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("%s %s does not exist (yet): the chart creates it; waiting", kind, name)
-		default:
-			return fmt.Errorf("%s %s: %w", kind, name, err)
 		}
+		return outcome{observed: true, want: st.want, live: st.live, reason: reasonOf(err),
+			err: fmt.Errorf("%s %s: writing its webhooks: %w", kind, name, err)}
 	}
-	return fmt.Errorf("%s %s: conflicting writes; retrying", kind, name)
+	return outcome{reason: ReasonConflict, err: fmt.Errorf("%s %s: conflicting writes; retrying", kind, name)}
 }
 
 func (r *Registrar) memo() map[string]written {
@@ -272,7 +467,8 @@ func newRegistrar(cfg *rest.Config, o ServerOptions, log logr.Logger) (*Registra
 	}
 	caFile := o.CAFile
 	if caFile == "" {
-		caFile = o.CertDir + "/ca.crt"
+		caFile = filepath.Join(o.CertDir, "ca.crt")
 	}
-	return &Registrar{Client: cs, Names: o.WebhookConfigurations, CAFile: caFile, Log: log}, nil
+	return &Registrar{Client: cs, Names: o.WebhookConfigurations, CAFile: caFile,
+		CertFile: filepath.Join(o.CertDir, orDefault(o.CertName, "tls.crt")), Log: log, Pod: podOf(o)}, nil
 }

@@ -85,11 +85,17 @@ type ServerOptions struct {
 	// WebhookConfigurations name the validating and mutating webhook configurations.
 	WebhookConfigurations WebhookConfigurationNames
 	// RegisterWebhooks writes the webhooks of WebhookConfigurations from their annotation
-	// (AnnotationWebhooks) once the server serves, and keeps them there (Registrar).
+	// (AnnotationWebhooks) once the server serves, and keeps them there (Registrar). /readyz
+	// then also waits for them: the pod is ready only while both configurations hold its
+	// webhooks with a caBundle that verifies its certificate (Registrar.Registered).
 	RegisterWebhooks bool
 	// CAFile is the CA written into webhooks that have no caBundle yet (default
 	// CertDir/ca.crt).
 	CAFile string
+	// Pod is the pod serve runs in (the chart passes its namespace, name and UID through the
+	// downward API): the registrar records on it why the webhooks are not registered (Events
+	// WebhookRegistrationFailed, WebhooksRegistered). Empty: no Events.
+	Pod PodRef
 
 	// RebuildDelay of the cluster view (cluster.DefaultRebuildDelay when zero).
 	RebuildDelay time.Duration
@@ -143,6 +149,11 @@ type CertRotation struct {
 	// ServiceName is the webhook Service; the certificate is valid for <svc>.<ns>.svc and
 	// <svc>.<ns>.svc.cluster.local.
 	ServiceName string
+}
+
+// PodRef names a pod.
+type PodRef struct {
+	Namespace, Name, UID string
 }
 
 // WebhookConfigurationNames name the webhook configurations of the release.
@@ -287,9 +298,13 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		return err
 	}
 
+	registrar, err := newRegistrar(cfg, o, log.WithName("registrar"))
+	if err != nil {
+		return err
+	}
 	var draining atomic.Bool
 	if addr := orDefault(o.HealthAddr, "0"); addr != "0" {
-		if err := mgr.Add(healthServer(addr, map[string]healthz.Checker{"ping": healthz.Ping}, map[string]healthz.Checker{
+		ready := map[string]healthz.Checker{
 			"webhook-server": srv.StartedChecker(),
 			"cluster-view":   state.Ready,
 			"shutdown": func(*http.Request) error {
@@ -298,7 +313,13 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 				}
 				return nil
 			},
-		}, log.WithName("health"))); err != nil {
+		}
+		if registrar != nil {
+			// A pod whose webhooks the API server does not call judges nothing: it is not
+			// ready, so `helm install --wait` and a rollout say so instead of succeeding.
+			ready["webhook-registration"] = registrar.Registered
+		}
+		if err := mgr.Add(healthServer(addr, map[string]healthz.Checker{"ping": healthz.Ping}, ready, log.WithName("health"))); err != nil {
 			return err
 		}
 	}
@@ -312,29 +333,22 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 		}
 	}
 	if o.OnReady != nil {
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 			return waitReady(ctx, srv.StartedChecker(), state.Ready, o.OnReady)
 		})); err != nil {
 			return err
 		}
 	}
-	registrar, err := newRegistrar(cfg, o, log.WithName("registrar"))
-	if err != nil {
-		return err
-	}
 	if registrar != nil {
-		// Registered only once this replica answers: the API server calls no webhook before.
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			ready := make(chan struct{})
-			if err := waitReady(ctx, srv.StartedChecker(), state.Ready, func() { close(ready) }); err != nil {
-				return err
-			}
-			select {
-			case <-ready:
-				return registrar.Run(ctx)
-			case <-ctx.Done():
-				return nil
-			}
+		registrar.Events = mgr.GetEventRecorder("driverguard-webhook")
+		// Written only once this replica answers (the API server calls no webhook before);
+		// until then the registrar checks with dry runs that it may write them. Every replica
+		// registers (its readiness waits for it), not the audit's leader alone.
+		serving := make(chan struct{})
+		registrar.Serving = serving
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+			go func() { _ = waitReady(ctx, srv.StartedChecker(), state.Ready, func() { close(serving) }) }()
+			return registrar.Run(ctx)
 		})); err != nil {
 			return err
 		}
@@ -403,6 +417,15 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+// everyReplica is a runnable of every replica: the manager runs a plain RunnableFunc only on
+// the elected leader when leader election is on (the audit's).
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 // waitingServer starts the webhook server once its certificates exist.
 type waitingServer struct {

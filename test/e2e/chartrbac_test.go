@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -30,8 +33,8 @@ import (
 // local ports and directories) as the chart's ServiceAccount, and checks that the RBAC the
 // chart grants is all it needs: it takes the audit's Lease, writes a ClusterReport per
 // RBLNDriver, the cluster policy's status.audit and, once the reports stand, an Event on the
-// driver that breakIt makes fail; it bootstraps its certificate and registers the webhooks, and
-// logs no "forbidden".
+// driver that breakIt makes fail; it bootstraps its certificate, registers the webhooks and
+// becomes ready, records that on its pod, and logs no "forbidden".
 func serveAsTheChart(t *testing.T, c client.Client, dep *appsv1.Deployment, breakIt func() (driver string)) {
 	ns, sa := dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName
 	dir := t.TempDir()
@@ -63,7 +66,20 @@ func serveAsTheChart(t *testing.T, c client.Client, dep *appsv1.Deployment, brea
 	}
 	args = append(args, "--kubeconfig", kubeconfig, "--host", "127.0.0.1", "--shutdown-delay", "0s",
 		"--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms")
-	t.Setenv("POD_NAMESPACE", ns) // the Deployment's downward API
+	// The Deployment's downward API: the pod's namespace, name and UID.
+	downward := map[string]string{}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			downward[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if want := map[string]string{"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name", "POD_UID": "metadata.uid"}; !maps.Equal(downward, want) {
+		t.Errorf("the Deployment's downward API: %v, want %v", downward, want)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dep.Name + "-0", UID: "0a1b2c3d-chart-rbac"}}
+	t.Setenv("POD_NAMESPACE", ns)
+	t.Setenv("POD_NAME", pod.Name)
+	t.Setenv("POD_UID", string(pod.UID))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs controlplane.LogBuffer
@@ -109,6 +125,31 @@ func serveAsTheChart(t *testing.T, c client.Client, dep *appsv1.Deployment, brea
 		}
 	}
 
+	// Ready once it has registered the webhooks with its CA, as the chart's ServiceAccount; it
+	// says so on its pod (the chart's Role grants the Events).
+	eventually(t, 60*time.Second, func() error {
+		resp, err := http.Get("http://" + local["--health-addr"] + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: HTTP %d; logs:\n%s", resp.StatusCode, logs.Tail(20))
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		list := &eventsv1.EventList{}
+		if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Pod" && e.Regarding.Name == pod.Name && e.Regarding.UID == pod.UID && e.Reason == "WebhooksRegistered" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no WebhooksRegistered Event on Pod %s", pod.Name)
+	})
 	eventually(t, 60*time.Second, func() error {
 		lease := &coordinationv1.Lease{}
 		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "driverguard-audit"}, lease); err != nil {

@@ -94,10 +94,10 @@ func lifecycle(t *testing.T, v variant, release string) {
 	assert.Empty(t, vwc.Webhooks, "webhooks before any pod serves")
 	assert.NotEmpty(t, vwc.Annotations[webhook.AnnotationWebhooks])
 
-	// The webhook pod runs and registers the webhooks: every write is judged, the release's own
-	// objects included.
+	// The webhook pod runs and registers the webhooks (it is ready only once they are): every
+	// write is judged, the release's own objects included.
 	pod := startWebhookPod(t, c, ns, name)
-	waitRegistered(t, c, name)
+	requireRegistered(t, c, name)
 	identical := map[string]string{v1alpha1.LabelFamily: "rebel"} // rbln-driver-rebel's selector
 	eventuallyDenied(t, c, driver("rbln-driver-twin", "", identical), "is identical to the nodeSelector")
 	eventuallyDenied(t, c, driver("rbln-driver-twin", release, identical), "is identical to the nodeSelector")
@@ -171,22 +171,18 @@ func driver(name, release string, sel map[string]string) *v1alpha1.RBLNDriver {
 	return d
 }
 
-// waitRegistered waits until the webhook pod has registered the webhooks (two validating, one
-// mutating): a pod is ready a moment before its registration lands.
-func waitRegistered(t *testing.T, c client.Client, name string) {
+// requireRegistered checks that the webhooks are registered (two validating, one mutating):
+// a ready pod has registered them (serve's readiness waits for its registration).
+func requireRegistered(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var v admissionregistrationv1.ValidatingWebhookConfiguration
-		var m admissionregistrationv1.MutatingWebhookConfiguration
-		errV, errM := c.Get(t.Context(), client.ObjectKey{Name: name}, &v), c.Get(t.Context(), client.ObjectKey{Name: name}, &m)
-		if errV == nil && errM == nil && len(v.Webhooks) == 2 && len(m.Webhooks) == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the webhooks were not registered within 60s: %v %v, %d validating, %d mutating", errV, errM, len(v.Webhooks), len(m.Webhooks))
-		}
-		time.Sleep(100 * time.Millisecond)
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	var m admissionregistrationv1.MutatingWebhookConfiguration
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, &v))
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, &m))
+	require.Len(t, v.Webhooks, 2, "validating webhooks registered once the pod is ready")
+	require.Len(t, m.Webhooks, 1, "mutating webhooks registered once the pod is ready")
+	for _, w := range v.Webhooks {
+		assert.NotEmpty(t, w.ClientConfig.CABundle, "%s has the pod's CA", w.Name)
 	}
 }
 

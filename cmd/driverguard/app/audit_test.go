@@ -123,8 +123,9 @@ func TestAuditUnusableInput(t *testing.T) {
 }
 
 // TestServeAuditFlags: serve --audit refuses, before it connects anywhere, a
-// --audit-max-results below 1 (a negative one made every audit pass panic), intervals that are
-// not positive and a Lease timing leader election would refuse.
+// --audit-max-results below 1 (a negative one made every audit pass panic), intervals out of
+// their range (when parsed: TestTimingFlagsRefuseOutOfRange) and a Lease timing leader election
+// would refuse.
 func TestServeAuditFlags(t *testing.T) {
 	t.Cleanup(func() { stopGrace.Store(0) }) // serve sets the process's stop grace
 	for _, tt := range []struct {
@@ -133,11 +134,11 @@ func TestServeAuditFlags(t *testing.T) {
 	}{
 		{[]string{"--audit-max-results", "0"}, "--audit-max-results 0: a report lists at least one result"},
 		{[]string{"--audit-max-results", "-5"}, "--audit-max-results -5: a report lists at least one result"},
-		{[]string{"--audit-interval", "0s"}, "--audit-interval 0s: give a positive duration"},
-		{[]string{"--audit-image-interval", "-1h"}, "--audit-image-interval -1h0m0s: give a positive duration"},
+		{[]string{"--audit-interval", "0s"}, `invalid argument "0s" for "--audit-interval" flag: 0 is not accepted: give a duration from 10s to 24h`},
+		{[]string{"--audit-image-interval", "-1h"}, `invalid argument "-1h" for "--audit-image-interval" flag: negative`},
 		{[]string{"--leader-elect-renew-deadline", "20s"}, "the lease duration must be longer than the renew deadline"},
 		{[]string{"--leader-elect-retry-period", "9s"}, "the renew deadline longer than 1.2 times the retry period"},
-		{[]string{"--leader-elect-lease-duration", "0s"}, "--leader-elect-lease-duration 0s: give a positive duration"},
+		{[]string{"--leader-elect-lease-duration", "0s"}, `invalid argument "0s" for "--leader-elect-lease-duration" flag: 0 is not accepted`},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			r := run(t, "", append([]string{"serve", "--audit", "--namespace", "dg"}, tt.args...)...)

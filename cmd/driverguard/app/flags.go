@@ -50,13 +50,25 @@ func addPolicyFlags(fs *pflag.FlagSet, p *action.Policy, dirFlag string) {
 	fs.StringArrayVar(&p.Dirs, dirFlag, nil, "directory of Rego policies (packages under driverguard.) and data documents, or one such file, evaluated with the bundled library (can repeat)")
 	fs.StringArrayVar(&p.Disable, "disable", nil, "turn off a policy by name, e.g. lib.max_parallel_upgrades (can repeat; 'driverguard policy list' shows the names)")
 	fs.StringToStringVar(&p.Enforcement, "enforcement", nil, "what a policy's messages do, by name: NAME=deny|warn|audit, e.g. team.new_rule=audit to trial a rule (sets every rule of the package, whatever its METADATA custom.enforcement says; can repeat)")
-	fs.DurationVar(&p.Timeout, "policy-timeout", action.DefaultPolicyTimeout, "deadline of one policy evaluation (every policy on one object)")
+	durationVar(fs, &p.Timeout, "policy-timeout", action.DefaultPolicyTimeout, policyTimeoutRange, "deadline of one policy evaluation (every policy on one object)")
 }
+
+// policyTimeoutRange: the bundled library judges an object in well under a millisecond, a
+// large policy set in a few; below 10ms an evaluation on a loaded node misses its deadline and
+// the object is not judged (serve refuses it, fail-closed). Above a minute the API server
+// (at most 30s a call) and any CI job have long given up.
+var policyTimeoutRange = durationRange{min: 10 * time.Millisecond, max: time.Minute,
+	low: "policy evaluations miss their deadline and objects go unjudged (serve refuses every write fail-closed)"}
+
+// imageTimeoutRange: one check is a token exchange and a HEAD; below 100ms no registry
+// answers and every image is only a timeout warning; above 5m a dead registry stalls the run.
+var imageTimeoutRange = durationRange{min: 100 * time.Millisecond, max: 5 * time.Minute,
+	low: "no registry answers in time and every image check ends in a timeout warning"}
 
 // addImageFlags adds --check-images (described by what) and --image-timeout (by timeout).
 func addImageFlags(fs *pflag.FlagSet, enabled *bool, timeout *time.Duration, what, timeoutWhat string) {
 	fs.BoolVar(enabled, "check-images", false, what)
-	fs.DurationVar(timeout, "image-timeout", 10*time.Second, timeoutWhat)
+	durationVar(fs, timeout, "image-timeout", 10*time.Second, imageTimeoutRange, timeoutWhat)
 }
 
 // addLiveFlags adds --live, --kubeconfig and --kube-context: reading the cluster instead of

@@ -63,10 +63,15 @@ Exit codes: 0 every test passed; 1 a test failed or errored; 2 a module does not
 	}
 	cmd.Flags().StringVar(&job.Match, "run", "", "run only the tests whose package.name matches this regular expression")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list the bundled library's tests too")
-	cmd.Flags().DurationVar(&job.Timeout, "timeout", 5*time.Second, "deadline of one test")
+	durationVar(cmd.Flags(), &job.Timeout, "timeout", 5*time.Second, testTimeoutRange, "deadline of one test")
 	output.register(cmd.Flags())
 	return cmd
 }
+
+// testTimeoutRange: a Rego test runs in microseconds to milliseconds; below 10ms a loaded CI
+// runner fails tests that pass; above 10m a test that loops holds the job.
+var testTimeoutRange = durationRange{min: 10 * time.Millisecond, max: 10 * time.Minute,
+	low: "tests that pass fail on a loaded machine"}
 
 // printTests lists the user's tests (and failing or, verbose, all bundled ones) and a summary.
 func printTests(w io.Writer, results []action.TestResult, verbose bool) {

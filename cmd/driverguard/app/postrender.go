@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -84,7 +85,7 @@ larger than --max-manifests-size, a policy that does not compile, no cluster wit
 	f.StringVar(&job.ReleaseName, "release-name", "", "the Helm release, whose drivers no longer rendered are deleted (default: the app.kubernetes.io/instance label of the rendered objects)")
 	f.Var(liveFlag{&job.Live}, "live", "judge against the cluster: auto (when it answers), true (required) or false (the objects alone)")
 	f.Lookup("live").NoOptDefVal = string(action.LiveTrue)
-	f.DurationVar(&job.LiveTimeout, "live-timeout", action.DefaultLiveTimeout, "how long reading the cluster may take")
+	durationVar(f, &job.LiveTimeout, "live-timeout", action.DefaultLiveTimeout, liveTimeoutRange, "how long reading the cluster may take")
 	f.StringVar(&job.Target.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
 	f.StringVar(&job.Target.Context, "kube-context", "", "kubeconfig context (default: HELM_KUBECONTEXT, else the current context)")
 	f.BoolVar(&job.FailOnWarn, "fail-on-warn", false, "fail on warnings too (object and policy warnings)")
@@ -95,6 +96,14 @@ larger than --max-manifests-size, a policy that does not compile, no cluster wit
 	_ = f.MarkHidden("parent-stderr")
 	return cmd
 }
+
+// liveTimeoutRange: reading Nodes, RBLNDrivers and the cluster policy takes a few round trips;
+// below 1s a healthy but distant API server does not answer in time (and --live auto judges
+// the objects alone). 0 is refused: without a deadline an API server that accepts the
+// connection and never answers holds the Helm command indefinitely; above 5m Helm's own
+// --timeout (default 5m) has passed.
+var liveTimeoutRange = durationRange{min: time.Second, max: 5 * time.Minute,
+	low: "a healthy API server may not answer in time"}
 
 // print passes the manifests through when they passed, and otherwise explains the denial on
 // standard error (and the parent's, with --parent-stderr).

@@ -51,8 +51,9 @@ a change takes effect without a restart, and a file that does not compile is log
 file and line while the previous policies stay in force (metric driverguard_policy_load_failed).
 serve does not start when the policies do not compile at start-up.
 
-/healthz and /readyz are served on --health-addr (ready once the webhook listens and the
-cluster view has synced); Prometheus metrics and /policyz (the policy set and the latest
+/healthz and /readyz are served on --health-addr (ready once the webhook listens, the cluster
+view has synced and, with --register-webhooks, both configurations hold its webhooks with a
+caBundle that verifies its certificate); Prometheus metrics and /policyz (the policy set and the latest
 failed reload, with file and line) on --metrics-addr. On SIGTERM the server reports
 not ready for --shutdown-delay, then stops accepting connections and lets in-flight requests
 finish within --shutdown-timeout.
@@ -61,7 +62,11 @@ With --register-webhooks, once it serves, serve writes into the webhook configur
 --validating-webhook-configuration and --mutating-webhook-configuration the webhooks their
 driverguard.rebellions.ai/webhooks annotation holds (the chart's configurations carry none
 until then, so a fresh install never calls a webhook that is not running), keeps an injected
-caBundle, and writes them again whenever they change or disappear.`,
+caBundle, and writes them again whenever they change or disappear. While they are not
+registered (no permission to update the configurations, a caBundle that does not verify its
+certificate) serve is not ready, and says why: the log, the metrics driverguard_webhook_registered
+and driverguard_webhook_registration_failures_total{reason}, and an Event on its pod (named by
+POD_NAMESPACE, POD_NAME and POD_UID, as the chart passes them).`,
 		Example: `  driverguard serve --cert-dir /certs
   driverguard serve --cert-rotation --namespace driverguard --cert-secret driverguard-webhook-cert \
     --service-name driverguard-webhook --validating-webhook-configuration driverguard \
@@ -97,9 +102,9 @@ caBundle, and writes them again whenever they change or disappear.`,
 	f.StringVar(&job.Server.ClientCAFile, "client-ca-file", "", "require callers to present a client certificate signed by a CA in this PEM file (the API server's, from its AdmissionConfiguration)")
 	f.IntVar(&job.Server.Limits.MaxInFlight, "max-requests-in-flight", job.Server.Limits.MaxInFlight, "admission requests served at once; more are answered 429 before their body is read")
 	f.IntVar(&job.Server.Limits.MaxInFlightPerClient, "max-requests-in-flight-per-client", job.Server.Limits.MaxInFlightPerClient, "admission requests served at once for one client address; more are answered 429 before their body is read")
-	f.DurationVar(&job.Server.Limits.BodyTimeout, "request-body-timeout", job.Server.Limits.BodyTimeout, "time to read one request body; a slower body fails its request")
-	f.DurationVar(&job.Server.Limits.HeaderTimeout, "header-timeout", job.Server.Limits.HeaderTimeout, "time for a connection's TLS handshake and request headers; a slower connection is closed")
-	f.DurationVar(&job.Server.Limits.IdleTimeout, "idle-timeout", job.Server.Limits.IdleTimeout, "time a kept-alive connection may wait for its next request")
+	durationVar(f, &job.Server.Limits.BodyTimeout, "request-body-timeout", job.Server.Limits.BodyTimeout, requestTimeoutRange, "time to read one request body; a slower body fails its request")
+	durationVar(f, &job.Server.Limits.HeaderTimeout, "header-timeout", job.Server.Limits.HeaderTimeout, requestTimeoutRange, "time for a connection's TLS handshake and request headers; a slower connection is closed")
+	durationVar(f, &job.Server.Limits.IdleTimeout, "idle-timeout", job.Server.Limits.IdleTimeout, idleTimeoutRange, "time a kept-alive connection may wait for its next request")
 	f.IntVar(&job.Server.Limits.MaxConnections, "max-connections", job.Server.Limits.MaxConnections, "open connections at once; more are closed as soon as they are accepted")
 	f.IntVar(&job.Server.Limits.MaxConnectionsPerClient, "max-connections-per-client", job.Server.Limits.MaxConnectionsPerClient, "open connections from one client address; more are closed as soon as they are accepted")
 	f.StringVar(&job.Server.MetricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
@@ -107,10 +112,10 @@ caBundle, and writes them again whenever they change or disappear.`,
 	f.StringVar(&job.Server.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&o.memoryLimit, "memory-limit", "", "the memory serve may use, e.g. 256Mi (default: its container's limit, if any); it keeps its Go memory under 40% of it (GOMEMLIMIT, when set, wins)")
 	f.BoolVar(&job.Server.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --metrics-addr (for diagnosing CPU and memory)")
-	f.DurationVar(&job.Server.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
-	f.DurationVar(&job.Server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time for in-flight requests to finish after the delay")
+	durationVar(f, &job.Server.ShutdownDelay, "shutdown-delay", 5*time.Second, shutdownDelayRange, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
+	durationVar(f, &job.Server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, shutdownTimeoutRange, "time for in-flight requests to finish after the delay")
 	addPolicyFlags(f, &job.Policy, "policy-dir")
-	f.DurationVar(&job.PolicyPoll, "policy-poll-interval", action.DefaultPolicyPoll, "how often the policy directories are re-read besides file system events")
+	durationVar(f, &job.PolicyPoll, "policy-poll-interval", action.DefaultPolicyPoll, policyPollRange, "how often the policy directories are re-read besides file system events")
 	f.BoolVar(&job.Server.PolicyFailOpen, "policy-fail-open", false, "admit RBLNDriver and RBLNClusterPolicy requests (with a warning) when policy evaluation fails; default: refuse them")
 	f.BoolVar(&o.certRotation, "cert-rotation", false, "bootstrap and rotate a self-signed certificate (clusters without cert-manager)")
 	f.StringVar(&o.rotation.Namespace, "namespace", "", "namespace of the certificate Secret (default: POD_NAMESPACE)")
@@ -123,16 +128,56 @@ caBundle, and writes them again whenever they change or disappear.`,
 	f.StringVar(&o.logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: error, info, or debug (debug also logs every admission request)")
 	f.BoolVar(&o.audit, "audit", false, "keep auditing what is stored (docs/audit.md): every RBLNDriver and the RBLNClusterPolicy judged as if created now, the nodes' drift, written as openreports.io ClusterReports")
-	f.DurationVar(&o.auditOpts.Interval, "audit-interval", action.DefaultAuditInterval, "full audit pass every interval, besides the passes after each change (--audit)")
-	f.DurationVar(&o.auditOpts.ImageInterval, "audit-image-interval", action.DefaultAuditImageInterval, "how often the audit asks the registries for every image the pools pull (--audit-check-images)")
+	durationVar(f, &o.auditOpts.Interval, "audit-interval", action.DefaultAuditInterval, auditIntervalRange, "full audit pass every interval, besides the passes after each change (--audit)")
+	durationVar(f, &o.auditOpts.ImageInterval, "audit-image-interval", action.DefaultAuditImageInterval, auditImageIntervalRange, "how often the audit asks the registries for every image the pools pull (--audit-check-images)")
 	f.BoolVar(&o.auditOpts.CheckImages, "audit-check-images", false, "the audit asks each registry for every image a pool or RSMD DaemonSet pulls (only a 404 counts as missing)")
 	f.IntVar(&o.auditOpts.MaxResults, "audit-max-results", action.DefaultAuditMaxResults, "the most results an audit report lists (its summary counts every one)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "with --audit, one replica audits, chosen by a Lease in --namespace (or POD_NAMESPACE); every replica admits")
-	f.DurationVar(&o.auditOpts.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long the other replicas wait before taking the audit over from a leader that stopped renewing its Lease")
-	f.DurationVar(&o.auditOpts.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew its Lease before it stops auditing (less than the lease duration)")
-	f.DurationVar(&o.auditOpts.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease (less than the renew deadline)")
+	durationVar(f, &o.auditOpts.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, leaseDurationRange, "how long the other replicas wait before taking the audit over from a leader that stopped renewing its Lease")
+	durationVar(f, &o.auditOpts.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, renewDeadlineRange, "how long the leader tries to renew its Lease before it stops auditing (less than the lease duration)")
+	durationVar(f, &o.auditOpts.RetryPeriod, "leader-elect-retry-period", 2*time.Second, retryPeriodRange, "how often replicas try to acquire or renew the Lease (less than the renew deadline)")
 	return cmd
 }
+
+// The ranges of serve's timing flags (each flag's usage shows its own).
+var (
+	// requestTimeoutRange (--request-body-timeout, --header-timeout): the API server sends a
+	// request at once and waits at most 30s for any webhook call, so a longer wait serves
+	// nobody; below 1s an honest request from a busy API server is cut off.
+	requestTimeoutRange = durationRange{min: time.Second, max: 30 * time.Second,
+		low: "an honest request from a busy API server is cut off"}
+	// idleTimeoutRange: the API server keeps its connections and reuses them; below 1s every
+	// request pays a new TLS handshake, above 10m idle connections hold --max-connections.
+	idleTimeoutRange = durationRange{min: time.Second, max: 10 * time.Minute,
+		low: "every request pays a new TLS handshake"}
+	// shutdownDelayRange: 0 stops serving at once (tests, or a cluster whose endpoints are
+	// not load-balanced); above 1m the kubelet's grace period (the chart's 45s) has long ended.
+	shutdownDelayRange = durationRange{max: time.Minute, zero: "stop serving at once"}
+	// shutdownTimeoutRange: in-flight requests end within the API server's 30s; below 1s they
+	// are cut off, above 5m nothing is left to wait for.
+	shutdownTimeoutRange = durationRange{min: time.Second, max: 5 * time.Minute,
+		low: "in-flight requests are cut off"}
+	// policyPollRange: file system events catch most changes; the poll is the safety net.
+	// Below 1s re-reading and hashing the policy directories keeps a core busy.
+	policyPollRange = durationRange{min: time.Second, max: time.Hour,
+		low: "re-reading the policy directories keeps a core busy"}
+	// auditIntervalRange: every full pass writes the cluster policy's status.audit (its
+	// lastRunTime), so below 10s the audit writes to the API server without pause; changes
+	// are audited as they happen anyway, and above 24h the safety net of missed events is gone.
+	auditIntervalRange = durationRange{min: 10 * time.Second, max: 24 * time.Hour,
+		low: "every pass rewrites the cluster policy's status.audit without pause"}
+	// auditImageIntervalRange: each check asks every registry for every image the pools pull;
+	// below 1m that is a registry's rate limit, above 24h a deleted image goes unseen for days.
+	auditImageIntervalRange = durationRange{min: time.Minute, max: 24 * time.Hour,
+		low: "every registry is asked for every image without pause (rate limits)"}
+	// The Lease: client-go's leader election needs lease duration > renew deadline > 1.2 ×
+	// retry period (complete checks that); a retry period below 100ms hammers the API server,
+	// and a lease above 10m leaves the audit without a leader that long after a crash.
+	leaseDurationRange = durationRange{min: time.Second, max: 10 * time.Minute}
+	renewDeadlineRange = durationRange{min: 500 * time.Millisecond, max: 10 * time.Minute}
+	retryPeriodRange   = durationRange{min: 100 * time.Millisecond, max: time.Minute,
+		low: "every replica asks the API server for the Lease without pause"}
+)
 
 // complete sets the server's TLS version and certificate rotation from the flags.
 func (o *serveOptions) complete(server *action.ServerOptions) error {
@@ -144,6 +189,8 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 	default:
 		return fmt.Errorf("--tls-min-version %q: use 1.2 or 1.3", o.tlsMinVersion)
 	}
+	// The pod the registration's Events are about (the chart's downward API).
+	server.Pod.Namespace, server.Pod.Name, server.Pod.UID = os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), os.Getenv("POD_UID")
 	if o.certRotation {
 		if o.rotation.Namespace == "" {
 			o.rotation.Namespace = os.Getenv("POD_NAMESPACE")
@@ -186,18 +233,10 @@ func memoryLimit(s string) (int64, error) {
 	return q.Value(), nil
 }
 
-// checkAuditTimes refuses intervals that are not positive and a Lease timing client-go's
-// leader election would refuse (lease duration > renew deadline > 1.2 × retry period).
+// checkAuditTimes refuses a Lease timing client-go's leader election would refuse (lease
+// duration > renew deadline > 1.2 × retry period); each flag's own range is checked when it is
+// parsed.
 func checkAuditTimes(a action.AuditOptions) error {
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"audit-interval", a.Interval}, {"audit-image-interval", a.ImageInterval}, {"leader-elect-lease-duration", a.LeaseDuration},
-		{"leader-elect-renew-deadline", a.RenewDeadline}, {"leader-elect-retry-period", a.RetryPeriod}} {
-		if d.v <= 0 {
-			return fmt.Errorf("--%s %s: give a positive duration, e.g. 10m or 30s", d.flag, d.v)
-		}
-	}
 	if a.LeaseDuration <= a.RenewDeadline || float64(a.RenewDeadline) <= 1.2*float64(a.RetryPeriod) {
 		return fmt.Errorf("--leader-elect-lease-duration %s, --leader-elect-renew-deadline %s, --leader-elect-retry-period %s: the lease duration must be longer than the renew deadline, and the renew deadline longer than 1.2 times the retry period (defaults 15s, 10s, 2s)",
 			a.LeaseDuration, a.RenewDeadline, a.RetryPeriod)
