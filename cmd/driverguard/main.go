@@ -30,7 +30,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Error:", intr)
 		os.Exit(intr.ExitCode())
 	}()
-	code := app.Run(ctx, app.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Args[1:])
+	code := app.Run(ctx, app.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ParentStderr: app.WriteParentStderr}, os.Args[1:])
 	cancel(nil)
 	os.Exit(code)
 }

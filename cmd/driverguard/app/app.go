@@ -32,6 +32,10 @@ type Streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+	// ParentStderr, when set, writes to the standard error of the process that started this
+	// one (WriteParentStderr; main sets it): post-render's way to reach the user through a
+	// Helm that discards its own. Nil in-process: nothing is written beyond Err.
+	ParentStderr func(msg []byte)
 
 	// Now is the clock a command records the time of its run with (plan's inputs); nil is
 	// time.Now. Version is the driverguard it records ("" is this binary's, `driverguard
@@ -139,10 +143,17 @@ func Run(ctx context.Context, s Streams, args []string) int {
 		if cmd != nil && cmd.Name() == "post-render" && slices.Contains(args, "--parent-stderr") {
 			// Helm 4 shows a post-renderer plugin nothing but "exited with error": an error
 			// before any judgement (a flag, unreadable manifests) must reach the user too.
-			writeParentStderr(fmt.Appendf(nil, "driverguard post-render: Error: %v\n", err))
+			s.parentStderr(fmt.Appendf(nil, "driverguard post-render: Error: %v\n", err))
 		}
 	}
 	return code
+}
+
+// parentStderr writes msg to the parent's standard error when the streams can.
+func (s Streams) parentStderr(msg []byte) {
+	if s.ParentStderr != nil {
+		s.ParentStderr(msg)
+	}
 }
 
 // errSilent ends a command with its exit code after it printed its own explanation.

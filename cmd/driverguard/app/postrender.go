@@ -91,7 +91,7 @@ larger than --max-manifests-size, a policy that does not compile, no cluster wit
 	f.BoolVar(&job.FailOnWarn, "fail-on-warn", false, "fail on warnings too (object and policy warnings)")
 	f.Var((*sizeValue)(&job.MaxBytes), action.FlagMaxManifestsSize, "the largest input read, in bytes or as a quantity (32Mi, 1Gi)")
 	// Helm 4 (4.3.1) never shows a post-renderer plugin's standard error: the driverguard-check
-	// plugin passes this flag so that a denial reaches the user (see writeParentStderr).
+	// plugin passes this flag so that a denial reaches the user (see WriteParentStderr).
 	f.BoolVar(&o.parentStderr, "parent-stderr", false, "also write a denial to the standard error of the process that started post-render (Helm 4 discards a post-renderer plugin's own)")
 	_ = f.MarkHidden("parent-stderr")
 	return cmd
@@ -116,7 +116,7 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 			return err
 		}
 		if o.parentStderr {
-			writeParentStderr(msg.Bytes())
+			s.parentStderr(msg.Bytes())
 		}
 		if _, err := s.Err.Write(msg.Bytes()); err != nil {
 			return err
@@ -136,7 +136,7 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 	if rep.Warnings+rep.Audited > 0 {
 		// Helm 3 and Helm 4 both discard the standard error of a post-renderer that succeeds:
 		// the warnings would reach nobody.
-		writeParentStderr(msg)
+		s.parentStderr(msg)
 	}
 	return nil
 }
@@ -172,12 +172,12 @@ func passMessage(res *action.PostRenderResult) []byte {
 	return b.Bytes()
 }
 
-// writeParentStderr writes msg to the standard error of the process that started this one,
+// WriteParentStderr writes msg to the standard error of the process that started this one,
 // when it is a terminal or a pipe and not this process's own standard error. Helm 4's
 // subprocess runtime collects a post-renderer plugin's standard error and never prints it
 // (internal/plugin runtime_subprocess.go: only "plugin ... exited with error" is shown), so a
 // denial would reach nobody. Best effort: any failure is ignored.
-func writeParentStderr(msg []byte) {
+func WriteParentStderr(msg []byte) {
 	w, err := openParentStderr()
 	if err != nil {
 		return
