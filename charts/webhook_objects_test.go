@@ -181,7 +181,14 @@ func TestWebhookRBACByCertificateMode(t *testing.T) {
 	}
 	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{"certificates": map[string]any{"mode": "certManager"},
 		"audit": map[string]any{"enabled": false}}})
-	assert.Empty(t, docs["Role"], "no certificate Secret to write, no Lease")
+	// No certificate Secret to write, no Lease: the Role holds only the Events serve records
+	// on its own pod when its webhooks are not registered.
+	require.Len(t, docs["Role"], 1)
+	role = rbacv1.Role{}
+	require.NoError(t, yaml.UnmarshalStrict(docs["Role"][0], &role))
+	require.Len(t, role.Rules, 1, "no certificate Secret to write, no Lease")
+	assert.Equal(t, []string{"events"}, role.Rules[0].Resources)
+	assert.ElementsMatch(t, []string{"", "events.k8s.io"}, role.Rules[0].APIGroups)
 	args := webhookArgs(t, docs)
 	assert.Contains(t, args, "--register-webhooks")
 	assert.NotContains(t, args, "--cert-rotation")

@@ -274,6 +274,19 @@ func (f *registration) registered(t *testing.T, kind string) float64 {
 	return metricValue(t, f.metrics, "driverguard_webhook_registered", map[string]string{"kind": kind, "name": f.name})
 }
 
+// registeredIs waits until driverguard_webhook_registered of configuration kind is want: the
+// registrar syncs the two configurations one after the other, so /readyz may already say why
+// one is not registered while the other's sync is still on its way.
+func (f *registration) registeredIs(t *testing.T, kind string, want float64, msgAndArgs ...any) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		if got := f.registered(t, kind); got != want {
+			return fmt.Errorf("driverguard_webhook_registered{kind=%q} = %v, want %v %v", kind, got, want, msgAndArgs)
+		}
+		return nil
+	})
+}
+
 func (f *registration) failures(t *testing.T, kind, reason string) float64 {
 	t.Helper()
 	return metricValue(t, f.metrics, "driverguard_webhook_registration_failures_total", map[string]string{"kind": kind, "name": f.name, "reason": reason})
@@ -325,8 +338,8 @@ func TestServeReadyOnlyWhenRegistered(t *testing.T) {
 	v, m := f.webhooks(t)
 	assert.Empty(t, v.Webhooks)
 	assert.Empty(t, m.Webhooks)
-	assert.Zero(t, f.registered(t, "ValidatingWebhookConfiguration"))
-	assert.Zero(t, f.registered(t, "MutatingWebhookConfiguration"))
+	f.registeredIs(t, "ValidatingWebhookConfiguration", 0)
+	f.registeredIs(t, "MutatingWebhookConfiguration", 0)
 	assert.Positive(t, f.failures(t, "ValidatingWebhookConfiguration", "Forbidden"))
 	f.event(t, "WebhookRegistrationFailed", "forbidden")
 	assert.Contains(t, f.logs.String(), "not ready")
@@ -339,8 +352,8 @@ func TestServeReadyOnlyWhenRegistered(t *testing.T) {
 	require.Len(t, m.Webhooks, 1)
 	assert.Equal(t, ca.PEM, v.Webhooks[0].ClientConfig.CABundle)
 	assert.Equal(t, ca.PEM, m.Webhooks[0].ClientConfig.CABundle)
-	assert.Equal(t, 1.0, f.registered(t, "ValidatingWebhookConfiguration"))
-	assert.Equal(t, 1.0, f.registered(t, "MutatingWebhookConfiguration"))
+	f.registeredIs(t, "ValidatingWebhookConfiguration", 1)
+	f.registeredIs(t, "MutatingWebhookConfiguration", 1)
 	f.event(t, "WebhooksRegistered", f.name)
 
 	// The permission taken away, then the configuration emptied by hand: not Ready.
@@ -348,8 +361,8 @@ func TestServeReadyOnlyWhenRegistered(t *testing.T) {
 	v.Webhooks = nil
 	require.NoError(t, c.Update(t.Context(), &v))
 	f.notReady(t, "forbidden", true)
-	assert.Zero(t, f.registered(t, "ValidatingWebhookConfiguration"))
-	assert.Equal(t, 1.0, f.registered(t, "MutatingWebhookConfiguration"), "the mutating configuration still holds its webhook")
+	f.registeredIs(t, "ValidatingWebhookConfiguration", 0)
+	f.registeredIs(t, "MutatingWebhookConfiguration", 1, "the mutating configuration still holds its webhook")
 	f.grant.ResourceVersion, f.grant.UID = "", ""
 	create(t, c, f.grant)
 	f.ready(t)
@@ -361,7 +374,7 @@ func TestServeReadyOnlyWhenRegistered(t *testing.T) {
 	wt.WriteKeyPair(t, f.certDir, rotated.Issue(t, dns, x509.ExtKeyUsageServerAuth, dns))
 	require.NoError(t, os.WriteFile(filepath.Join(f.certDir, "ca.crt"), rotated.PEM, 0o600))
 	f.notReady(t, "does not verify this pod's serving certificate", true)
-	assert.Zero(t, f.registered(t, "ValidatingWebhookConfiguration"))
+	f.registeredIs(t, "ValidatingWebhookConfiguration", 0)
 	assert.Positive(t, f.failures(t, "ValidatingWebhookConfiguration", "CANotTrusted"))
 	f.event(t, "WebhookRegistrationFailed", "does not verify this pod's serving certificate")
 	v, m = f.webhooks(t)

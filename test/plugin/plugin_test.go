@@ -479,10 +479,18 @@ func (s *suite) testCLI(t *testing.T, h *helmHome, helm string) {
 		assert.Contains(t, r.stdout, "FAIL  IdenticalNodeSelector")
 	})
 	t.Run("helm driverguard plan", func(t *testing.T) {
-		r := h.run(t, "", nil, helm, "driverguard", "plan", "-f", s.good, "--nodes", s.nodes)
+		drivers := filepath.Join(filepath.Dir(s.nodes), "drivers.yaml")
+		r := h.run(t, "", nil, helm, "driverguard", "plan", "-f", s.good, "--nodes", s.nodes, "--drivers", drivers)
 		assert.Contains(t, []int{0, 1}, r.code, "plan ran: %s", r.stderr)
 		assert.Contains(t, r.stdout, "RBLNDRIVER")
 		assert.Contains(t, r.stdout, "rbln-driver-atom-canary")
+
+		// Nodes that carry owner labels without the drivers that routed them: plan refuses
+		// rather than guess, and helm hands on its exit code and its explanation.
+		r = h.run(t, "", nil, helm, "driverguard", "plan", "-f", s.good, "--nodes", s.nodes)
+		assert.Equal(t, 2, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "--drivers was not given")
+		assert.Empty(t, r.stdout)
 	})
 }
 
