@@ -28,9 +28,9 @@ type Audit struct {
 	// reads the cluster instead.
 	Cluster cluster.Files
 	Live
-	// CheckImages asks each registry for every image a pool or RSMD DaemonSet pulls.
-	CheckImages  bool
-	ImageTimeout time.Duration
+	// RegistryCheck asks each registry for every image a pool or RSMD DaemonSet pulls: live,
+	// with the drivers' pull Secrets.
+	RegistryCheck
 	// MaxResults caps the results a report lists (audit.DefaultMaxResults when 0).
 	MaxResults int
 }
@@ -58,6 +58,13 @@ func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
 	if !live && a.Cluster.Nodes == "" && a.Cluster.Drivers == "" {
 		return nil, errors.New("nothing to audit: read the cluster with --live or --kubeconfig, or give it as files with --nodes and --drivers (and --cluster-policy)")
 	}
+	if err := a.RegistryCheck.check(live); err != nil {
+		return nil, err
+	}
+	creds, err := a.RegistryCheck.credentials(live, a.Live.target())
+	if err != nil {
+		return nil, err
+	}
 	if err := oneStdin(stdinUser{"--nodes", a.Cluster.Nodes}, stdinUser{"--drivers", a.Cluster.Drivers}, stdinUser{"--cluster-policy", a.Cluster.ClusterPolicy}); err != nil {
 		return nil, err
 	}
@@ -79,7 +86,7 @@ func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
 	}
 	auditor := &audit.Auditor{Decider: &decision.Decider{Policy: engine, PolicyFailOpen: a.PolicyFailOpen}, Policies: engine.Policies(), MaxResults: a.MaxResults}
 	if a.CheckImages {
-		auditor.Images = registry.NewChecker(registry.Options{Timeout: a.ImageTimeout}).Check(ctx, audit.Images(snap))
+		auditor.Images = a.run(ctx, creds, audit.Images(snap), registry.SecretsOf(snap.Drivers()), snap.Route())
 	}
 	out, err := auditor.Run(ctx, snap)
 	if err != nil {

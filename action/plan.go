@@ -32,9 +32,9 @@ type Plan struct {
 	// MaxReleaseBytes bounds the release's latest revision, decompressed
 	// (DefaultMaxReleaseBytes when 0).
 	MaxReleaseBytes int64
-	// CheckImages asks the registry for every image the plan needs.
-	CheckImages  bool
-	ImageTimeout time.Duration
+	// RegistryCheck asks the registry for every image the plan needs: live, with the drivers'
+	// pull Secrets.
+	RegistryCheck
 	// OnRelease, when set, is told about the release read for Release (and whether the
 	// cluster's own RBLNDrivers are read instead of its values) before anything else is read.
 	OnRelease func(d *DeployedRelease, live bool)
@@ -68,8 +68,15 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	if err := oneStdin(append(p.stdinUsers(), stdinUser{"--pods", files.Workloads})...); err != nil {
 		return nil, err
 	}
+	if err := p.RegistryCheck.check(live); err != nil {
+		return nil, err
+	}
 	res := &PlanResult{ReleaseName: p.ReleaseName}
 	target := p.Live.target()
+	creds, err := p.RegistryCheck.credentials(live, target)
+	if err != nil {
+		return nil, err
+	}
 	deployed, rel, err := p.readRelease(ctx, target, live)
 	if err != nil {
 		return nil, err
@@ -115,8 +122,8 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	in := plan.Inputs{Objects: objs, Cluster: cl, Workloads: st.Workloads(), AllowDriverLoss: p.AllowDriverLoss,
 		Apply: release.Options{Decider: p.decider(engine), Data: engine}}
 	if p.CheckImages {
-		in.CheckImages = func(ctx context.Context, images []string) map[string]registry.ImageResult {
-			return registry.NewChecker(registry.Options{Timeout: p.ImageTimeout}).Check(ctx, images)
+		in.CheckImages = func(ctx context.Context, images []string, after *release.Result) map[string]registry.ImageResult {
+			return p.run(ctx, creds, images, registry.SecretsOf(after.Drivers), after.Routing)
 		}
 	}
 	if res.Plan, err = plan.Make(ctx, in); err != nil {

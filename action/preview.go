@@ -3,7 +3,6 @@ package action
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
@@ -20,9 +19,8 @@ import (
 type Preview struct {
 	cfg *Configuration
 	Judge
-	// CheckImages asks the registry for every composed image (needs Cluster.Nodes).
-	CheckImages  bool
-	ImageTimeout time.Duration
+	// RegistryCheck asks the registry for every composed image (needs the nodes).
+	RegistryCheck
 }
 
 // NewPreview returns a Preview of the default release, with provenance.
@@ -36,6 +34,13 @@ func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
 	if p.CheckImages && !withNodes {
 		return nil, errors.New("--check-images needs the nodes (--nodes or --live): images are composed per node pool")
 	}
+	if err := p.RegistryCheck.check(p.Live.enabled()); err != nil {
+		return nil, err
+	}
+	creds, err := p.RegistryCheck.credentials(p.Live.enabled(), p.Live.target())
+	if err != nil {
+		return nil, err
+	}
 	j, err := p.cfg.judge(ctx, &p.Judge)
 	if err != nil {
 		return nil, err
@@ -45,7 +50,7 @@ func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
 	if withNodes {
 		rep.withNodes(j.result)
 		if p.CheckImages {
-			rep.Nodes.Images, rep.Nodes.ImageCheck = registry.Check(ctx, rep.Nodes.Routing, registry.Options{Timeout: p.ImageTimeout})
+			rep.Nodes.Images, rep.Nodes.ImageCheck = registry.Check(ctx, rep.Nodes.Routing, p.options(), creds.keys(ctx, registry.SecretsOf(j.result.Drivers), rep.Nodes.Routing))
 		}
 	}
 	return rep, nil

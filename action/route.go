@@ -3,7 +3,6 @@ package action
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/registry"
@@ -16,9 +15,8 @@ type Route struct {
 	cfg *Configuration
 	// Drivers is any stream of RBLNDriver documents; Nodes a node inventory. Both are needed.
 	Drivers, Nodes string
-	// CheckImages asks the registry for every composed image.
-	CheckImages  bool
-	ImageTimeout time.Duration
+	// RegistryCheck asks the registry for every composed image, with the user's credentials.
+	RegistryCheck
 }
 
 // NewRoute returns a Route.
@@ -40,6 +38,9 @@ func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
 	if r.Drivers == "" || r.Nodes == "" {
 		return nil, errors.New("both --drivers and --nodes are required")
 	}
+	if err := r.RegistryCheck.check(false); err != nil {
+		return nil, err
+	}
 	if err := oneStdin(stdinUser{"--drivers", r.Drivers}, stdinUser{"--nodes", r.Nodes}); err != nil {
 		return nil, err
 	}
@@ -58,7 +59,11 @@ func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
 	})
 	res := &RouteResult{Routing: routing.Route(drivers, nodes), InputWarnings: st.InputWarnings(), ImageCheck: registry.NotChecked()}
 	if r.CheckImages {
-		res.Images, res.ImageCheck = registry.Check(ctx, res.Routing, registry.Options{Timeout: r.ImageTimeout})
+		creds, err := r.RegistryCheck.credentials(false, cluster.Target{})
+		if err != nil {
+			return nil, err
+		}
+		res.Images, res.ImageCheck = registry.Check(ctx, res.Routing, r.options(), creds.keys(ctx, registry.SecretsOf(drivers), res.Routing))
 	}
 	return res, nil
 }

@@ -51,8 +51,9 @@ type Loop struct {
 	// admission does with serve --policy-fail-open.
 	PolicyFailOpen bool
 	Writer         *Writer
-	// CheckImages asks the registries; nil checks none.
-	CheckImages                                  func(ctx context.Context, images []string) map[string]registry.ImageResult
+	// CheckImages asks the registries about the images of snap (Images), with the
+	// credentials of its drivers; nil checks none.
+	CheckImages                                  func(ctx context.Context, snap *cluster.Snapshot) map[string]registry.ImageResult
 	Interval, ImageInterval, MinGap, PassTimeout time.Duration
 	MaxResults                                   int
 	Log                                          logr.Logger
@@ -149,7 +150,7 @@ func (l *Loop) Start(ctx context.Context) error {
 				continue
 			}
 			imagesDue = time.After(imageInterval)
-			images = l.CheckImages(ctx, Images(snap))
+			images = l.CheckImages(ctx, snap)
 			l.imagesGen++
 			pending = true
 		}

@@ -68,7 +68,7 @@ type Inputs struct {
 	// AllowDriverLoss acknowledges the nodes that would lose their driver.
 	AllowDriverLoss bool
 	// CheckImages, when set, is asked for every image the plan needs.
-	CheckImages func(ctx context.Context, images []string) map[string]registry.ImageResult
+	CheckImages func(ctx context.Context, images []string, after *release.Result) map[string]registry.ImageResult
 }
 
 // Plan is what applying the values does. Its JSON form is the `plan -o json` contract of SPEC
@@ -272,7 +272,7 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 	p.rollout(&up, wl, before)
 
 	if in.CheckImages != nil {
-		p.checkImages(ctx, res.Routing, in.CheckImages)
+		p.checkImages(ctx, res, in.CheckImages)
 	}
 	p.summarize(res, in.AllowDriverLoss)
 	return p, nil
@@ -475,9 +475,10 @@ func describeNew(n *NodePlan) string {
 }
 
 // checkImages asks for every image of a pool after the change.
-func (p *Plan) checkImages(ctx context.Context, after *routing.Result, check func(context.Context, []string) map[string]registry.ImageResult) {
+func (p *Plan) checkImages(ctx context.Context, res *release.Result, check func(context.Context, []string, *release.Result) map[string]registry.ImageResult) {
+	after := res.Routing
 	images := registry.Images(after)
-	results := check(ctx, images)
+	results := check(ctx, images, res)
 	p.ImageCheck = registry.Summarize(images, results)
 	for _, pool := range after.Pools {
 		if pool.Image == "" {

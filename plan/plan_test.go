@@ -404,7 +404,7 @@ func TestCannotProceed(t *testing.T) {
 	in := scenario(func(*v1alpha1.UpgradePolicy) {})
 	in.AllowDriverLoss = false
 	in.Objects.Drivers = append(in.Objects.Drivers, *wt.Driver("rbln-driver-tie", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary")))
-	in.CheckImages = func(_ context.Context, images []string) map[string]registry.ImageResult {
+	in.CheckImages = func(_ context.Context, images []string, _ *release.Result) map[string]registry.ImageResult {
 		out := map[string]registry.ImageResult{}
 		for _, img := range images {
 			st := registry.Found

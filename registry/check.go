@@ -60,6 +60,9 @@ const (
 	// ReasonNotChecked: the check was stopped before the image was asked about, or the image
 	// has no result yet.
 	ReasonNotChecked Reason = "not-checked"
+	// ReasonPlainHTTP: the registry would be asked over plain HTTP, which only loopback and
+	// hosts given with --insecure-registry may be.
+	ReasonPlainHTTP Reason = "plain-http"
 	// ReasonOther: any other failure (a 5xx, a 404 from the /v2/ ping of something that is not
 	// a registry, a malformed answer).
 	ReasonOther Reason = "other"
@@ -72,8 +75,7 @@ const (
 )
 
 // ImageResult is the outcome for one image. What was asked and what was answered are fields
-// of their own, so that what a later check adds (the credentials tried per registry host) is
-// another field beside Reason, read by the same printers.
+// of their own, read by the same printers.
 type ImageResult struct {
 	Image  string `json:"image"`
 	Status Status `json:"status"`
@@ -81,31 +83,34 @@ type ImageResult struct {
 	Reason Reason `json:"reason,omitempty"`
 	// Digest is the manifest digest when Found.
 	Digest string `json:"digest,omitempty"`
+	// Credentials name the sources whose credentials were sent, in order ("Secret
+	// npu/drivercred", "Docker config /root/.docker/config.json"); none: asked anonymously.
+	// Never anything read from them.
+	Credentials []string `json:"credentials,omitempty"`
 	// Message explains NotFound and Warning.
 	Message string `json:"message,omitempty"`
-	// Err is the underlying error for NotFound and Warning.
+	// Err is the underlying error for NotFound and Warning, its text free of credentials.
 	Err error `json:"-"`
 }
 
-// Options configure a Checker. The zero value checks anonymously over HTTPS.
+// Options configure a Checker. The zero value asks over HTTPS (plain HTTP on loopback).
 type Options struct {
-	// Keychain resolves credentials per registry; nil means anonymous.
-	Keychain authn.Keychain
 	// Concurrency bounds parallel checks; <= 0 means DefaultConcurrency.
 	Concurrency int
 	// Timeout bounds each image's check (ping, token exchange and HEAD); <= 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
-	// Insecure allows plain HTTP registries (name.Insecure). Loopback and RFC 1918 addresses
-	// use HTTP even without it.
-	Insecure bool
+	// InsecureRegistries may be asked over plain HTTP (--insecure-registry): host:port, or a
+	// host for any port. Loopback always may; every other registry is asked over HTTPS only.
+	InsecureRegistries []string
 	// Transport is the HTTP transport; nil means remote.DefaultTransport.
 	Transport http.RoundTripper
 }
 
 // Checker checks images against their registries. It is safe for concurrent use.
 type Checker struct {
-	opts Options
+	opts     Options
+	insecure map[string]bool
 }
 
 // NewChecker returns a Checker with defaults filled in.
@@ -116,21 +121,47 @@ func NewChecker(opts Options) *Checker {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	if opts.Keychain == nil {
-		opts.Keychain = authn.NewMultiKeychain() // resolves to anonymous
-	}
 	if opts.Transport == nil {
 		opts.Transport = remote.DefaultTransport
 	}
-	return &Checker{opts: opts}
+	return &Checker{opts: opts, insecure: insecureHosts(opts.InsecureRegistries)}
 }
 
-// Check checks every distinct non-empty image once and returns the results by image. It
-// returns when all checks are done or ctx is cancelled (the remaining images are then
-// Warnings).
-func (c *Checker) Check(ctx context.Context, images []string) map[string]ImageResult {
+// pass is one Check: the clients it shares between images, so that a registry is pinged and
+// a token fetched once per credential and repository, and the secrets it must not repeat.
+type pass struct {
+	c       *Checker
+	guard   *guard
+	mu      sync.Mutex
+	pullers map[string]*remote.Puller
+}
+
+// puller is the pass's client for cred (nil: anonymous).
+func (p *pass) puller(cred *credential) (*remote.Puller, error) {
+	id, auth := "", authn.Anonymous
+	if cred != nil {
+		id, auth = cred.id(), authn.FromConfig(cred.auth)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pl, ok := p.pullers[id]; ok {
+		return pl, nil
+	}
+	pl, err := remote.NewPuller(remote.WithAuth(auth), remote.WithTransport(p.guard))
+	if err != nil {
+		return nil, err
+	}
+	p.pullers[id] = pl
+	return pl, nil
+}
+
+// Check checks every distinct non-empty image once, with the credentials keys gives it (nil:
+// anonymously), and returns the results by image. It returns when all checks are done or ctx
+// is cancelled (the remaining images are then Warnings).
+func (c *Checker) Check(ctx context.Context, images []string, keys Keys) map[string]ImageResult {
 	distinct := slices.Compact(slices.Sorted(slices.Values(slices.DeleteFunc(slices.Clone(images), func(s string) bool { return s == "" }))))
 	results := make(map[string]ImageResult, len(distinct))
+	p := &pass{c: c, guard: &guard{inner: c.opts.Transport, insecure: c.insecure, secrets: &secrets{}}, pullers: map[string]*remote.Puller{}}
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
@@ -140,12 +171,16 @@ func (c *Checker) Check(ctx context.Context, images []string) map[string]ImageRe
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[img] = warning(img, ReasonNotChecked, fmt.Errorf("check of %s not started: %w", img, ctx.Err()))
+			results[img] = p.warning(img, nil, ReasonNotChecked, fmt.Errorf("check of %s not started: %w", img, ctx.Err()))
 			continue
+		}
+		var k Keyring
+		if keys != nil {
+			k = keys(img)
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r := c.checkOne(ctx, img)
+			r := p.checkOne(ctx, img, k)
 			mu.Lock()
 			results[img] = r
 			mu.Unlock()
@@ -155,35 +190,92 @@ func (c *Checker) Check(ctx context.Context, images []string) map[string]ImageRe
 	return results
 }
 
-func (c *Checker) checkOne(ctx context.Context, img string) ImageResult {
-	var opts []name.Option
-	if c.opts.Insecure {
-		opts = append(opts, name.Insecure)
+// checkOne asks about img with each credential keyring holds for its repository, in order,
+// until one is not refused; with none, anonymously.
+func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageResult {
+	ref, err := name.ParseReference(img)
+	if err == nil && p.guard.plainHTTP(ref.Context().RegistryStr()) {
+		ref, err = name.ParseReference(img, name.Insecure)
 	}
-	ref, err := name.ParseReference(img, opts...)
 	if err != nil {
-		return warning(img, ReasonInvalidReference, fmt.Errorf("parse image reference %q: %w", img, err))
+		return p.warning(img, nil, ReasonInvalidReference, fmt.Errorf("parse image reference %q: %w", img, err))
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	creds, problems := keyring.credentials(ref.Context())
+	attempts := make([]*credential, 0, len(creds)+1)
+	for i := range creds {
+		p.guard.secrets.addConfig(creds[i].auth)
+		attempts = append(attempts, &creds[i])
+	}
+	if len(attempts) == 0 {
+		attempts = append(attempts, nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.c.opts.Timeout)
 	defer cancel()
-	desc, err := remote.Head(ref,
-		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(c.opts.Keychain),
-		remote.WithTransport(c.opts.Transport),
+	var (
+		sent    []string
+		refused []string
 	)
-	if err == nil {
-		return ImageResult{Image: img, Status: Found, Digest: desc.Digest.String()}
+	for _, cred := range attempts {
+		if cred != nil {
+			sent = append(sent, cred.source)
+		}
+		pl, err := p.puller(cred)
+		if err != nil {
+			return p.warning(img, sent, ReasonOther, fmt.Errorf("check %s: %w", img, err))
+		}
+		desc, err := pl.Head(ctx, ref)
+		if err == nil {
+			return ImageResult{Image: img, Status: Found, Digest: desc.Digest.String(), Credentials: sent}
+		}
+		if isManifestNotFound(err) {
+			return ImageResult{Image: img, Status: NotFound, Credentials: sent, Err: p.redacted(err),
+				Message: fmt.Sprintf("driver image %s not found: the registry answered 404 to the manifest request; publish the image or fix spec.registry/spec.image/spec.version", img)}
+		}
+		reason := classify(err)
+		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+			return p.warning(img, sent, ReasonTimeout, fmt.Errorf("check %s: no answer within %s: %w", img, p.c.opts.Timeout, err))
+		}
+		if reason != ReasonUnauthorized && reason != ReasonForbidden {
+			return p.warning(img, sent, reason, fmt.Errorf("check %s: %w", img, err))
+		}
+		if cred == nil {
+			return p.warning(img, sent, reason, fmt.Errorf("check %s: %s", img, noCredentials(ref.Context().RegistryStr(), keyring, problems, err)))
+		}
+		refused = append(refused, fmt.Sprintf("%s (%s)", cred.source, statusText(err)))
+		if len(refused) == len(attempts) {
+			msg := fmt.Sprintf("the registry refused the credentials of %s for %s", strings.Join(refused, ", "), ref.Context().RegistryStr())
+			if len(problems) > 0 {
+				msg += "; not usable: " + strings.Join(problems, "; ")
+			}
+			return p.warning(img, sent, reason, fmt.Errorf("check %s: %s: %w", img, msg, err))
+		}
 	}
-	if isManifestNotFound(err) {
-		return ImageResult{Image: img, Status: NotFound, Err: err,
-			Message: fmt.Sprintf("driver image %s not found: the registry answered 404 to the manifest request; publish the image or fix spec.registry/spec.image/spec.version", img)}
+	return p.warning(img, sent, ReasonOther, fmt.Errorf("check %s: no attempt made", img))
+}
+
+// noCredentials says why an anonymous request was refused: no source, none matching the host,
+// or sources that could not be used.
+func noCredentials(host string, keyring Keyring, problems []string, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the registry refused an anonymous request (%s): ", statusText(err))
+	if len(keyring) == 0 {
+		b.WriteString("no credentials were given (live: the drivers' spec.imagePullSecrets, read from --pull-secret-namespace; with files: --registry-config, Helm's registry config or the Docker config)")
+	} else {
+		fmt.Fprintf(&b, "no credentials for %s in %s", host, keyring.names())
 	}
-	reason := classify(err)
-	if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("no answer within %s: %w", c.opts.Timeout, err)
-		reason = ReasonTimeout
+	if len(problems) > 0 {
+		b.WriteString("; not usable: " + strings.Join(problems, "; "))
 	}
-	return warning(img, reason, fmt.Errorf("check %s: %w", img, err))
+	return b.String()
+}
+
+// statusText is the HTTP status of a registry's answer, "401 Unauthorized".
+func statusText(err error) string {
+	var te *transport.Error
+	if errors.As(err, &te) && te.StatusCode != 0 {
+		return fmt.Sprintf("%d %s", te.StatusCode, http.StatusText(te.StatusCode))
+	}
+	return "refused"
 }
 
 // Cause is why a NotFound or Warning image got no manifest: the error, without the image it
@@ -195,9 +287,25 @@ func (r ImageResult) Cause() string {
 	return strings.TrimPrefix(strings.TrimPrefix(r.Err.Error(), "check "+r.Image+": "), "check of "+r.Image+" ")
 }
 
-func warning(img string, reason Reason, err error) ImageResult {
-	return ImageResult{Image: img, Status: Warning, Reason: reason, Err: err,
-		Message: "could not verify " + img + " (" + string(reason) + "; the pool proceeds, the kubelet decides whether the pull succeeds): " + err.Error()}
+// warning is a not-verified result, its texts free of every secret the pass saw.
+func (p *pass) warning(img string, sent []string, reason Reason, err error) ImageResult {
+	e := p.redacted(err)
+	return ImageResult{Image: img, Status: Warning, Reason: reason, Credentials: sent, Err: e,
+		Message: "could not verify " + img + " (" + string(reason) + "; the pool proceeds, the kubelet decides whether the pull succeeds): " + e.Error()}
+}
+
+// redactedError says what its cause says, without a secret the pass saw; errors.Is and As
+// still find the cause's types (a *net.DNSError, a *transport.Error).
+type redactedError struct {
+	text  string
+	cause error
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.cause }
+
+func (p *pass) redacted(err error) error {
+	return &redactedError{text: p.guard.secrets.redact(err.Error()), cause: err}
 }
 
 // classify says why a check that got no manifest answer failed.
@@ -214,10 +322,16 @@ func classify(err error) Reason {
 		alertErr tls.AlertError
 	)
 	// A TLS failure first: for a loopback registry the ping also tries plain HTTP, whose
-	// answer from a TLS server (a 400) would hide it.
+	// answer from a TLS server (a 400) would hide it. A registry that answers HTTPS with plain
+	// HTTP (a record header error) and may not be asked over it is plain-http: the fix is
+	// --insecure-registry, not a certificate.
 	switch {
 	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid),
-		errors.As(err, &recErr), errors.As(err, &alertErr):
+		errors.As(err, &alertErr):
+		return ReasonTLS
+	case errors.As(err, new(*PlainHTTPError)):
+		return ReasonPlainHTTP
+	case errors.As(err, &recErr):
 		return ReasonTLS
 	case errors.As(err, &te):
 		switch te.StatusCode {
@@ -256,11 +370,11 @@ func isManifestNotFound(err error) bool {
 }
 
 // Check is the one call for the CLI: it checks every distinct pool image of res with a
-// Checker built from opts, applies the results to res (see Apply), and returns all results
+// Checker built from opts and the credentials of keys, applies the results to res (see Apply), and returns all results
 // sorted by image, and what the check covered.
-func Check(ctx context.Context, res *routing.Result, opts Options) ([]ImageResult, Summary) {
+func Check(ctx context.Context, res *routing.Result, opts Options, keys Keys) ([]ImageResult, Summary) {
 	images := Images(res)
-	results := NewChecker(opts).Check(ctx, images)
+	results := NewChecker(opts).Check(ctx, images, keys)
 	Apply(res, results)
 	out := slices.Collect(maps.Values(results))
 	slices.SortFunc(out, func(a, b ImageResult) int { return strings.Compare(a.Image, b.Image) })

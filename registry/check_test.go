@@ -2,8 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -15,14 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -130,7 +126,7 @@ func TestCheck(t *testing.T) {
 	headsBefore := reg.headCount("rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04") // remote.Write HEADs too
 	c := NewChecker(Options{Timeout: 500 * time.Millisecond, Concurrency: 3})
 	start := time.Now()
-	got := c.Check(t.Context(), []string{present, missingTag, present, missingRepo, denied, hanging, noRegistry, badRef, badTLS, "", present})
+	got := c.Check(t.Context(), []string{present, missingTag, present, missingRepo, denied, hanging, noRegistry, badRef, badTLS, "", present}, nil)
 	assert.Less(t, time.Since(start), 5*time.Second, "bounded by the per-image timeout")
 
 	want := map[string]Status{
@@ -173,7 +169,7 @@ func TestCheckDNSFailure(t *testing.T) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: addr, IsNotFound: true}}
 	}}
 	img := "registry.invalid/rebellions/atom/rbln-driver:3.2.2"
-	got := NewChecker(Options{Transport: noDNS, Timeout: 2 * time.Second}).Check(t.Context(), []string{img})
+	got := NewChecker(Options{Transport: noDNS, Timeout: 2 * time.Second}).Check(t.Context(), []string{img}, nil)
 	assert.Equal(t, Warning, got[img].Status)
 	assert.Equal(t, ReasonDNS, got[img].Reason)
 	var dnsErr *net.DNSError
@@ -185,7 +181,7 @@ func TestCheckCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	img := silent(t) + "/a/b:c"
-	got := NewChecker(Options{Timeout: time.Minute}).Check(ctx, []string{img})
+	got := NewChecker(Options{Timeout: time.Minute}).Check(ctx, []string{img}, nil)
 	assert.Equal(t, Warning, got[img].Status)
 	assert.Equal(t, ReasonNotChecked, got[img].Reason)
 }
@@ -259,7 +255,7 @@ func TestCheckNotVerified(t *testing.T) {
 	}
 	const timeout = 700 * time.Millisecond
 	start := time.Now()
-	got := NewChecker(Options{Timeout: timeout}).Check(t.Context(), all)
+	got := NewChecker(Options{Timeout: timeout}).Check(t.Context(), all, nil)
 	assert.Less(t, time.Since(start), 3*timeout, "the deadline holds for a listener that never answers")
 	for img, want := range images {
 		assert.Equal(t, Warning, got[img].Status, img)
@@ -299,27 +295,6 @@ func TestSummary(t *testing.T) {
 	}
 }
 
-func TestCheckWithCredentials(t *testing.T) {
-	t.Parallel()
-	reg := newTestRegistry(t, "robot", "s3cret")
-	img := reg.push(t, "rebellions/atom/rbln-driver:3.2.2", remote.WithAuth(&authn.Basic{Username: "robot", Password: "s3cret"}))
-
-	anon := NewChecker(Options{Timeout: 2 * time.Second}).Check(t.Context(), []string{img})
-	assert.Equal(t, Warning, anon[img].Status, "401 is a warning, never NotFound")
-
-	secret := corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "drivercred", Namespace: "rbln-system"},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{"http://%s/v2/":{"auth":%q}}}`,
-			reg.host, base64.StdEncoding.EncodeToString([]byte("robot:s3cret")))},
-	}
-	kc, err := KeychainFromSecrets([]corev1.Secret{{Type: corev1.SecretTypeOpaque}, secret})
-	require.NoError(t, err)
-	withCreds := NewChecker(Options{Keychain: kc, Timeout: 2 * time.Second}).Check(t.Context(), []string{img, reg.host + "/rebellions/atom/rbln-driver:missing"})
-	assert.Equal(t, Found, withCreds[img].Status, "%v", withCreds[img].Err)
-	assert.Equal(t, NotFound, withCreds[reg.host+"/rebellions/atom/rbln-driver:missing"].Status)
-}
-
 func TestApply(t *testing.T) {
 	t.Parallel()
 	reg := newTestRegistry(t, "", "")
@@ -349,7 +324,7 @@ func TestApply(t *testing.T) {
 	images := Images(res)
 	require.Len(t, images, 3, "the invalid-tag pool has no image to check")
 
-	results := NewChecker(Options{Timeout: 2 * time.Second}).Check(t.Context(), images)
+	results := NewChecker(Options{Timeout: 2 * time.Second}).Check(t.Context(), images, nil)
 	warnings := Apply(res, results)
 	require.Len(t, warnings, 1)
 	assert.True(t, strings.HasPrefix(warnings[0].Image, denied))
@@ -383,7 +358,7 @@ func TestCheckResult(t *testing.T) {
 	res := routing.Route([]v1alpha1.RBLNDriver{{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultDriverName},
 		Spec: v1alpha1.RBLNDriverSpec{Registry: reg.host, Image: "rebellions/rbln-driver", Version: "3.2.2"}}},
 		[]routing.Node{{Name: "a", Labels: labels("6.8.0-90-generic")}, {Name: "b", Labels: labels("6.8.0-91-generic")}})
-	got, sum := Check(t.Context(), res, Options{Timeout: 2 * time.Second})
+	got, sum := Check(t.Context(), res, Options{Timeout: 2 * time.Second}, nil)
 	assert.Equal(t, Summary{Checked: true, Images: 2, Found: 1, Missing: 1, NotVerifiedBy: map[Reason]int{}}, sum)
 	require.Len(t, got, 2)
 	assert.Equal(t, Found, got[0].Status)

@@ -77,6 +77,8 @@ type Result struct {
 	// Routing routes the nodes after the release (denied objects not applied, deleted ones
 	// gone).
 	Routing *routing.Result
+	// Drivers are the RBLNDrivers after the release, sorted by name: those Routing routes.
+	Drivers []*v1alpha1.RBLNDriver
 	// Before routes the nodes now: by the current RBLNDrivers (Basis BasisRouting), or by
 	// their owner labels when the current drivers are not known (BasisOwnerLabels).
 	Before *routing.Result
@@ -257,7 +259,7 @@ func (r *Replay) Finish(ctx context.Context) (*Result, error) {
 		}
 	}
 	slices.Sort(res.Deleted)
-	res.Routing = r.view.Route()
+	res.Routing, res.Drivers = r.view.Route(), r.view.Drivers()
 	res.Before, res.Basis = r.before, BasisRouting
 	if !cl.DriversKnown() {
 		res.Before, res.Basis = labelRouting(r.before), BasisOwnerLabels

@@ -127,6 +127,12 @@ type AuditOptions struct {
 	Interval, ImageInterval, MinGap, PassTimeout time.Duration
 	CheckImages                                  bool
 	ImageTimeout                                 time.Duration
+	// PullSecretNamespace is where the registry checks read the drivers' spec.imagePullSecrets
+	// (SPEC §12): the namespace the driver DaemonSets run in. Each pass reads each Secret it
+	// needs once (get, never list: the chart grants get on Secrets in that namespace alone).
+	PullSecretNamespace string
+	// InsecureRegistries may be asked over plain HTTP (besides loopback).
+	InsecureRegistries []string
 	// MaxResults caps the results of a report (audit.DefaultMaxResults when zero).
 	MaxResults int
 	// LeaderElection makes one replica audit, chosen by a Lease named LeaseName in
@@ -511,8 +517,12 @@ func addAudit(mgr manager.Manager, state *cluster.Informed, o ServerOptions, log
 		MaxResults: a.MaxResults, Log: log, OnPass: a.OnPass,
 	}
 	if a.CheckImages {
-		checker := registry.NewChecker(registry.Options{Timeout: a.ImageTimeout})
-		loop.CheckImages = checker.Check
+		checker := registry.NewChecker(registry.Options{Timeout: a.ImageTimeout, InsecureRegistries: a.InsecureRegistries})
+		secrets := mgr.GetAPIReader()
+		loop.CheckImages = func(ctx context.Context, snap *cluster.Snapshot) map[string]registry.ImageResult {
+			route := snap.Route()
+			return checker.Check(ctx, audit.Images(snap), registry.PullSecrets(ctx, secrets, a.PullSecretNamespace, registry.SecretsOf(snap.Drivers()), route))
+		}
 	}
 	return mgr.Add(loop)
 }

@@ -75,7 +75,7 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 	f.BoolVar(&job.PolicyFailOpen, "policy-fail-open", false, "judge an object whose policy evaluation fails without its policies (with a warning), as serve --audit --policy-fail-open does; default: the audit fails (exit 2)")
 	addLiveFlags(f, &job.Live, "Nodes, RBLNDrivers, the RBLNClusterPolicy")
 	f.IntVar(&job.MaxResults, "max-results", action.DefaultAuditMaxResults, "the most results a report lists (its summary counts every one)")
-	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image a pool or RSMD DaemonSet pulls in its registry (only a 404 counts as missing)", "timeout of one registry request")
+	addImageFlags(f, &job.RegistryCheck, true, "HEAD every image a pool or RSMD DaemonSet pulls in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	output.register(f)
 	return cmd
 }

@@ -66,9 +66,18 @@ var imageTimeoutRange = durationRange{min: 100 * time.Millisecond, max: 5 * time
 	low: "no registry answers in time and every image check ends in a timeout warning"}
 
 // addImageFlags adds --check-images (described by what) and --image-timeout (by timeout).
-func addImageFlags(fs *pflag.FlagSet, enabled *bool, timeout *time.Duration, what, timeoutWhat string) {
-	fs.BoolVar(enabled, "check-images", false, what)
-	durationVar(fs, timeout, "image-timeout", 10*time.Second, imageTimeoutRange, timeoutWhat)
+func addImageFlags(fs *pflag.FlagSet, c *action.RegistryCheck, live bool, what, timeoutWhat string) {
+	fs.BoolVar(&c.CheckImages, "check-images", false, what)
+	durationVar(fs, &c.ImageTimeout, "image-timeout", 10*time.Second, imageTimeoutRange, timeoutWhat)
+	credentials := "with files: Helm's registry config, then the Docker config ($DOCKER_CONFIG or ~/.docker/config.json, credential helpers included)"
+	if live {
+		credentials += "; read live: each RBLNDriver's spec.imagePullSecrets in --pull-secret-namespace"
+	}
+	fs.StringVar(&c.RegistryConfig, "registry-config", "", "a Docker-config-format file of registry credentials for --check-images, instead of Helm's registry config (default credentials "+credentials+")")
+	fs.StringSliceVar(&c.InsecureRegistries, "insecure-registry", nil, "a registry (host:port, or a host for any port) --check-images may ask over plain HTTP; loopback always may, every other registry is asked over HTTPS only (repeatable)")
+	if live {
+		fs.StringVar(&c.PullSecretNamespace, "pull-secret-namespace", "", "with --live and --check-images, the namespace the driver DaemonSets run in, where the drivers' spec.imagePullSecrets are read (get only; default: the kubeconfig context's namespace)")
+	}
 }
 
 // addLiveFlags adds --live, --kubeconfig and --kube-context: reading the cluster instead of

@@ -84,7 +84,7 @@ that would lose its driver unacknowledged, a blocked node, a missing image, inva
 	job.MaxReleaseBytes = action.DefaultMaxReleaseBytes
 	f.Var((*sizeValue)(&job.MaxReleaseBytes), action.FlagMaxReleaseSize, "the largest --release revision read, decompressed (Helm stores it gzipped), in bytes or as a quantity (64Mi)")
 	f.StringVarP(&job.Target.Namespace, "namespace", "n", "", "namespace of the --release (default: the kubeconfig context's; as a Helm plugin, Helm's -n)")
-	addImageFlags(f, &job.CheckImages, &job.ImageTimeout, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
+	addImageFlags(f, &job.RegistryCheck, true, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	output.register(f)
 	return cmd
 }

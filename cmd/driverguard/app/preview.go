@@ -47,7 +47,7 @@ Exit codes: as check: 0 passed, 1 a denial or an unacknowledged driver loss (or 
 	}
 	addJudgeFlags(cmd.Flags(), &job.Judge)
 	addLiveFlags(cmd.Flags(), &job.Live, "Nodes, RBLNDrivers and the RBLNClusterPolicy")
-	addImageFlags(cmd.Flags(), &job.CheckImages, &job.ImageTimeout, "HEAD every composed driver image in its registry (needs --nodes)", "timeout of one registry request")
+	addImageFlags(cmd.Flags(), &job.RegistryCheck, true, "HEAD every composed driver image in its registry (needs --nodes)", "timeout of one registry request")
 	output.register(cmd.Flags())
 	return cmd
 }

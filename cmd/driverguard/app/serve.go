@@ -131,6 +131,8 @@ POD_NAMESPACE, POD_NAME and POD_UID, as the chart passes them).`,
 	durationVar(f, &o.auditOpts.Interval, "audit-interval", action.DefaultAuditInterval, auditIntervalRange, "full audit pass every interval, besides the passes after each change (--audit)")
 	durationVar(f, &o.auditOpts.ImageInterval, "audit-image-interval", action.DefaultAuditImageInterval, auditImageIntervalRange, "how often the audit asks the registries for every image the pools pull (--audit-check-images)")
 	f.BoolVar(&o.auditOpts.CheckImages, "audit-check-images", false, "the audit asks each registry for every image a pool or RSMD DaemonSet pulls (only a 404 counts as missing)")
+	f.StringVar(&o.auditOpts.PullSecretNamespace, "pull-secret-namespace", "", "with --audit-check-images, the namespace the driver DaemonSets run in, where each RBLNDriver's spec.imagePullSecrets are read (get only; default: --namespace, else POD_NAMESPACE)")
+	f.StringSliceVar(&o.auditOpts.InsecureRegistries, "insecure-registry", nil, "a registry (host:port, or a host for any port) --audit-check-images may ask over plain HTTP; loopback always may, every other registry is asked over HTTPS only (repeatable)")
 	f.IntVar(&o.auditOpts.MaxResults, "audit-max-results", action.DefaultAuditMaxResults, "the most results an audit report lists (its summary counts every one)")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "with --audit, one replica audits, chosen by a Lease in --namespace (or POD_NAMESPACE); every replica admits")
 	durationVar(f, &o.auditOpts.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, leaseDurationRange, "how long the other replicas wait before taking the audit over from a leader that stopped renewing its Lease")
@@ -200,6 +202,14 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 		}
 		server.CertRotation = &o.rotation
 	}
+	if !o.auditOpts.CheckImages || !o.audit {
+		switch {
+		case o.auditOpts.PullSecretNamespace != "":
+			return errors.New("--pull-secret-namespace is for the audit's registry checks: add --audit --audit-check-images")
+		case len(o.auditOpts.InsecureRegistries) > 0:
+			return errors.New("--insecure-registry is for the audit's registry checks: add --audit --audit-check-images")
+		}
+	}
 	if o.audit {
 		if err := checkMaxResults("audit-max-results", o.auditOpts.MaxResults); err != nil {
 			return err
@@ -209,6 +219,12 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 		}
 		a := o.auditOpts
 		a.ImageTimeout = 10 * time.Second
+		if a.CheckImages {
+			a.PullSecretNamespace = cmp.Or(a.PullSecretNamespace, o.rotation.Namespace, os.Getenv("POD_NAMESPACE"))
+			if a.PullSecretNamespace == "" {
+				return errors.New("--audit-check-images reads the drivers' pull Secrets from --pull-secret-namespace (default --namespace, else POD_NAMESPACE): give one")
+			}
+		}
 		if o.leaderElect {
 			a.LeaderElection, a.LeaseName = true, "driverguard-audit"
 			a.LeaseNamespace = cmp.Or(o.rotation.Namespace, os.Getenv("POD_NAMESPACE"))

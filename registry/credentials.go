@@ -1,0 +1,285 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/docker/cli/cli/config"
+	"github.com/docker/cli/cli/config/configfile"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A Source is one place credentials come from (SPEC §12): a pull Secret, or a file in the
+// Docker config format (--registry-config, Helm's registry config, the Docker config).
+type Source struct {
+	// Name says where, for messages: "Secret npu/drivercred", "--registry-config /etc/r.json",
+	// "Docker config /root/.docker/config.json". Never anything read from it.
+	Name string
+	// Problem says why the source holds nothing usable ("" when it is fine): the Secret does
+	// not exist, is not a pull Secret, does not parse.
+	Problem string
+	lookup  func(repo name.Repository) ([]match, error)
+}
+
+// match is one set of credentials a source holds for a repository, and the key it was found
+// under (a Secret's registry key, a config file's server address).
+type match struct {
+	key  string
+	auth authn.AuthConfig
+}
+
+// A Keyring is the sources a check may take credentials from, in order of preference.
+type Keyring []Source
+
+// Keys gives the keyring to try for one image; nil, or a nil Keyring, asks anonymously.
+type Keys func(image string) Keyring
+
+// Fixed gives every image the same keyring: the CLI's credentials when it reads files.
+func Fixed(k Keyring) Keys { return func(string) Keyring { return k } }
+
+// credential is one set of credentials to try for an image.
+type credential struct {
+	// source is the Source's name; key the entry it matched.
+	source, key string
+	auth        authn.AuthConfig
+}
+
+// id is a credential's identity within one pass: two images of a registry that match the
+// same entry share its token.
+func (c credential) id() string { return c.source + "\x00" + c.key }
+
+// credentials returns the credentials the keyring holds for repo, in the order to try them,
+// and what is wrong with the sources that hold nothing usable.
+func (k Keyring) credentials(repo name.Repository) (creds []credential, problems []string) {
+	for _, s := range k {
+		if s.Problem != "" {
+			problems = append(problems, s.Name+": "+s.Problem)
+			continue
+		}
+		if s.lookup == nil {
+			continue
+		}
+		ms, err := s.lookup(repo)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", s.Name, err))
+			continue
+		}
+		for _, m := range ms {
+			creds = append(creds, credential{source: s.Name, key: m.key, auth: m.auth})
+		}
+	}
+	return creds, problems
+}
+
+// names are the names of the keyring's sources, "" for none.
+func (k Keyring) names() string {
+	var out []string
+	for _, s := range k {
+		out = append(out, s.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// MaxCredentialsSize bounds a pull Secret's data and a registry config file: a Docker config
+// is a few kilobytes.
+const MaxCredentialsSize = 1 << 20
+
+// SecretSource is a pull Secret as the kubelet reads it: kubernetes.io/dockerconfigjson or
+// kubernetes.io/dockercfg, its registry keys matched against an image as the kubelet matches
+// them (a host, a host with a path prefix, "*" globs per domain component; the most specific
+// key first).
+func SecretSource(s *corev1.Secret) Source {
+	src := Source{Name: "Secret " + s.Namespace + "/" + s.Name}
+	var (
+		auths map[string]authn.AuthConfig
+		data  []byte
+	)
+	switch s.Type {
+	case corev1.SecretTypeDockerConfigJson:
+		data = s.Data[corev1.DockerConfigJsonKey]
+		var cfg struct {
+			Auths map[string]authn.AuthConfig `json:"auths"`
+		}
+		if err := decodeJSON(data, &cfg); err != nil {
+			src.Problem = fmt.Sprintf("its %s does not parse: %v", corev1.DockerConfigJsonKey, err)
+			return src
+		}
+		auths = cfg.Auths
+	case corev1.SecretTypeDockercfg:
+		data = s.Data[corev1.DockerConfigKey]
+		if err := decodeJSON(data, &auths); err != nil {
+			src.Problem = fmt.Sprintf("its %s does not parse: %v", corev1.DockerConfigKey, err)
+			return src
+		}
+	default:
+		src.Problem = fmt.Sprintf("of type %q, not a pull Secret (%s or %s)", s.Type, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg)
+		return src
+	}
+	entries := kubeletEntries(auths)
+	if len(entries) == 0 {
+		src.Problem = "holds no registry credentials"
+		return src
+	}
+	src.lookup = func(repo name.Repository) ([]match, error) {
+		var out []match
+		target := repo.RegistryStr() + "/" + repo.RepositoryStr()
+		for _, e := range entries {
+			if urlsMatch(e.key, target) {
+				out = append(out, match{key: e.key, auth: e.auth})
+			}
+		}
+		return out, nil
+	}
+	return src
+}
+
+// MissingSecret is a pull Secret a driver names that could not be read.
+func MissingSecret(namespace, name string, err error) Source {
+	return Source{Name: "Secret " + namespace + "/" + name, Problem: err.Error()}
+}
+
+func decodeJSON(data []byte, v any) error {
+	if len(data) == 0 {
+		return errors.New("empty")
+	}
+	if len(data) > MaxCredentialsSize {
+		return fmt.Errorf("%d bytes, more than the %d a registry config may hold", len(data), MaxCredentialsSize)
+	}
+	return json.Unmarshal(data, v)
+}
+
+// kubeletEntries turns a Docker config's auths into the kubelet's keys: the scheme dropped, a
+// /v1/ or /v2/ path taken for the host alone, Docker Hub's spellings made index.docker.io;
+// sorted in reverse, so that the most specific key is tried first. Keys that do not parse are
+// skipped, as the kubelet skips them.
+func kubeletEntries(auths map[string]authn.AuthConfig) []match {
+	var out []match
+	for raw, a := range auths {
+		v := raw
+		if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+			v = "https://" + v
+		}
+		u, err := url.Parse(v)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		host := strings.ToLower(u.Host)
+		switch host {
+		case "docker.io", "registry-1.docker.io":
+			host = name.DefaultRegistry
+		}
+		p := u.Path
+		if strings.HasPrefix(p, "/v2/") || strings.HasPrefix(p, "/v1/") {
+			p = p[3:]
+		}
+		key := host
+		if p != "" && p != "/" {
+			key = host + strings.TrimSuffix(p, "/")
+		}
+		out = append(out, match{key: key, auth: a})
+	}
+	slices.SortFunc(out, func(a, b match) int { return strings.Compare(b.key, a.key) })
+	return slices.CompactFunc(out, func(a, b match) bool { return a.key == b.key })
+}
+
+// urlsMatch reports whether the kubelet's key glob matches target (both without a scheme): the
+// same number of domain components, each matched as a glob, the same port, and the key's path
+// a prefix of the target's.
+func urlsMatch(glob, target string) bool {
+	gu, err := url.Parse("https://" + glob)
+	if err != nil {
+		return false
+	}
+	tu, err := url.Parse("https://" + target)
+	if err != nil {
+		return false
+	}
+	gHost, gPort := splitHostPort(gu.Host)
+	tHost, tPort := splitHostPort(strings.ToLower(tu.Host))
+	if gPort != tPort {
+		return false
+	}
+	gParts, tParts := strings.Split(gHost, "."), strings.Split(tHost, ".")
+	if len(gParts) != len(tParts) {
+		return false
+	}
+	for i := range gParts {
+		if ok, err := path.Match(gParts[i], tParts[i]); err != nil || !ok {
+			return false
+		}
+	}
+	return strings.HasPrefix(tu.Path, gu.Path)
+}
+
+func splitHostPort(hostport string) (host, port string) {
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		return h, p
+	}
+	return hostport, ""
+}
+
+// FileSource reads a file in the Docker config format (auths, credsStore, credHelpers) as
+// docker and Helm do: an image's repository key first, then its registry host; a credential
+// helper runs when the file names one. An unreadable or unparsable file is a Source with a
+// Problem.
+func FileSource(label, file string) Source {
+	src := Source{Name: label + " " + file}
+	cf, err := loadConfigFile(file)
+	if err != nil {
+		src.Problem = err.Error()
+		return src
+	}
+	src.lookup = func(repo name.Repository) ([]match, error) {
+		for _, key := range []string{repo.String(), repo.RegistryStr()} {
+			if key == name.DefaultRegistry {
+				key = authn.DefaultAuthKey
+			}
+			a, err := cf.GetAuthConfig(key)
+			if err != nil {
+				return nil, fmt.Errorf("its credential helper for %s: %w", key, err)
+			}
+			cfg := authn.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth, IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken}
+			if cfg != (authn.AuthConfig{}) {
+				return []match{{key: key, auth: cfg}}, nil
+			}
+		}
+		return nil, nil
+	}
+	return src
+}
+
+// loadConfigFile reads a Docker config file through MaxCredentialsSize.
+func loadConfigFile(file string) (*configfile.ConfigFile, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, errors.New("a directory, not a Docker config file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxCredentialsSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxCredentialsSize {
+		return nil, fmt.Errorf("larger than the %d bytes a registry config may hold", MaxCredentialsSize)
+	}
+	cf, err := config.LoadFromReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("does not parse as a Docker config: %w", err)
+	}
+	cf.Filename = file
+	return cf, nil
+}

@@ -1,0 +1,68 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"helm.sh/helm/v3/pkg/helmpath"
+)
+
+// Labels of the offline sources, as messages name them.
+const (
+	sourceRegistryConfigFlag = "--registry-config"
+	sourceHelmRegistryConfig = "Helm registry config"
+	sourceDockerConfig       = "Docker config"
+)
+
+// OfflineKeyring is the CLI's credentials when it reads files (SPEC §12): the credentials the
+// user already has. First registryConfig (--registry-config, Helm's flag: a file in the Docker
+// config format), which must exist; without it Helm's registry config ($HELM_REGISTRY_CONFIG,
+// or Helm's default path) when it exists. Then the Docker config ($DOCKER_CONFIG/config.json,
+// or ~/.docker/config.json) when it exists, with its credential helpers.
+func OfflineKeyring(registryConfig string) (Keyring, error) {
+	var k Keyring
+	if registryConfig != "" {
+		st, err := os.Stat(registryConfig)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%s %s: %w", sourceRegistryConfigFlag, registryConfig, err)
+		case st.IsDir():
+			return nil, fmt.Errorf("%s %s: a directory; give the Docker-config-format file itself (config.json)", sourceRegistryConfigFlag, registryConfig)
+		}
+		k = append(k, FileSource(sourceRegistryConfigFlag, registryConfig))
+	} else if f := helmRegistryConfig(); exists(f) {
+		k = append(k, FileSource(sourceHelmRegistryConfig, f))
+	}
+	if f := dockerConfig(); f != "" && exists(f) {
+		k = append(k, FileSource(sourceDockerConfig, f))
+	}
+	return k, nil
+}
+
+// helmRegistryConfig is where Helm keeps registry logins (helm registry login).
+func helmRegistryConfig() string {
+	if f := os.Getenv("HELM_REGISTRY_CONFIG"); f != "" {
+		return f
+	}
+	return helmpath.ConfigPath("registry", "config.json")
+}
+
+// dockerConfig is the Docker config file docker and go-containerregistry read.
+func dockerConfig() string {
+	if dir := os.Getenv("DOCKER_CONFIG"); dir != "" {
+		return filepath.Join(dir, "config.json")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".docker", "config.json")
+}
+
+func exists(file string) bool {
+	_, err := os.Stat(file)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
+}
