@@ -265,7 +265,7 @@ func (a *Auditor) images(route *routing.Result, reports map[string]*builder, clu
 			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotVerified, Result: Warn, Enforcement: policy.EnforceWarn,
 				Message:    fmt.Sprintf("pool %s pulls %s, which could not be verified (%s: %s): the pool proceeds, the kubelet decides whether the pull succeeds", p.Name, p.Image, r.Reason, r.Cause()),
 				Subjects:   []Subject{{Kind: "RBLNDriver", Name: p.Owner}},
-				Properties: map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes)), "reason": string(r.Reason)}})
+				Properties: withCredentials(r, map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes)), "reason": string(r.Reason)})})
 		}
 	}
 	for _, s := range route.SMD {
@@ -284,7 +284,7 @@ func (a *Auditor) images(route *routing.Result, reports map[string]*builder, clu
 			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotVerified, Result: Warn, Enforcement: policy.EnforceWarn,
 				Message:    fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which could not be verified (%s: %s): it proceeds, the kubelet decides whether the pull succeeds", s.DaemonSet, s.Image, r.Reason, r.Cause()),
 				Subjects:   []Subject{{Kind: "RBLNDriver", Name: s.Resource}},
-				Properties: map[string]string{"daemonSet": s.DaemonSet, "image": s.Image, "reason": string(r.Reason)}})
+				Properties: withCredentials(r, map[string]string{"daemonSet": s.DaemonSet, "image": s.Image, "reason": string(r.Reason)})})
 		}
 	}
 	sum := registry.Summarize(images, a.Images)
@@ -299,6 +299,15 @@ func (a *Auditor) images(route *routing.Result, reports map[string]*builder, clu
 	}
 	clusterReport.add(f)
 	return sum
+}
+
+// withCredentials adds to props where the credentials sent for r came from (the names of the
+// pull Secrets or files, never what they hold), when any were.
+func withCredentials(r registry.ImageResult, props map[string]string) map[string]string {
+	if len(r.Credentials) > 0 {
+		props["credentials"] = strings.Join(r.Credentials, ", ")
+	}
+	return props
 }
 
 // Images are the images a snapshot's pools and RSMD DaemonSets pull: what a registry check

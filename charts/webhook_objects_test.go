@@ -244,3 +244,41 @@ func TestWebhookNetworkPolicy(t *testing.T) {
 	assert.Equal(t, "10.0.0.0/24", np.Spec.Ingress[0].From[0].IPBlock.CIDR)
 	assert.Empty(t, np.Spec.Ingress[2].From, "the kubelet's probes come from the node")
 }
+
+// TestPullSecretRole (SPEC §12): with webhook.audit.checkImages, a Role in the pull Secret
+// namespace (default: the release namespace) grants get on Secrets — never list or watch,
+// never cluster-wide — and serve is told where to read them; without it, no such Role.
+func TestPullSecretRole(t *testing.T) {
+	pullRole := func(docs map[string][][]byte) (roles []rbacv1.Role) {
+		for _, doc := range docs["Role"] {
+			var r rbacv1.Role
+			require.NoError(t, yaml.UnmarshalStrict(doc, &r))
+			if strings.HasSuffix(r.Name, "-pull-secrets") {
+				roles = append(roles, r)
+			}
+		}
+		return roles
+	}
+	docs, _ := manifest(t, nil)
+	assert.Empty(t, pullRole(docs), "no registry check, no Secret to read")
+	assert.NotContains(t, strings.Join(webhookArgs(t, docs), " "), "--pull-secret-namespace")
+
+	for _, tc := range []struct{ ns, want string }{{"", "default"}, {"rbln-system", "rbln-system"}} {
+		docs, _ = manifest(t, map[string]any{"webhook": map[string]any{"audit": map[string]any{"checkImages": true, "pullSecretNamespace": tc.ns,
+			"insecureRegistries": []any{"10.0.0.5:5000"}}}})
+		roles := pullRole(docs)
+		require.Len(t, roles, 1)
+		assert.Equal(t, tc.want, roles[0].Namespace)
+		assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}, roles[0].Rules)
+		args := webhookArgs(t, docs)
+		assert.Contains(t, args, "--pull-secret-namespace="+tc.want)
+		assert.Contains(t, args, "--insecure-registry=10.0.0.5:5000")
+		for _, doc := range docs["ClusterRole"] {
+			var r rbacv1.ClusterRole
+			require.NoError(t, yaml.UnmarshalStrict(doc, &r))
+			for _, rule := range r.Rules {
+				assert.NotContains(t, rule.Resources, "secrets", "never cluster-wide: %s", r.Name)
+			}
+		}
+	}
+}

@@ -2,200 +2,34 @@ package registry
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driverguard/driverguard/registry/registrytest"
 )
 
-// authRegistry is an in-process OCI registry (go-containerregistry's pkg/registry) that wants
-// credentials: HTTP basic auth, or the registry token flow, where a token server (on the
-// registry's address: go-containerregistry refuses a token realm on another loopback or
-// private address) hands out bearer tokens for a scope to the right basic credentials. It
-// counts what it is asked.
-type authRegistry struct {
-	host, user, pass string
-	tokenFlow        bool
-	// echo: a hostile token server whose 401 repeats the credentials it was sent.
-	echo bool
-
-	mu     sync.Mutex
-	tokens map[string]string // token → scope
-	// pings of /v2/, token requests by scope, manifest HEADs by path.
-	pings  atomic.Int32
-	byKind sync.Map // "token "+scope or "head "+path → *atomic.Int32
-}
-
-func newAuthRegistry(t testing.TB, user, pass string, tokenFlow bool) *authRegistry {
-	t.Helper()
-	r := &authRegistry{user: user, pass: pass, tokenFlow: tokenFlow, tokens: map[string]string{}}
-	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.Path == "/token" {
-			r.serveToken(w, req)
-			return
-		}
-		if req.URL.Path == "/v2/" {
-			r.pings.Add(1)
-		}
-		if !r.authorized(req) {
-			scope := ""
-			if repo, _, ok := strings.Cut(strings.TrimPrefix(req.URL.Path, "/v2/"), "/manifests/"); ok {
-				scope = "repository:" + repo + ":pull"
-			}
-			if r.tokenFlow {
-				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q,service="test-registry",scope=%q`, srv.URL+"/token", scope))
-			} else {
-				w.Header().Set("WWW-Authenticate", `Basic realm="test-registry"`)
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
-			return
-		}
-		if req.Method == http.MethodHead && strings.Contains(req.URL.Path, "/manifests/") {
-			r.count("head " + req.URL.Path)
-		}
-		reg.ServeHTTP(w, req)
-	}))
-	t.Cleanup(srv.Close)
-	r.host = strings.TrimPrefix(srv.URL, "http://")
-	return r
-}
-
-func (r *authRegistry) count(key string) {
-	c, _ := r.byKind.LoadOrStore(key, new(atomic.Int32))
-	c.(*atomic.Int32).Add(1)
-}
-
-func (r *authRegistry) counted(key string) int32 {
-	c, ok := r.byKind.Load(key)
-	if !ok {
-		return 0
-	}
-	return c.(*atomic.Int32).Load()
-}
-
-// counts sums the counters whose key starts with prefix.
-func (r *authRegistry) counts(prefix string) (total int32, keys int) {
-	r.byKind.Range(func(k, v any) bool {
-		if strings.HasPrefix(k.(string), prefix) {
-			total += v.(*atomic.Int32).Load()
-			keys++
-		}
-		return true
-	})
-	return total, keys
-}
-
-func (r *authRegistry) authorized(req *http.Request) bool {
-	a := req.Header.Get("Authorization")
-	if !r.tokenFlow {
-		u, p, ok := req.BasicAuth()
-		return ok && u == r.user && p == r.pass
-	}
-	tok, ok := strings.CutPrefix(a, "Bearer ")
-	if !ok {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok = r.tokens[tok]
-	return ok
-}
-
-// serveToken is the token server: basic credentials in, a bearer token for the scope out.
-func (r *authRegistry) serveToken(w http.ResponseWriter, req *http.Request) {
-	scope := req.URL.Query().Get("scope")
-	r.count("token " + scope)
-	if u, p, ok := req.BasicAuth(); !ok || u != r.user || p != r.pass {
-		body := `{"errors":[{"code":"UNAUTHORIZED","message":"invalid username or password"}]}`
-		if r.echo {
-			body = fmt.Sprintf(`{"errors":[{"code":"UNAUTHORIZED","message":"bad credentials: %s (%s:%s)"}]}`, req.Header.Get("Authorization"), u, p)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = io.WriteString(w, body)
-		return
-	}
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	tok := "tok-" + hex.EncodeToString(b)
-	r.mu.Lock()
-	r.tokens[tok] = scope
-	r.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "access_token": tok, "expires_in": 300})
-}
-
-// issued are the tokens the token server handed out.
-func (r *authRegistry) issued() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for tok := range r.tokens {
-		out = append(out, tok)
-	}
-	return out
-}
-
-// push writes a random image to repo:tag with the registry's credentials.
-func (r *authRegistry) push(t testing.TB, repoTag string) string {
-	t.Helper()
-	img, err := random.Image(256, 1)
-	require.NoError(t, err)
-	ref, err := name.NewTag(r.host+"/"+repoTag, name.Insecure)
-	require.NoError(t, err)
-	require.NoError(t, remote.Write(ref, img, remote.WithContext(t.Context()), remote.WithAuth(&authn.Basic{Username: r.user, Password: r.pass})))
-	return ref.String()
-}
-
-func basicAuth(user, pass string) string {
-	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
-}
-
-// pullSecret is a kubernetes.io/dockerconfigjson Secret for host, or with legacy a
-// kubernetes.io/dockercfg one.
+// pullSecret is a pull Secret in namespace npu.
 func pullSecret(name, host, user, pass string, legacy bool) *corev1.Secret {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "npu"}}
-	if legacy {
-		s.Type = corev1.SecretTypeDockercfg
-		s.Data = map[string][]byte{corev1.DockerConfigKey: fmt.Appendf(nil, `{%q:{"auth":%q}}`, host, basicAuth(user, pass))}
-		return s
-	}
-	s.Type = corev1.SecretTypeDockerConfigJson
-	s.Data = map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"username":%q,"password":%q}}}`, host, user, pass)}
-	return s
+	return registrytest.PullSecret("npu", name, host, user, pass, legacy)
 }
 
 func configFile(t *testing.T, host, user, pass string) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "config.json")
-	require.NoError(t, os.WriteFile(f, fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, host, basicAuth(user, pass)), 0o600))
+	require.NoError(t, os.WriteFile(f, fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, host, registrytest.BasicAuth(user, pass)), 0o600))
 	return f
 }
 
@@ -227,12 +61,12 @@ func TestCheckAuthenticates(t *testing.T) {
 	for _, flow := range []string{"basic", "token"} {
 		t.Run(flow, func(t *testing.T) {
 			t.Parallel()
-			reg := newAuthRegistry(t, "robot", "s3cret-pa55", flow == "token")
-			present := reg.push(t, "rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04")
-			missing := reg.host + "/rebellions/atom/rbln-driver:3.2.2-6.8.0-91-generic-ubuntu22.04"
+			reg := registrytest.New(t, "robot", "s3cret-pa55", flow == "token")
+			present := reg.Push(t, "rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04")
+			missing := reg.Host + "/rebellions/atom/rbln-driver:3.2.2-6.8.0-91-generic-ubuntu22.04"
 			images := []string{present, missing}
-			right := SecretSource(pullSecret("drivercred", reg.host, "robot", "s3cret-pa55", false))
-			wrong := SecretSource(pullSecret("stale", reg.host, "robot", "old-pa55word", false))
+			right := SecretSource(pullSecret("drivercred", reg.Host, "robot", "s3cret-pa55", false))
+			wrong := SecretSource(pullSecret("stale", reg.Host, "robot", "old-pa55word", false))
 			other := SecretSource(pullSecret("other", "registry.example.com", "robot", "s3cret-pa55", false))
 
 			tests := []struct {
@@ -245,9 +79,9 @@ func TestCheckAuthenticates(t *testing.T) {
 			}{
 				{name: "dockerconfigjson Secret", keyring: Keyring{right},
 					status: map[string]Status{present: Found, missing: NotFound}, credentials: []string{"Secret npu/drivercred"}},
-				{name: "dockercfg Secret", keyring: Keyring{SecretSource(pullSecret("legacy", "https://"+reg.host+"/v1/", "robot", "s3cret-pa55", true))},
+				{name: "dockercfg Secret", keyring: Keyring{SecretSource(pullSecret("legacy", "https://"+reg.Host+"/v1/", "robot", "s3cret-pa55", true))},
 					status: map[string]Status{present: Found, missing: NotFound}, credentials: []string{"Secret npu/legacy"}},
-				{name: "--registry-config", keyring: Keyring{FileSource(sourceRegistryConfigFlag, configFile(t, reg.host, "robot", "s3cret-pa55"))},
+				{name: "--registry-config", keyring: Keyring{FileSource(sourceRegistryConfigFlag, configFile(t, reg.Host, "robot", "s3cret-pa55"))},
 					status: map[string]Status{present: Found, missing: NotFound}},
 				{name: "a stale Secret first, then the right one: tried in order, as the kubelet does", keyring: Keyring{wrong, right},
 					status: map[string]Status{present: Found, missing: NotFound}, credentials: []string{"Secret npu/stale", "Secret npu/drivercred"}},
@@ -258,10 +92,10 @@ func TestCheckAuthenticates(t *testing.T) {
 					says: []string{"refused an anonymous request (401 Unauthorized)", "no credentials were given"}},
 				{name: "none for this host", keyring: Keyring{other},
 					status: map[string]Status{present: Warning, missing: Warning}, reason: ReasonUnauthorized,
-					says: []string{"no credentials for " + reg.host + " in Secret npu/other"}},
+					says: []string{"no credentials for " + reg.Host + " in Secret npu/other"}},
 				{name: "wrong password", keyring: Keyring{wrong},
 					status: map[string]Status{present: Warning, missing: Warning}, reason: ReasonUnauthorized,
-					says: []string{"the registry refused the credentials of Secret npu/stale (401 Unauthorized) for " + reg.host}, credentials: []string{"Secret npu/stale"}},
+					says: []string{"the registry refused the credentials of Secret npu/stale (401 Unauthorized) for " + reg.Host}, credentials: []string{"Secret npu/stale"}},
 				{name: "the Secret is missing", keyring: Keyring{MissingSecret("npu", "drivercred", fmt.Errorf("not found in namespace npu"))},
 					status: map[string]Status{present: Warning, missing: Warning}, reason: ReasonUnauthorized,
 					says: []string{"Secret npu/drivercred: not found in namespace npu"}},
@@ -288,7 +122,7 @@ func TestCheckAuthenticates(t *testing.T) {
 					if tc.status[missing] == NotFound {
 						assert.Contains(t, got[missing].Message, "driver image "+missing+" not found", "names the exact path")
 					}
-					leaks(t, got, append([]string{"s3cret-pa55", "old-pa55word", basicAuth("robot", "s3cret-pa55"), basicAuth("robot", "old-pa55word")}, reg.issued()...)...)
+					leaks(t, got, append([]string{"s3cret-pa55", "old-pa55word", registrytest.BasicAuth("robot", "s3cret-pa55"), registrytest.BasicAuth("robot", "old-pa55word")}, reg.Issued()...)...)
 				})
 			}
 		})
@@ -298,9 +132,9 @@ func TestCheckAuthenticates(t *testing.T) {
 // TestCheckOfflineKeyring: the CLI's credentials with files — --registry-config, else Helm's
 // registry config, then the Docker config — are found where Helm and docker keep them.
 func TestCheckOfflineKeyring(t *testing.T) {
-	reg := newAuthRegistry(t, "robot", "s3cret-pa55", true)
-	present := reg.push(t, "rebellions/rebel/rbln-driver:3.2.2")
-	missing := reg.host + "/rebellions/rebel/rbln-driver:9.9.9"
+	reg := registrytest.New(t, "robot", "s3cret-pa55", true)
+	present := reg.Push(t, "rebellions/rebel/rbln-driver:3.2.2")
+	missing := reg.Host + "/rebellions/rebel/rbln-driver:9.9.9"
 	dockerDir := t.TempDir()
 	t.Setenv("DOCKER_CONFIG", dockerDir)
 	t.Setenv("HELM_REGISTRY_CONFIG", filepath.Join(t.TempDir(), "none.json"))
@@ -309,7 +143,7 @@ func TestCheckOfflineKeyring(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, k, "no file exists: anonymous")
 
-	require.NoError(t, os.WriteFile(filepath.Join(dockerDir, "config.json"), fmt.Appendf(nil, `{"auths":{"https://%s":{"auth":%q}}}`, reg.host, basicAuth("robot", "s3cret-pa55")), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dockerDir, "config.json"), fmt.Appendf(nil, `{"auths":{"https://%s":{"auth":%q}}}`, reg.Host, registrytest.BasicAuth("robot", "s3cret-pa55")), 0o600))
 	k, err = OfflineKeyring("")
 	require.NoError(t, err)
 	require.Len(t, k, 1)
@@ -319,7 +153,7 @@ func TestCheckOfflineKeyring(t *testing.T) {
 	assert.Equal(t, []string{"Docker config " + filepath.Join(dockerDir, "config.json")}, got[present].Credentials)
 
 	// Helm's registry config, stale, before the Docker config: refused, then the next works.
-	helmCfg := configFile(t, reg.host, "robot", "expired")
+	helmCfg := configFile(t, reg.Host, "robot", "expired")
 	t.Setenv("HELM_REGISTRY_CONFIG", helmCfg)
 	k, err = OfflineKeyring("")
 	require.NoError(t, err)
@@ -344,14 +178,14 @@ func TestCheckOfflineKeyring(t *testing.T) {
 // and the password in its error cannot make driverguard print them.
 func TestCheckRedactsEchoedCredentials(t *testing.T) {
 	t.Parallel()
-	reg := newAuthRegistry(t, "robot", "s3cret-pa55", true)
-	img := reg.push(t, "rebellions/atom/rbln-driver:1.0")
-	reg.echo = true
+	reg := registrytest.New(t, "robot", "s3cret-pa55", true)
+	img := reg.Push(t, "rebellions/atom/rbln-driver:1.0")
+	reg.Echo()
 	got := NewChecker(Options{Timeout: 5 * time.Second}).Check(t.Context(), []string{img},
-		Fixed(Keyring{SecretSource(pullSecret("stale", reg.host, "robot", "old-pa55word", false))}))
+		Fixed(Keyring{SecretSource(pullSecret("stale", reg.Host, "robot", "old-pa55word", false))}))
 	require.Equal(t, Warning, got[img].Status)
 	assert.Contains(t, got[img].Message, "[redacted]", "the echo was there, and is gone")
-	leaks(t, got, "old-pa55word", basicAuth("robot", "old-pa55word"), "s3cret-pa55")
+	leaks(t, got, "old-pa55word", registrytest.BasicAuth("robot", "old-pa55word"), "s3cret-pa55")
 }
 
 // TestGuardRefusesPlainHTTP: plain HTTP only on loopback and for --insecure-registry hosts;
@@ -387,15 +221,15 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // asked only when given with --insecure-registry.
 func TestCheckPlainHTTPRegistry(t *testing.T) {
 	t.Parallel()
-	reg := newAuthRegistry(t, "robot", "s3cret-pa55", false)
-	reg.push(t, "rebellions/atom/rbln-driver:1.0")
+	reg := registrytest.New(t, "robot", "s3cret-pa55", false)
+	reg.Push(t, "rebellions/atom/rbln-driver:1.0")
 	// A private address (go-containerregistry would fall back to plain HTTP for it), dialled
 	// to the loopback registry.
 	const private = "10.23.45.67:5000"
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	dial := tr.DialContext
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return dial(ctx, network, reg.host)
+		return dial(ctx, network, reg.Host)
 	}
 	img := private + "/rebellions/atom/rbln-driver:1.0"
 	k := Fixed(Keyring{SecretSource(pullSecret("drivercred", private, "robot", "s3cret-pa55", false))})

@@ -15,13 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/registry/registrytest"
 	"github.com/driverguard/driverguard/routing"
 )
 
 // passCluster is nodes nodes and drivers RBLNDrivers whose images live in reg, every driver
 // pulling with the Secret npu/drivercred: the default driver and instances each selecting a
 // group of nodes, ten driver versions, three families, two OS releases, three kernels.
-func passCluster(reg *authRegistry, nodes, drivers int) ([]v1alpha1.RBLNDriver, *routing.Result) {
+func passCluster(reg *registrytest.Registry, nodes, drivers int) ([]v1alpha1.RBLNDriver, *routing.Result) {
 	families := []string{"atom", "rebel", "atom-max"}
 	oses := [][2]string{{"ubuntu", "22.04"}, {"ubuntu", "24.04"}}
 	kernels := []string{"6.8.0-90-generic", "6.8.0-94-generic", "5.15.0-1_custom+x"}
@@ -39,7 +40,7 @@ func passCluster(reg *authRegistry, nodes, drivers int) ([]v1alpha1.RBLNDriver, 
 	ds := make([]v1alpha1.RBLNDriver, drivers)
 	for i := range ds {
 		d := v1alpha1.RBLNDriver{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultDriverName}, Spec: v1alpha1.RBLNDriverSpec{
-			Registry: reg.host, Image: "rebellions/rbln-driver", Version: fmt.Sprintf("3.%d.0", i%10),
+			Registry: reg.Host, Image: "rebellions/rbln-driver", Version: fmt.Sprintf("3.%d.0", i%10),
 			ImagePullSecrets: []string{"drivercred"},
 		}}
 		if i > 0 {
@@ -57,7 +58,7 @@ func passCluster(reg *authRegistry, nodes, drivers int) ([]v1alpha1.RBLNDriver, 
 // once.
 func TestCheckAsksEachImageOnce(t *testing.T) {
 	t.Parallel()
-	reg := newAuthRegistry(t, "robot", "s3cret-pa55", true)
+	reg := registrytest.New(t, "robot", "s3cret-pa55", true)
 	drivers, res := passCluster(reg, 10_000, 500)
 	images := Images(res)
 	require.Greater(t, len(images), 50)
@@ -65,13 +66,13 @@ func TestCheckAsksEachImageOnce(t *testing.T) {
 	published := 0
 	for i, img := range images {
 		if i%4 == 0 {
-			reg.push(t, strings.TrimPrefix(img, reg.host+"/"))
+			reg.Push(t, strings.TrimPrefix(img, reg.Host+"/"))
 			published++
 		}
 	}
-	reads := &countingReader{Reader: fake.NewClientBuilder().WithObjects(pullSecret("drivercred", reg.host, "robot", "s3cret-pa55", false)).Build()}
-	pushTokens, _ := reg.counts("token ")
-	pings := reg.pings.Load()
+	reads := &countingReader{Reader: fake.NewClientBuilder().WithObjects(pullSecret("drivercred", reg.Host, "robot", "s3cret-pa55", false)).Build()}
+	pushTokens, _ := reg.Counts("token ")
+	pings := reg.Pings()
 
 	keys := PullSecrets(t.Context(), reads, "npu", SecretsOf(drivers), res)
 	results := NewChecker(Options{Timeout: 30 * time.Second}).Check(t.Context(), images, keys)
@@ -79,51 +80,51 @@ func TestCheckAsksEachImageOnce(t *testing.T) {
 	assert.Equal(t, 1, reads.gets, "the Secret is read once")
 	sum := Summarize(images, results)
 	assert.Equal(t, Summary{Checked: true, Images: len(images), Found: published, Missing: len(images) - published, NotVerifiedBy: map[Reason]int{}}, sum)
-	heads, paths := reg.counts("head ")
+	heads, paths := reg.Counts("head ")
 	assert.Equal(t, len(images), paths, "every image asked")
 	assert.Equal(t, int32(len(images))+int32(published), heads, "each asked once (a push HEADs too)")
-	tokens, _ := reg.counts("token ")
+	tokens, _ := reg.Counts("token ")
 	repos := map[string]bool{}
 	for _, img := range images {
-		repo, _, _ := strings.Cut(strings.TrimPrefix(img, reg.host+"/"), ":")
+		repo, _, _ := strings.Cut(strings.TrimPrefix(img, reg.Host+"/"), ":")
 		repos[repo] = true
 		assert.Equal(t, []string{"Secret npu/drivercred"}, results[img].Credentials)
 	}
 	assert.Len(t, repos, 3, "one repository per family")
 	assert.Equal(t, int32(len(repos)), tokens-pushTokens, "one token per repository (scope) and pass")
-	assert.Equal(t, int32(len(repos)), reg.pings.Load()-pings, "one ping per repository and pass")
+	assert.Equal(t, int32(len(repos)), reg.Pings()-pings, "one ping per repository and pass")
 	for repo := range repos {
-		assert.GreaterOrEqual(t, reg.counted("token repository:"+repo+":pull"), int32(1), repo)
+		assert.GreaterOrEqual(t, reg.Counted("token repository:"+repo+":pull"), int32(1), repo)
 	}
 }
 
 // BenchmarkCheckPass: one image pass at 10,000 nodes × 500 drivers against a registry that
 // wants a token; it reports the registry's requests per pass.
 func BenchmarkCheckPass(b *testing.B) {
-	reg := newAuthRegistry(b, "robot", "s3cret-pa55", true)
+	reg := registrytest.New(b, "robot", "s3cret-pa55", true)
 	drivers, res := passCluster(reg, 10_000, 500)
 	images := Images(res)
 	for i, img := range images {
 		if i%4 == 0 {
-			reg.push(b, strings.TrimPrefix(img, reg.host+"/"))
+			reg.Push(b, strings.TrimPrefix(img, reg.Host+"/"))
 		}
 	}
-	c := fake.NewClientBuilder().WithObjects(pullSecret("drivercred", reg.host, "robot", "s3cret-pa55", false)).Build()
+	c := fake.NewClientBuilder().WithObjects(pullSecret("drivercred", reg.Host, "robot", "s3cret-pa55", false)).Build()
 	checker := NewChecker(Options{Timeout: 30 * time.Second})
-	heads0, _ := reg.counts("head ")
-	tokens0, _ := reg.counts("token ")
-	pings0 := reg.pings.Load()
+	heads0, _ := reg.Counts("head ")
+	tokens0, _ := reg.Counts("token ")
+	pings0 := reg.Pings()
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = checker.Check(b.Context(), images, PullSecrets(b.Context(), c, "npu", SecretsOf(drivers), res))
 	}
-	heads, _ := reg.counts("head ")
-	tokens, _ := reg.counts("token ")
+	heads, _ := reg.Counts("head ")
+	tokens, _ := reg.Counts("token ")
 	n := float64(b.N)
 	b.ReportMetric(float64(len(images)), "images")
 	b.ReportMetric(float64(heads-heads0)/n, "heads/pass")
 	b.ReportMetric(float64(tokens-tokens0)/n, "tokens/pass")
-	b.ReportMetric(float64(reg.pings.Load()-pings0)/n, "pings/pass")
+	b.ReportMetric(float64(reg.Pings()-pings0)/n, "pings/pass")
 }
 
 // countingReader counts the Gets that reach the Reader.
