@@ -39,6 +39,7 @@ import (
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
 	dgplan "github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/render"
+	"github.com/driverguard/driverguard/registry/registrytest"
 	"github.com/driverguard/driverguard/test/controlplane"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -757,6 +758,46 @@ func TestLivePlanEqualsFilePlan(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(out), &rep))
 		assert.Empty(t, rep.DriverLoss)
 		assert.Contains(t, rep.Drift, struct{ Kind, Node string }{dgplan.DriftStaleOwnerLabel, "n-stale"})
+	})
+
+	// #31: read live, the images are checked with the drivers' spec.imagePullSecrets, read from
+	// --pull-secret-namespace (default: the kubeconfig context's namespace).
+	t.Run("plan --live --check-images with the drivers' pull Secret", func(t *testing.T) {
+		reg := registrytest.New(t, "robot", "s3cret-pa55", true)
+		const ns = "npu-drivers"
+		require.NoError(t, cl.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		require.NoError(t, cl.c.Create(ctx, registrytest.PullSecret(ns, "drivercred", reg.Host, "robot", "s3cret-pa55", false)))
+		private := filepath.Join(cl.dir, "private.yaml")
+		require.NoError(t, os.WriteFile(private, []byte("driver:\n  image:\n    registry: "+reg.Host+"\n  imagePullSecrets: [drivercred]\n"), 0o600))
+		plan := func(extra ...string) *dgplan.Plan {
+			args := append([]string{"plan", "-f", values, "-f", private, "--kubeconfig", cl.kubeconfig, "--check-images", "-o", "json"}, extra...)
+			code, out, errOut := cli(ctx, args...)
+			require.Contains(t, []int{0, 1}, code, errOut)
+			var p dgplan.Plan
+			require.NoError(t, json.Unmarshal([]byte(out), &p), out)
+			return &p
+		}
+		first := plan("--pull-secret-namespace", ns)
+		require.Positive(t, first.ImageCheck.Images)
+		require.Equal(t, first.ImageCheck.Images, first.ImageCheck.Missing, "nothing published yet, every image missing: %+v", first.ImageWarnings)
+		var published string
+		for _, m := range first.MissingImages {
+			published = m.Image
+		}
+		reg.Push(t, published)
+		p := plan("--pull-secret-namespace", ns)
+		assert.Equal(t, 1, p.ImageCheck.Found)
+		assert.Equal(t, p.ImageCheck.Images-1, p.ImageCheck.Missing)
+		for _, m := range p.MissingImages {
+			assert.NotEqual(t, published, m.Image)
+		}
+
+		// The context's namespace ("default") holds no such Secret: warnings that say so.
+		p = plan()
+		assert.Zero(t, p.ImageCheck.Missing)
+		assert.Equal(t, p.ImageCheck.Images, p.ImageCheck.NotVerified)
+		require.NotEmpty(t, p.ImageWarnings)
+		assert.Contains(t, p.ImageWarnings[0].Detail, "Secret default/drivercred: not found in namespace default")
 	})
 }
 

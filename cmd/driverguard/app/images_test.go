@@ -51,7 +51,7 @@ items:
 `), 0o600))
 
 	r := run(t, "", "preview", "-f", values, "--nodes", nodes, "--check-images", "-o", "json")
-	require.Equal(t, ExitOK, r.code, r.stderr)
+	require.Equal(t, ExitInvalid, r.code, "a missing image fails the pool: exit 1; %s", r.stderr)
 	var rep struct {
 		Nodes struct {
 			Routing struct {
@@ -77,7 +77,7 @@ items:
 	assert.Equal(t, map[string]string{"atom-ubuntu22.04-6.8.0-90-generic": "", "atom-ubuntu24.04-6.8.0-45-generic": "DriverImageNotFound"}, reasons)
 
 	table := run(t, "", "preview", "-f", values, "--nodes", nodes, "--check-images")
-	require.Equal(t, ExitOK, table.code, table.stderr)
+	require.Equal(t, ExitInvalid, table.code, table.stderr)
 	assert.Contains(t, table.stdout, "DriverImageNotFound")
 	assert.Contains(t, table.stdout, missing+": NotFound")
 }

@@ -29,8 +29,8 @@ lose or change their driver compared with their current rebellions.ai/npu.driver
 An object the webhook would deny is not applied, so the routing shown is without it.
 --check-images asks the registry for every composed image (only a 404 fails a pool).
 
-Exit codes: as check: 0 passed, 1 a denial or an unacknowledged driver loss (or invalid values),
-2 unusable input.`,
+Exit codes: as check: 0 passed, 1 a denial or an unacknowledged driver loss (or invalid values)
+or, with --check-images, an image its registry does not have; 2 unusable input.`,
 		Example: `  driverguard preview -f examples/multi-driver.yaml --nodes examples/nodes.yaml
   kubectl get nodes -o yaml | driverguard preview -f values.yaml --nodes - -o json`,
 		Args: cobra.NoArgs,
@@ -42,7 +42,7 @@ Exit codes: as check: 0 passed, 1 a denial or an unacknowledged driver loss (or 
 			if err := output.print(s.Out, rep, func(w io.Writer) error { return printPreview(w, rep) }); err != nil {
 				return err
 			}
-			return failedUnless(rep.Verdict.Passed)
+			return failedUnless(rep.Verdict.Passed && (rep.Nodes == nil || rep.Nodes.ImageCheck.Missing == 0))
 		},
 	}
 	addJudgeFlags(cmd.Flags(), &job.Judge)
