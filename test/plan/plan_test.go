@@ -38,8 +38,8 @@ import (
 	dgcluster "github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
 	dgplan "github.com/driverguard/driverguard/plan"
-	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/registry/registrytest"
+	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/test/controlplane"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
