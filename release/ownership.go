@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driverguard/driverguard/cluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driverguard/driverguard/cluster"
 )
 
 // Helm's ownership metadata of an object it manages.
