@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,13 +47,27 @@ func (c RegistryCheck) check(live bool) error {
 	if c.PullSecretNamespace != "" {
 		given = append(given, "--pull-secret-namespace")
 	}
+	verb := "changes"
+	if len(given) > 1 {
+		verb = "change"
+	}
 	switch {
 	case !c.CheckImages && len(given) > 0:
-		return fmt.Errorf("%s only change how images are checked: add --check-images", joinFlags(given))
+		return fmt.Errorf("%s only %s how images are checked: add --check-images", joinFlags(given), verb)
 	case live && c.RegistryConfig != "":
 		return errors.New("--registry-config is for a cluster read from files: read live, the credentials are each RBLNDriver's spec.imagePullSecrets, read from --pull-secret-namespace as the kubelet reads them")
 	case !live && c.PullSecretNamespace != "":
 		return errors.New("--pull-secret-namespace is where the drivers' pull Secrets are read in the live cluster (--live): with files, the credentials are --registry-config, Helm's registry config and the Docker config")
+	}
+	for _, h := range c.InsecureRegistries {
+		if err := registry.ValidateInsecureRegistry(h); err != nil {
+			return fmt.Errorf("--insecure-registry %q: %w", truncateValue(h), err)
+		}
+	}
+	if c.PullSecretNamespace != "" {
+		if msgs := validation.IsDNS1123Label(c.PullSecretNamespace); len(msgs) > 0 {
+			return fmt.Errorf("--pull-secret-namespace %q is not a namespace name: %s", truncateValue(c.PullSecretNamespace), strings.Join(msgs, "; "))
+		}
 	}
 	return nil
 }

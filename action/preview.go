@@ -53,7 +53,16 @@ func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
 			rep.Nodes.Images, rep.Nodes.ImageCheck = registry.Check(ctx, rep.Nodes.Routing, p.options(), creds.keys(ctx, registry.SecretsOf(j.result.Drivers), rep.Nodes.Routing))
 		}
 	}
+	rep.Passed = rep.Verdict.Passed && rep.MissingImages() == 0
 	return rep, nil
+}
+
+// MissingImages is the number of images the registry check found missing (0 without one).
+func (r *PreviewReport) MissingImages() int {
+	if r.Nodes == nil {
+		return 0
+	}
+	return r.Nodes.ImageCheck.Missing
 }
 
 // PreviewReport is the preview of one set of values.
@@ -64,6 +73,9 @@ type PreviewReport struct {
 	Nodes *NodeReport `json:"nodes,omitempty"`
 	// Verdict is what Check says of the same values and cluster.
 	Verdict *release.Report `json:"verdict,omitempty"`
+	// Passed is the preview's own verdict, its exit code: Check's, and with --check-images no
+	// image missing from its registry (a pool that pulls one cannot start its driver).
+	Passed bool `json:"passed"`
 }
 
 // PreviewResource summarises one rendered RBLNDriver.

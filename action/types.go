@@ -43,6 +43,8 @@ type (
 	ImageCheck = registry.Summary
 	// PlanReport is what Plan computes (the `plan -o json` contract).
 	PlanReport = plan.Plan
+	// MissingImage is an image of a plan missing or not verified, with the pool that pulls it.
+	MissingImage = plan.MissingImage
 	// DriverPlan is what a plan does to one RBLNDriver.
 	DriverPlan = plan.DriverPlan
 	// Input is the input document a policy evaluates.

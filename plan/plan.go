@@ -186,8 +186,10 @@ type MissingImage struct {
 	Pool   string `json:"pool"`
 	Image  string `json:"image"`
 	Detail string `json:"detail,omitempty"`
-	// Reason is why an image of ImageWarnings was not verified (registry.Reason).
+	// Reason is why an image of ImageWarnings was not verified (registry.Reason); Why says it
+	// in words (which credentials were refused, what did not answer).
 	Reason string `json:"reason,omitempty"`
+	Why    string `json:"why,omitempty"`
 }
 
 // Drift is one problem of the cluster now (routing.NodeDrift, the audit's too).
@@ -492,7 +494,7 @@ func (p *Plan) checkImages(ctx context.Context, res *release.Result, check func(
 		case registry.NotFound:
 			p.MissingImages = append(p.MissingImages, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message})
 		case registry.Warning:
-			p.ImageWarnings = append(p.ImageWarnings, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message, Reason: string(r.Reason)})
+			p.ImageWarnings = append(p.ImageWarnings, MissingImage{Pool: pool.Name, Image: pool.Image, Detail: r.Message, Reason: string(r.Reason), Why: r.Cause()})
 		}
 	}
 	sortImages := func(s []MissingImage) {

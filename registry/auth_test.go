@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -168,14 +171,36 @@ func TestCheckOfflineKeyring(t *testing.T) {
 	require.ErrorContains(t, err, "a directory")
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte("{not json"), 0o600))
-	k, err = OfflineKeyring(bad)
+	_, err = OfflineKeyring(bad)
+	require.ErrorContains(t, err, "does not parse as a Docker config", "a file named by the flag that cannot be used is an error")
+	for name, content := range map[string]string{"not-base64.json": `{"auths":{"h":{"auth":"%%%"}}}`, "list.json": `[]`} {
+		f := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.WriteFile(f, []byte(content), 0o600))
+		_, err = OfflineKeyring(f)
+		require.ErrorContains(t, err, "--registry-config "+f, name)
+	}
+	_, err = OfflineKeyring("/dev/zero")
+	require.ErrorContains(t, err, "not a regular file")
+	k, err = OfflineKeyring(right(t, reg.Host))
 	require.NoError(t, err)
-	assert.Contains(t, k[0].Problem, "does not parse")
 	assert.Equal(t, "Docker config "+filepath.Join(dockerDir, "config.json"), k[1].Name, "Helm's registry config is replaced")
+
+	// The Docker config unusable: a source that says why, for the warnings.
+	require.NoError(t, os.WriteFile(filepath.Join(dockerDir, "config.json"), []byte("{not json"), 0o600))
+	k, err = OfflineKeyring("")
+	require.NoError(t, err)
+	assert.Contains(t, k[len(k)-1].Problem, "does not parse")
+}
+
+func right(t *testing.T, host string) string {
+	return configFile(t, host, "robot", "s3cret-pa55")
 }
 
 // TestCheckRedactsEchoedCredentials: a token server that repeats the Authorization header
-// and the password in its error cannot make driverguard print them.
+// and the password in its error, or answers with tokens go-containerregistry cannot use
+// (which it then repeats in its error), cannot make driverguard print them: an HTTP answer is
+// described by its status and error codes, any other error stripped of every secret the pass
+// sent or was sent, in the forms they travel in.
 func TestCheckRedactsEchoedCredentials(t *testing.T) {
 	t.Parallel()
 	reg := registrytest.New(t, "robot", "s3cret-pa55", true)
@@ -184,8 +209,29 @@ func TestCheckRedactsEchoedCredentials(t *testing.T) {
 	got := NewChecker(Options{Timeout: 5 * time.Second}).Check(t.Context(), []string{img},
 		Fixed(Keyring{SecretSource(pullSecret("stale", reg.Host, "robot", "old-pa55word", false))}))
 	require.Equal(t, Warning, got[img].Status)
-	assert.Contains(t, got[img].Message, "[redacted]", "the echo was there, and is gone")
-	leaks(t, got, "old-pa55word", registrytest.BasicAuth("robot", "old-pa55word"), "s3cret-pa55")
+	assert.Contains(t, got[img].Message, "the token request to http://"+reg.Host+" was answered 401 Unauthorized (UNAUTHORIZED)")
+	leaks(t, got, "old-pa55word", registrytest.BasicAuth("robot", "old-pa55word"), "s3cret-pa55", "bad credentials")
+
+	for _, body := range []string{
+		`{"accessToken":"TOK-ISSUED-777","id_token":"JWT-ISSUED-888"}`,
+		`{"token":"","refresh_token":"abc\"TOK-ESCAPED-999"}`,
+	} {
+		reg.TokenBody(body)
+		got = NewChecker(Options{Timeout: 5 * time.Second}).Check(t.Context(), []string{img},
+			Fixed(Keyring{SecretSource(pullSecret("drivercred", reg.Host, "robot", "s3cret-pa55", false))}))
+		require.Equal(t, Warning, got[img].Status, body)
+		assert.Contains(t, got[img].Message, "[redacted]", "the body was in the error, its tokens are not")
+		leaks(t, got, "TOK-ISSUED-777", "JWT-ISSUED-888", "TOK-ESCAPED-999", "s3cret-pa55")
+	}
+}
+
+// TestSecretForms: a secret is removed in every form it travels in.
+func TestSecretForms(t *testing.T) {
+	s := &secrets{}
+	s.addConfig(authn.AuthConfig{IdentityToken: "ID+TOK/IDENT=x&y", Username: "robot", Password: `pa"ss`})
+	for _, form := range []string{"ID+TOK/IDENT=x&y", "ID%2BTOK%2FIDENT%3Dx%26y", `pa\"ss`, `pa"ss`, registrytest.BasicAuth("robot", `pa"ss`)} {
+		assert.NotContains(t, s.redact("refresh_token="+form+" or "+form), form)
+	}
 }
 
 // TestGuardRefusesPlainHTTP: plain HTTP only on loopback and for --insecure-registry hosts;
@@ -202,7 +248,7 @@ func TestGuardRefusesPlainHTTP(t *testing.T) {
 		_, err = g.RoundTrip(req)
 		var plain *PlainHTTPError
 		require.ErrorAs(t, err, &plain, u)
-		assert.Equal(t, classify(err), ReasonPlainHTTP)
+		assert.Equal(t, classify(err, false), ReasonPlainHTTP)
 	}
 	assert.Zero(t, sent, "nothing left the machine")
 	for _, u := range []string{"http://127.0.0.1:5000/v2/", "http://localhost:5000/v2/", "http://[::1]:5000/v2/", "http://mirror.example.com:5000/v2/", "https://auth.example.com/token"} {
@@ -242,5 +288,40 @@ func TestCheckPlainHTTPRegistry(t *testing.T) {
 	for _, insecure := range []string{private, "10.23.45.67", "http://" + private + "/"} {
 		got = NewChecker(Options{Timeout: 5 * time.Second, Transport: tr, InsecureRegistries: []string{insecure}}).Check(t.Context(), []string{img}, k)
 		assert.Equal(t, Found, got[img].Status, "%s: %s", insecure, got[img].Message)
+	}
+}
+
+// TestOnlyTheManifestsNotFound: only a 404 to the manifest request of the image itself is
+// NotFound; a 404 from a token endpoint whose path holds "/manifests/", from the ping, or for
+// another repository is not.
+func TestOnlyTheManifestsNotFound(t *testing.T) {
+	ref, err := name.ParseReference("127.0.0.1:5000/rebellions/atom/rbln-driver:3.2.2")
+	require.NoError(t, err)
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:5000/v2/rebellions/atom/rbln-driver/manifests/3.2.2":   true,
+		"http://127.0.0.1:5000/manifests/token":                                  false,
+		"http://127.0.0.1:5000/v2/":                                              false,
+		"http://127.0.0.1:5000/v2/rebellions/rebel/rbln-driver/manifests/3.2.2":  false,
+		"http://127.0.0.1:5001/v2/rebellions/atom/rbln-driver/manifests/3.2.2":   false,
+		"http://127.0.0.1:5000/v2/rebellions/atom/rbln-driver/manifests/3.2.2/x": false,
+	} {
+		req, err := http.NewRequest(http.MethodHead, u, nil)
+		require.NoError(t, err)
+		assert.Equal(t, want, isManifestNotFound(&transport.Error{StatusCode: http.StatusNotFound, Request: req}, ref), u)
+	}
+}
+
+// TestTimeoutIsTimeout: the images of one repository share its ping; when the registry never
+// answers, every one of them is a timeout, whichever deadline ended the shared ping.
+func TestTimeoutIsTimeout(t *testing.T) {
+	t.Parallel()
+	host := silent(t)
+	var images []string
+	for i := range 6 {
+		images = append(images, fmt.Sprintf("%s/rebellions/atom/rbln-driver:3.2.%d", host, i))
+	}
+	got := NewChecker(Options{Timeout: 700 * time.Millisecond, Concurrency: 6}).Check(t.Context(), images, nil)
+	for _, img := range images {
+		assert.Equal(t, ReasonTimeout, got[img].Reason, got[img].Message)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -171,7 +173,7 @@ func (c *Checker) Check(ctx context.Context, images []string, keys Keys) map[str
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[img] = p.warning(img, nil, ReasonNotChecked, fmt.Errorf("check of %s not started: %w", img, ctx.Err()))
+			results[img] = p.warning(img, nil, ReasonNotChecked, "check of "+img+" not started", ctx.Err())
 			continue
 		}
 		var k Keyring
@@ -191,16 +193,22 @@ func (c *Checker) Check(ctx context.Context, images []string, keys Keys) map[str
 }
 
 // checkOne asks about img with each credential keyring holds for its repository, in order,
-// until one is not refused; with none, anonymously.
+// until one is not refused; with none, anonymously. Everything, credential helpers included,
+// happens within the check's deadline.
 func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageResult {
 	ref, err := name.ParseReference(img)
 	if err == nil && p.guard.plainHTTP(ref.Context().RegistryStr()) {
 		ref, err = name.ParseReference(img, name.Insecure)
 	}
 	if err != nil {
-		return p.warning(img, nil, ReasonInvalidReference, fmt.Errorf("parse image reference %q: %w", img, err))
+		return p.warning(img, nil, ReasonInvalidReference, fmt.Sprintf("parse image reference %q", img), err)
 	}
-	creds, problems := keyring.credentials(ref.Context())
+	ctx, cancel := context.WithTimeout(ctx, p.c.opts.Timeout)
+	defer cancel()
+	creds, problems := keyring.credentials(ctx, ref.Context())
+	if ctx.Err() != nil { // the deadline passed while credentials were looked up
+		return p.warning(img, nil, classify(ctx.Err(), false), "check "+img+": "+strings.Join(problems, "; "), nil)
+	}
 	attempts := make([]*credential, 0, len(creds)+1)
 	for i := range creds {
 		p.guard.secrets.addConfig(creds[i].auth)
@@ -209,8 +217,7 @@ func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageR
 	if len(attempts) == 0 {
 		attempts = append(attempts, nil)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.c.opts.Timeout)
-	defer cancel()
+	check := "check " + img
 	var (
 		sent    []string
 		refused []string
@@ -221,36 +228,40 @@ func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageR
 		}
 		pl, err := p.puller(cred)
 		if err != nil {
-			return p.warning(img, sent, ReasonOther, fmt.Errorf("check %s: %w", img, err))
+			return p.warning(img, sent, ReasonOther, check, err)
 		}
 		desc, err := pl.Head(ctx, ref)
 		if err == nil {
 			return ImageResult{Image: img, Status: Found, Digest: desc.Digest.String(), Credentials: sent}
 		}
-		if isManifestNotFound(err) {
-			return ImageResult{Image: img, Status: NotFound, Credentials: sent, Err: p.redacted(err),
+		if isManifestNotFound(err, ref) {
+			return ImageResult{Image: img, Status: NotFound, Credentials: sent, Err: p.redacted("", err),
 				Message: fmt.Sprintf("driver image %s not found: the registry answered 404 to the manifest request; publish the image or fix spec.registry/spec.image/spec.version", img)}
 		}
-		reason := classify(err)
-		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-			return p.warning(img, sent, ReasonTimeout, fmt.Errorf("check %s: no answer within %s: %w", img, p.c.opts.Timeout, err))
+		reason := classify(err, p.guard.plainHTTP(ref.Context().RegistryStr()))
+		if reason == ReasonPlainHTTP {
+			return p.warning(img, sent, reason, fmt.Sprintf("%s: %s answers in plain HTTP, which only loopback and registries given with --insecure-registry are asked over (credentials would cross the network in the clear): give --insecure-registry %s if that is intended",
+				check, ref.Context().RegistryStr(), ref.Context().RegistryStr()), err)
+		}
+		if reason == ReasonTimeout {
+			return p.warning(img, sent, reason, fmt.Sprintf("%s: no answer within %s", check, p.c.opts.Timeout), err)
 		}
 		if reason != ReasonUnauthorized && reason != ReasonForbidden {
-			return p.warning(img, sent, reason, fmt.Errorf("check %s: %w", img, err))
+			return p.warning(img, sent, reason, check, err)
 		}
 		if cred == nil {
-			return p.warning(img, sent, reason, fmt.Errorf("check %s: %s", img, noCredentials(ref.Context().RegistryStr(), keyring, problems, err)))
+			return p.warning(img, sent, reason, check+": "+noCredentials(ref.Context().RegistryStr(), keyring, problems, err), err)
 		}
 		refused = append(refused, fmt.Sprintf("%s (%s)", cred.source, statusText(err)))
 		if len(refused) == len(attempts) {
-			msg := fmt.Sprintf("the registry refused the credentials of %s for %s", strings.Join(refused, ", "), ref.Context().RegistryStr())
+			msg := fmt.Sprintf("%s: the registry refused the credentials of %s for %s", check, strings.Join(refused, ", "), ref.Context().RegistryStr())
 			if len(problems) > 0 {
 				msg += "; not usable: " + strings.Join(problems, "; ")
 			}
-			return p.warning(img, sent, reason, fmt.Errorf("check %s: %s: %w", img, msg, err))
+			return p.warning(img, sent, reason, msg, err)
 		}
 	}
-	return p.warning(img, sent, ReasonOther, fmt.Errorf("check %s: no attempt made", img))
+	return p.warning(img, sent, ReasonOther, check+": no attempt made", nil)
 }
 
 // noCredentials says why an anonymous request was refused: no source, none matching the host,
@@ -287,15 +298,17 @@ func (r ImageResult) Cause() string {
 	return strings.TrimPrefix(strings.TrimPrefix(r.Err.Error(), "check "+r.Image+": "), "check of "+r.Image+" ")
 }
 
-// warning is a not-verified result, its texts free of every secret the pass saw.
-func (p *pass) warning(img string, sent []string, reason Reason, err error) ImageResult {
-	e := p.redacted(err)
+// warning is a not-verified result: what driverguard says (ours), then what went wrong
+// (describe), free of every secret the pass saw.
+func (p *pass) warning(img string, sent []string, reason Reason, ours string, cause error) ImageResult {
+	e := p.redacted(ours, cause)
 	return ImageResult{Image: img, Status: Warning, Reason: reason, Credentials: sent, Err: e,
 		Message: "could not verify " + img + " (" + string(reason) + "; the pool proceeds, the kubelet decides whether the pull succeeds): " + e.Error()}
 }
 
-// redactedError says what its cause says, without a secret the pass saw; errors.Is and As
-// still find the cause's types (a *net.DNSError, a *transport.Error).
+// redactedError says what driverguard says of an error and then the error described
+// without a secret; errors.Is and As still find the cause's types (a *net.DNSError, a
+// *transport.Error).
 type redactedError struct {
 	text  string
 	cause error
@@ -304,12 +317,74 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.cause }
 
-func (p *pass) redacted(err error) error {
-	return &redactedError{text: p.guard.secrets.redact(err.Error()), cause: err}
+func (p *pass) redacted(ours string, cause error) error {
+	text := ours
+	if cause != nil {
+		d := p.describe(cause)
+		if text != "" {
+			text += ": "
+		}
+		text += d
+	}
+	return &redactedError{text: text, cause: cause}
 }
 
-// classify says why a check that got no manifest answer failed.
-func classify(err error) Reason {
+// describe says what went wrong without what a registry or a helper could use to make it
+// repeat a secret: an HTTP answer by what was asked (the /v2/ ping, the manifest, the token
+// endpoint), its status and its error codes, never its free text; any other error with the
+// request's URL cut to its host, and with every secret of the pass removed.
+func (p *pass) describe(err error) string {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		what := "the registry"
+		if r := te.Request; r != nil && r.URL != nil {
+			switch {
+			case r.URL.Path == "/v2/":
+				what = "its /v2/ ping"
+			case strings.Contains(r.URL.Path, "/manifests/"):
+				what = "the manifest request"
+			default:
+				what = "the token request to " + r.URL.Scheme + "://" + r.URL.Host
+			}
+		}
+		out := fmt.Sprintf("%s was answered %s", what, statusText(err))
+		var codes []string
+		for _, d := range te.Errors {
+			if c := string(d.Code); errorCode.MatchString(c) && !slices.Contains(codes, c) {
+				codes = append(codes, c)
+			}
+		}
+		if len(codes) > 0 {
+			out += " (" + strings.Join(codes, ", ") + ")"
+		}
+		return out
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		host := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+		return fmt.Sprintf("%s %s: %s", ue.Op, host, p.guard.secrets.redact(ue.Err.Error()))
+	}
+	return p.guard.secrets.redact(err.Error())
+}
+
+// errorCode is a registry's error code as the distribution spec writes them (UNAUTHORIZED,
+// MANIFEST_UNKNOWN): anything else a registry puts there is not repeated.
+var errorCode = regexp.MustCompile(`^[A-Z][A-Z_]{0,39}$`)
+
+// classify says why a check that got no manifest answer failed; plainAllowed says whether
+// the registry may be asked over plain HTTP (loopback, --insecure-registry).
+//
+// The order matters. A deadline or a cancellation first: a check that ran out of time fails
+// with whatever the connection was doing, a TLS handshake included (and the images of a
+// repository share one ping, so an image may get the error of another's deadline). Then a
+// certificate problem: for a loopback registry the ping also tries plain HTTP, whose answer
+// from a TLS server (a 400) would hide it. Then plain HTTP where it may not be used — refused
+// by the guard, or a registry that answers HTTPS in plain HTTP (a record header error): the
+// fix is --insecure-registry. Then what a registry answered.
+func classify(err error, plainAllowed bool) Reason {
 	var (
 		te       *transport.Error
 		dnsErr   *net.DNSError
@@ -321,18 +396,15 @@ func classify(err error) Reason {
 		recErr   tls.RecordHeaderError
 		alertErr tls.AlertError
 	)
-	// A TLS failure first: for a loopback registry the ping also tries plain HTTP, whose
-	// answer from a TLS server (a 400) would hide it. A registry that answers HTTPS with plain
-	// HTTP (a record header error) and may not be asked over it is plain-http: the fix is
-	// --insecure-registry, not a certificate.
 	switch {
-	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid),
-		errors.As(err, &alertErr):
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return ReasonTimeout
+	case errors.Is(err, context.Canceled):
+		return ReasonNotChecked
+	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid):
 		return ReasonTLS
-	case errors.As(err, new(*PlainHTTPError)):
+	case errors.As(err, new(*PlainHTTPError)), !plainAllowed && errors.As(err, &recErr):
 		return ReasonPlainHTTP
-	case errors.As(err, &recErr):
-		return ReasonTLS
 	case errors.As(err, &te):
 		switch te.StatusCode {
 		case http.StatusUnauthorized:
@@ -341,15 +413,13 @@ func classify(err error) Reason {
 			return ReasonForbidden
 		}
 		return ReasonOther
+	case errors.As(err, &recErr), errors.As(err, &alertErr):
+		return ReasonTLS
 	case errors.As(err, &dnsErr):
 		return ReasonDNS
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return ReasonTimeout
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EHOSTUNREACH),
 		errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return ReasonUnreachable
-	case errors.Is(err, context.Canceled):
-		return ReasonNotChecked
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -358,15 +428,17 @@ func classify(err error) Reason {
 	return ReasonOther
 }
 
-// isManifestNotFound reports whether err is a 404 answered to the manifest request itself,
-// not to the /v2/ ping or a token request.
-func isManifestNotFound(err error) bool {
+// isManifestNotFound reports whether err is a 404 answered to the manifest request of ref
+// itself — on its registry, at /v2/<repository>/manifests/<tag or digest> — not to the /v2/
+// ping, a token request or anything else a registry made the client ask.
+func isManifestNotFound(err error, ref name.Reference) bool {
 	var te *transport.Error
 	if !errors.As(err, &te) || te.StatusCode != http.StatusNotFound {
 		return false
 	}
 	req := te.Request
-	return req != nil && req.URL != nil && strings.Contains(req.URL.Path, "/manifests/")
+	return req != nil && req.URL != nil && req.URL.Host == ref.Context().RegistryStr() &&
+		req.URL.Path == "/v2/"+ref.Context().RepositoryStr()+"/manifests/"+ref.Identifier()
 }
 
 // Check is the one call for the CLI: it checks every distinct pool image of res with a

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,12 +10,16 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/docker/cli/cli/config"
 	"github.com/docker/cli/cli/config/configfile"
+	"github.com/docker/cli/cli/config/credentials"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +34,7 @@ type Source struct {
 	// Problem says why the source holds nothing usable ("" when it is fine): the Secret does
 	// not exist, is not a pull Secret, does not parse.
 	Problem string
-	lookup  func(repo name.Repository) ([]match, error)
+	lookup  func(ctx context.Context, repo name.Repository) ([]match, error)
 }
 
 // match is one set of credentials a source holds for a repository, and the key it was found
@@ -61,7 +66,7 @@ func (c credential) id() string { return c.source + "\x00" + c.key }
 
 // credentials returns the credentials the keyring holds for repo, in the order to try them,
 // and what is wrong with the sources that hold nothing usable.
-func (k Keyring) credentials(repo name.Repository) (creds []credential, problems []string) {
+func (k Keyring) credentials(ctx context.Context, repo name.Repository) (creds []credential, problems []string) {
 	for _, s := range k {
 		if s.Problem != "" {
 			problems = append(problems, s.Name+": "+s.Problem)
@@ -70,7 +75,7 @@ func (k Keyring) credentials(repo name.Repository) (creds []credential, problems
 		if s.lookup == nil {
 			continue
 		}
-		ms, err := s.lookup(repo)
+		ms, err := s.lookup(ctx, repo)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", s.Name, err))
 			continue
@@ -131,7 +136,7 @@ func SecretSource(s *corev1.Secret) Source {
 		src.Problem = "holds no registry credentials"
 		return src
 	}
-	src.lookup = func(repo name.Repository) ([]match, error) {
+	src.lookup = func(_ context.Context, repo name.Repository) ([]match, error) {
 		var out []match
 		target := repo.RegistryStr() + "/" + repo.RepositoryStr()
 		for _, e := range entries {
@@ -230,9 +235,11 @@ func splitHostPort(hostport string) (host, port string) {
 }
 
 // FileSource reads a file in the Docker config format (auths, credsStore, credHelpers) as
-// docker and Helm do: an image's repository key first, then its registry host; a credential
-// helper runs when the file names one. An unreadable or unparsable file is a Source with a
-// Problem.
+// docker and Helm do: the image's repository key first, then its registry host (for Docker
+// Hub every spelling docker and Helm write), each key that holds credentials tried in that
+// order. A credential helper the file names runs within the check's deadline, its process
+// group killed at the deadline; what it prints never reaches a message. Each key is looked
+// up once per Source. An unreadable or unparsable file is a Source with a Problem.
 func FileSource(label, file string) Source {
 	src := Source{Name: label + " " + file}
 	cf, err := loadConfigFile(file)
@@ -240,35 +247,141 @@ func FileSource(label, file string) Source {
 		src.Problem = err.Error()
 		return src
 	}
-	src.lookup = func(repo name.Repository) ([]match, error) {
-		for _, key := range []string{repo.String(), repo.RegistryStr()} {
-			if key == name.DefaultRegistry {
-				key = authn.DefaultAuthKey
-			}
-			a, err := cf.GetAuthConfig(key)
+	fc := &fileCreds{cf: cf, cache: map[string]authn.AuthConfig{}}
+	src.lookup = func(ctx context.Context, repo name.Repository) ([]match, error) {
+		keys := []string{repo.String(), repo.RegistryStr()}
+		if repo.RegistryStr() == name.DefaultRegistry {
+			keys = []string{repo.String(), authn.DefaultAuthKey, name.DefaultRegistry, "docker.io", "registry-1.docker.io"}
+		}
+		var out []match
+		for _, key := range keys {
+			a, err := fc.get(ctx, key)
 			if err != nil {
-				return nil, fmt.Errorf("its credential helper for %s: %w", key, err)
+				return out, err
 			}
-			cfg := authn.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth, IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken}
-			if cfg != (authn.AuthConfig{}) {
-				return []match{{key: key, auth: cfg}}, nil
+			if a != (authn.AuthConfig{}) && !slices.ContainsFunc(out, func(m match) bool { return m.auth == a }) {
+				out = append(out, match{key: key, auth: a})
 			}
 		}
-		return nil, nil
+		return out, nil
 	}
 	return src
 }
 
-// loadConfigFile reads a Docker config file through MaxCredentialsSize.
+// fileCreds are the credentials of one Docker config file, looked up once per key.
+type fileCreds struct {
+	cf    *configfile.ConfigFile
+	mu    sync.Mutex
+	cache map[string]authn.AuthConfig
+}
+
+func (f *fileCreds) get(ctx context.Context, key string) (authn.AuthConfig, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a, ok := f.cache[key]; ok {
+		return a, nil
+	}
+	var a authn.AuthConfig
+	helper := f.cf.CredentialHelpers[key]
+	if helper == "" {
+		helper = f.cf.CredentialsStore
+	}
+	if helper != "" {
+		var err error
+		if a, err = runHelper(ctx, helper, key); err != nil {
+			return a, err
+		}
+	}
+	if a == (authn.AuthConfig{}) {
+		// The file's own auths, matched by host as docker matches them.
+		c, err := credentials.NewFileStore(f.cf).Get(key)
+		if err != nil {
+			return a, err
+		}
+		a = authn.AuthConfig{Username: c.Username, Password: c.Password, Auth: c.Auth, IdentityToken: c.IdentityToken, RegistryToken: c.RegistryToken}
+	}
+	f.cache[key] = a
+	return a, nil
+}
+
+// maxHelperOutput bounds what a credential helper may print.
+const maxHelperOutput = 64 << 10
+
+// runHelper asks docker-credential-<helper> for the credentials of serverURL (the helpers'
+// protocol: "get", the URL on stdin, JSON on stdout). None found is no credentials; anything
+// else that goes wrong is an error that says what, never what the helper printed.
+func runHelper(ctx context.Context, helper, serverURL string) (authn.AuthConfig, error) {
+	program := "docker-credential-" + helper
+	cmd := exec.CommandContext(ctx, program, "get")
+	cmd.Stdin = strings.NewReader(serverURL)
+	out := &limitedBuffer{max: maxHelperOutput}
+	cmd.Stdout, cmd.Stderr = out, io.Discard
+	killGroupOnCancel(cmd)
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		return authn.AuthConfig{}, fmt.Errorf("its credential helper %s did not answer within the check's deadline", program)
+	case err != nil && strings.Contains(out.String(), "credentials not found"):
+		return authn.AuthConfig{}, nil
+	case errors.Is(err, exec.ErrNotFound):
+		return authn.AuthConfig{}, fmt.Errorf("its credential helper %s is not on PATH", program)
+	case err != nil:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return authn.AuthConfig{}, fmt.Errorf("its credential helper %s failed (%s; what it printed is not shown: it may hold a secret)", program, exit.ProcessState)
+		}
+		return authn.AuthConfig{}, fmt.Errorf("its credential helper %s could not run", program)
+	case out.over:
+		return authn.AuthConfig{}, fmt.Errorf("its credential helper %s printed more than %d bytes", program, maxHelperOutput)
+	}
+	var c struct{ Username, Secret string }
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+		return authn.AuthConfig{}, fmt.Errorf("its credential helper %s printed something that is not its JSON answer", program)
+	}
+	if c.Username == "<token>" {
+		return authn.AuthConfig{IdentityToken: c.Secret}, nil
+	}
+	return authn.AuthConfig{Username: c.Username, Password: c.Secret}, nil
+}
+
+// limitedBuffer keeps the first max bytes written to it and says whether more came.
+type limitedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); len(p) > room {
+		b.over = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+// loadConfigFile reads a Docker config file through MaxCredentialsSize: a regular file only
+// (a FIFO or a device would block or never end).
 func loadConfigFile(file string) (*configfile.ConfigFile, error) {
+	st, err := os.Stat(file)
+	switch {
+	case err != nil:
+		return nil, err
+	case st.IsDir():
+		return nil, errors.New("a directory, not a Docker config file")
+	case !st.Mode().IsRegular():
+		return nil, errors.New("not a regular file (a FIFO, a device, a socket): give the Docker config file itself")
+	case st.Size() > MaxCredentialsSize:
+		return nil, fmt.Errorf("%d bytes, larger than the %d a registry config may hold", st.Size(), MaxCredentialsSize)
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, errors.New("a directory, not a Docker config file")
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxCredentialsSize+1))
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/helmpath"
 )
@@ -25,14 +26,13 @@ const (
 func OfflineKeyring(registryConfig string) (Keyring, error) {
 	var k Keyring
 	if registryConfig != "" {
-		st, err := os.Stat(registryConfig)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("%s %s: %w", sourceRegistryConfigFlag, registryConfig, err)
-		case st.IsDir():
-			return nil, fmt.Errorf("%s %s: a directory; give the Docker-config-format file itself (config.json)", sourceRegistryConfigFlag, registryConfig)
+		// Named by a flag: what cannot be used is an error, not a warning per image.
+		src := FileSource(sourceRegistryConfigFlag, registryConfig)
+		if src.Problem != "" {
+			return nil, fmt.Errorf("%s %s: %s; give a Docker config file (config.json: {\"auths\": {\"HOST\": {\"auth\": \"base64 of user:password\"}}})",
+				sourceRegistryConfigFlag, registryConfig, strings.TrimPrefix(src.Problem, "open "+registryConfig+": "))
 		}
-		k = append(k, FileSource(sourceRegistryConfigFlag, registryConfig))
+		k = append(k, src)
 	} else if f := helmRegistryConfig(); exists(f) {
 		k = append(k, FileSource(sourceHelmRegistryConfig, f))
 	}

@@ -38,6 +38,7 @@ type Registry struct {
 	user, pass string
 	tokenFlow  bool
 	echo       atomic.Bool
+	tokenBody  atomic.Pointer[string]
 	mu         sync.Mutex
 	tokens     map[string]string // token → scope
 	pings      atomic.Int32
@@ -83,6 +84,10 @@ func New(t testing.TB, user, pass string, tokenFlow bool) *Registry {
 	r.Host = strings.TrimPrefix(srv.URL, "http://")
 	return r
 }
+
+// TokenBody makes the token endpoint answer the right credentials with body instead of a
+// token: a registry whose answer go-containerregistry cannot use, and repeats in its error.
+func (r *Registry) TokenBody(body string) { r.tokenBody.Store(&body) }
 
 // Echo makes the token endpoint hostile: its 401 repeats the credentials it was sent.
 func (r *Registry) Echo() { r.echo.Store(true) }
@@ -144,6 +149,11 @@ func (r *Registry) serveToken(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, body)
+		return
+	}
+	if body := r.tokenBody.Load(); body != nil {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, *body)
 		return
 	}
 	b := make([]byte, 16)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -73,7 +74,7 @@ func addImageFlags(fs *pflag.FlagSet, c *action.RegistryCheck, live bool, what, 
 	if live {
 		credentials += "; read live: each RBLNDriver's spec.imagePullSecrets in --pull-secret-namespace"
 	}
-	fs.StringVar(&c.RegistryConfig, "registry-config", "", "a Docker-config-format file of registry credentials for --check-images, instead of Helm's registry config (default credentials "+credentials+")")
+	fs.Var((*fileFlag)(&c.RegistryConfig), "registry-config", "a Docker-config-format file of registry credentials for --check-images, instead of Helm's registry config (default credentials "+credentials+")")
 	fs.StringSliceVar(&c.InsecureRegistries, "insecure-registry", nil, "a registry (host:port, or a host for any port) --check-images may ask over plain HTTP; loopback always may, every other registry is asked over HTTPS only (repeatable)")
 	if live {
 		fs.StringVar(&c.PullSecretNamespace, "pull-secret-namespace", "", "with --live and --check-images, the namespace the driver DaemonSets run in, where the drivers' spec.imagePullSecrets are read (get only; default: the kubeconfig context's namespace)")
@@ -86,4 +87,18 @@ func addLiveFlags(fs *pflag.FlagSet, l *action.Live, what string) {
 	fs.BoolVar(&l.Live, "live", false, "read the cluster (in-cluster config or KUBECONFIG) instead of files: "+what+" (list only, nothing is written)")
 	fs.StringVar(&l.Target.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to read (implies --live)")
 	fs.StringVar(&l.Target.Context, "kube-context", "", "kubeconfig context to read (default: the current context; as a Helm plugin, Helm's --kube-context)")
+}
+
+// fileFlag is a flag that names a file: given, it may not be empty (`--registry-config=`
+// would otherwise mean "not given" and fall back to other files without a word).
+type fileFlag string
+
+func (f *fileFlag) String() string { return string(*f) }
+func (f *fileFlag) Type() string   { return "file" }
+func (f *fileFlag) Set(s string) error {
+	if s == "" {
+		return errors.New("needs a file: leave the flag out for the default")
+	}
+	*f = fileFlag(s)
+	return nil
 }

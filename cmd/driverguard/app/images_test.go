@@ -76,8 +76,10 @@ items:
 	}
 	assert.Equal(t, map[string]string{"atom-ubuntu22.04-6.8.0-90-generic": "", "atom-ubuntu24.04-6.8.0-45-generic": "DriverImageNotFound"}, reasons)
 
+	assert.Contains(t, r.stdout, `"passed": false`, "the preview's own verdict agrees with its exit code")
 	table := run(t, "", "preview", "-f", values, "--nodes", nodes, "--check-images")
 	require.Equal(t, ExitInvalid, table.code, table.stderr)
+	assert.Contains(t, table.stdout, "FAILED: 1 image missing from its registry")
 	assert.Contains(t, table.stdout, "DriverImageNotFound")
 	assert.Contains(t, table.stdout, missing+": NotFound")
 }

@@ -172,11 +172,34 @@ func printPlanImages(w io.Writer, p *action.PlanReport) {
 		}
 	}
 	if len(p.ImageWarnings) > 0 {
-		fmt.Fprintln(w, "Not verified (-o json has each registry's error):")
-		for _, m := range p.ImageWarnings {
-			fmt.Fprintf(w, "  %s: %s (%s)\n", m.Pool, m.Image, m.Reason)
+		fmt.Fprintln(w, "Not verified:")
+		for _, g := range byImage(p.ImageWarnings) {
+			fmt.Fprintf(w, "  %s (%s): %s\n    pools: %s\n", g.image, g.reason, g.why, strings.Join(g.pools, ", "))
 		}
 	}
+}
+
+// imageGroup is one image not verified and the pools that pull it.
+type imageGroup struct {
+	image, reason, why string
+	pools              []string
+}
+
+// byImage groups not-verified pools by image, in the order of first appearance: the reason
+// is the image's, said once.
+func byImage(warnings []action.MissingImage) []imageGroup {
+	var out []imageGroup
+	at := map[string]int{}
+	for _, m := range warnings {
+		i, ok := at[m.Image]
+		if !ok {
+			i = len(out)
+			at[m.Image] = i
+			out = append(out, imageGroup{image: m.Image, reason: m.Reason, why: m.Why})
+		}
+		out[i].pools = append(out[i].pools, m.Pool)
+	}
+	return out
 }
 
 // sentence starts s with a capital and ends it with a full stop.

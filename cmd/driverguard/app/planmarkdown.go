@@ -96,8 +96,12 @@ func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) er
 	for _, m := range p.MissingImages {
 		fmt.Fprintf(w, "- [ ] missing: %s (pool %s)\n", mdCode(m.Image), mdCode(m.Pool))
 	}
-	for _, m := range p.ImageWarnings {
-		fmt.Fprintf(w, "- [ ] not verified (%s): %s (pool %s)\n", md(m.Reason), mdCode(m.Image), mdCode(m.Pool))
+	for _, g := range byImage(p.ImageWarnings) {
+		pools := make([]string, len(g.pools))
+		for i, pl := range g.pools {
+			pools[i] = mdCode(pl)
+		}
+		fmt.Fprintf(w, "- [ ] not verified (%s): %s (pools %s): %s\n", md(g.reason), mdCode(g.image), strings.Join(pools, ", "), md(g.why))
 	}
 
 	if len(p.Denials) > 0 {

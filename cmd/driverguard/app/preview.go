@@ -42,7 +42,7 @@ or, with --check-images, an image its registry does not have; 2 unusable input.`
 			if err := output.print(s.Out, rep, func(w io.Writer) error { return printPreview(w, rep) }); err != nil {
 				return err
 			}
-			return failedUnless(rep.Verdict.Passed && (rep.Nodes == nil || rep.Nodes.ImageCheck.Missing == 0))
+			return failedUnless(rep.Passed)
 		},
 	}
 	addJudgeFlags(cmd.Flags(), &job.Judge)
@@ -94,7 +94,14 @@ func printPreview(w io.Writer, rep *action.PreviewReport) error {
 			return err
 		}
 	}
-	return printVerdict(w, rep.Verdict)
+	if err := printVerdict(w, rep.Verdict); err != nil {
+		return err
+	}
+	if n := rep.MissingImages(); n > 0 {
+		_, err := fmt.Fprintf(w, "FAILED: %s missing from its registry (--check-images, IMAGE CHECK above): the pools that pull it cannot start their driver\n", plural(n, "image"))
+		return err
+	}
+	return nil
 }
 
 // printVerdict prints the check verdict of the previewed release: the objects denied or

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/registry/registrytest"
 )
 
@@ -87,6 +88,12 @@ func TestCheckImagesWithCredentials(t *testing.T) {
 		everything.WriteString(out)
 		assert.Equal(t, ExitOK, code)
 		assert.Contains(t, got[present].Message, "the registry refused the credentials of --registry-config "+wrong+" (401 Unauthorized)")
+		// plan's table and change ticket say it too, once per image.
+		for _, format := range []string{"table", "markdown"} {
+			r := run(t, "", "plan", "-f", values, "--nodes", nodes, "--drivers", drivers, "--check-images", "--registry-config", wrong, "-o", format)
+			everything.WriteString(r.stdout + r.stderr)
+			assert.Equal(t, 2, strings.Count(r.stdout, "refused the credentials of --registry-config "+wrong), "once for each of the two images (%s):\n%s", format, r.stdout)
+		}
 	})
 	t.Run("Docker config", func(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dockerDir, "config.json"), fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, reg.Host, registrytest.BasicAuth("robot", "s3cret-pa55")), 0o600))
@@ -117,14 +124,19 @@ func TestRegistryFlagsRefused(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"preview", "-f", exampleValues, "--nodes", exampleNodes, "--registry-config", cfg}, "--registry-config only change how images are checked: add --check-images"},
-		{[]string{"route", "--drivers", exampleDrivers, "--nodes", exampleNodes, "--insecure-registry", "10.0.0.5:5000"}, "--insecure-registry only change how images are checked"},
+		{[]string{"preview", "-f", exampleValues, "--nodes", exampleNodes, "--registry-config", cfg}, "--registry-config only changes how images are checked: add --check-images"},
+		{[]string{"route", "--drivers", exampleDrivers, "--nodes", exampleNodes, "--insecure-registry", "10.0.0.5:5000"}, "--insecure-registry only changes how images are checked"},
 		{[]string{"plan", "-f", exampleValues, "--nodes", exampleNodes, "--drivers", exampleDrivers, "--check-images", "--pull-secret-namespace", "npu"}, "--pull-secret-namespace is where the drivers' pull Secrets are read in the live cluster"},
 		{[]string{"audit", "--live", "--check-images", "--registry-config", cfg}, "--registry-config is for a cluster read from files"},
 		{[]string{"preview", "-f", exampleValues, "--nodes", exampleNodes, "--check-images", "--registry-config", filepath.Join(t.TempDir(), "none.json")}, "--registry-config"},
 		{[]string{"serve", "--pull-secret-namespace", "npu"}, "--pull-secret-namespace is for the audit's registry checks"},
+		{[]string{"route", "--drivers", exampleDrivers, "--nodes", exampleNodes, "--registry-config", cfg, "--insecure-registry", "h:1"}, "--registry-config and --insecure-registry only change how images are checked"},
+		{[]string{"preview", "-f", exampleValues, "--nodes", exampleNodes, "--check-images", "--registry-config="}, "needs a file"},
+		{[]string{"serve", "--audit", "--audit-check-images", "--insecure-registry", "http://10.0.0.5:5000"}, `--insecure-registry "http://10.0.0.5:5000": give a registry as host`},
+		{[]string{"plan", "-f", exampleValues, "--live", "--check-images", "--pull-secret-namespace", "Not_A_Namespace"}, "--pull-secret-namespace \"Not_A_Namespace\" is not a namespace name"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
 			r := run(t, "", tc.args...)
 			assert.Equal(t, ExitUsage, r.code, r.stdout+r.stderr)
 			assert.Contains(t, r.stderr, tc.says)
@@ -148,3 +160,16 @@ items:
     name: missing
     labels: {rebellions.ai/npu.deploy.driver: "true", rebellions.ai/npu.family: atom, feature.node.kubernetes.io/system-os_release.ID: ubuntu, feature.node.kubernetes.io/system-os_release.VERSION_ID: "24.04", feature.node.kubernetes.io/kernel-version.full: 6.8.0-45-generic}
 `
+
+// TestInsecureRegistryValues: what --insecure-registry takes.
+func TestInsecureRegistryValues(t *testing.T) {
+	for _, ok := range []string{"10.0.0.5:5000", "10.0.0.5", "mirror.example.com", "mirror.example.com:5000", "fd00::2", "[fd00::2]", "[fd00::2]:5041", "localhost:5000"} {
+		assert.NoError(t, registry.ValidateInsecureRegistry(ok), ok)
+	}
+	for _, bad := range []string{"", "*", "192.0.2.0/24", "host:5040/v2", "http://host:5000", "host:0", "host:99999", "bad host", "*.example.com"} {
+		assert.Error(t, registry.ValidateInsecureRegistry(bad), bad)
+	}
+	r := run(t, "", "route", "--drivers", exampleDrivers, "--nodes", exampleNodes, "--check-images", "--insecure-registry", "192.0.2.0/24")
+	assert.Equal(t, ExitUsage, r.code)
+	assert.Contains(t, r.stderr, `--insecure-registry "192.0.2.0/24"`)
+}

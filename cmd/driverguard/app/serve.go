@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/registry"
 )
 
 // serveOptions are the flags of serve that are not the job's.
@@ -208,6 +209,11 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 			return errors.New("--pull-secret-namespace is for the audit's registry checks: add --audit --audit-check-images")
 		case len(o.auditOpts.InsecureRegistries) > 0:
 			return errors.New("--insecure-registry is for the audit's registry checks: add --audit --audit-check-images")
+		}
+	}
+	for _, h := range o.auditOpts.InsecureRegistries {
+		if err := registry.ValidateInsecureRegistry(h); err != nil {
+			return fmt.Errorf("--insecure-registry %q: %w", truncateValue(h), err)
 		}
 	}
 	if o.audit {
