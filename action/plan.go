@@ -65,6 +65,9 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	if err := p.Live.check(files, p.Release != ""); err != nil {
 		return nil, err
 	}
+	if !live && files.Nodes == "" {
+		return nil, errNoNodes
+	}
 	if err := oneStdin(append(p.stdinUsers(), stdinUser{"--pods", files.Workloads})...); err != nil {
 		return nil, err
 	}
@@ -141,6 +144,12 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	}
 	return res, nil
 }
+
+// errNoNodes: a plan says what happens to every node, so it needs them; planned over no
+// nodes it would say "can proceed" about nothing.
+var errNoNodes = errors.New("no nodes to plan for: read the cluster with --live (or --kubeconfig FILE), or give it as files with " +
+	"--nodes nodes.yaml (kubectl get nodes -o yaml) and --drivers current.yaml (kubectl get rblndrivers -o yaml; --release NAME reads them " +
+	"from a deployed release instead); without -f the plan is an audit of those nodes")
 
 // inputs completes the record of what the plan was made from (Make records the cluster's
 // sources).

@@ -36,7 +36,8 @@ webhook's decision, in Helm's order) against the cluster now, and reports:
 The cluster is read from files (--nodes, --drivers, --cluster-policy, and --pods: a stream of
 Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets, e.g. 'kubectl get
 pods,pdb,rs,deploy,sts -A -o json') or, with --live or --kubeconfig, from the cluster (list only,
-nothing is written). Without -f it plans "no change" and reports the drift: an audit.
+nothing is written). The nodes are required (--nodes, --live or --kubeconfig): a plan over no
+nodes has nothing to say. Without -f it plans "no change" and reports the drift: an audit.
 
 With --release NAME the RBLNDrivers and RBLNClusterPolicy now are the deployed release's: its
 values (as 'helm get values' shows them), read from its latest revision in Helm's storage in the
@@ -53,7 +54,8 @@ checklists, and the rollback values, proven by rendering them after the new valu
 
 Exit codes: 0 the plan can proceed; 1 it cannot as is (a denial the webhook would make, a node
 that would lose its driver unacknowledged, a blocked node, a missing image, invalid values);
-2 it could not plan (unreadable input, a policy that does not compile, an unreachable cluster).`,
+2 it could not plan (no nodes given, unreadable input, a policy that does not compile, an
+unreachable cluster).`,
 		Example: `  driverguard plan -f examples/multi-driver.yaml --nodes examples/nodes.yaml
   driverguard plan -f values.yaml --live -o markdown > change-ticket.md
   driverguard plan --live                          # no change: the drift of the cluster now
