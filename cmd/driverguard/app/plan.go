@@ -29,7 +29,8 @@ webhook's decision, in Helm's order) against the cluster now, and reports:
     driver pod to delete, uncordon);
   - drain blockers, with --pods or live: PodDisruptionBudgets that would refuse an eviction (as
     the disruption controller computes them), single-replica workloads without one, pods
-    without a controller, emptyDir pods, NPU pods;
+    without a controller, emptyDir pods, NPU pods (without the pods: "drain blockers not
+    checked", a warning, and "blockerCheck" in JSON);
   - --check-images: every image a pool needs that its registry lacks (only a 404 counts);
   - the drift now: unowned candidate nodes, ties, missing family labels, stale owner labels.
 
@@ -130,6 +131,9 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	}
 	printRollout(w, p, "", "")
 	printBlockers(w, p, "  ")
+	if c := p.BlockerCheck.Caveat(); c != "" {
+		fmt.Fprintf(w, "\nWarning: %s\n", c)
+	}
 	printPlanImages(w, p)
 	if len(p.Denials) > 0 {
 		fmt.Fprintln(w, "\nDenied (not applied):")
@@ -152,9 +156,12 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	s := p.Summary
 	fmt.Fprintf(w, "\nSummary: %d upgrade, %d change owner, %d lose driver, %d gain driver, %d held, %d blocked; %d batch(es)\n",
 		s.Upgrade, s.ChangeOwner, s.LoseDriver, s.GainDriver, s.Held, s.Blocked, s.Batches)
-	if p.Proceed {
+	switch {
+	case p.Proceed && p.BlockerCheck.Unchecked():
+		fmt.Fprintln(w, "The plan can proceed as far as it could see (drain blockers not checked).")
+	case p.Proceed:
 		fmt.Fprintln(w, "The plan can proceed.")
-	} else {
+	default:
 		fmt.Fprintln(w, "The plan cannot proceed as is: "+strings.Join(p.Reasons, "; ")+".")
 	}
 	return nil

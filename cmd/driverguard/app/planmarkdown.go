@@ -24,6 +24,9 @@ func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) er
 	s := p.Summary
 	fmt.Fprintf(w, "# Driver rollout plan\n\n")
 	status := "**Can proceed.**"
+	if p.BlockerCheck.Unchecked() {
+		status = "**Can proceed as far as it could see** (drain blockers not checked)."
+	}
 	if !p.Proceed {
 		status = "**Cannot proceed as is:** " + md(strings.Join(p.Reasons, "; ")) + "."
 	}
@@ -81,7 +84,10 @@ func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) er
 			fmt.Fprintf(w, "- [ ] %s %s %s (%s): %s\n", mdCode(n.Name), mdCode(b.Pod), md(b.Kind), mark, md(b.Detail))
 		}
 	}
-	if !found {
+	switch {
+	case p.BlockerCheck.Unchecked():
+		fmt.Fprintf(w, "**Not checked:** %s.\n", md(p.BlockerCheck.Missed()))
+	case !found:
 		fmt.Fprintln(w, "None found.")
 	}
 

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/driverguard/driverguard/plan"
 )
 
 // TestPlanNeedsTheNodes (#30): a plan without the nodes — no --nodes, --live or --kubeconfig —
@@ -30,4 +32,52 @@ func TestPlanNeedsTheNodes(t *testing.T) {
 			assert.Contains(t, r.stderr, "no nodes to plan for")
 		})
 	}
+}
+
+// TestPlanSaysDrainBlockersWereNotChecked (#30): without --pods nothing can be said about
+// the pods a drain would stall on. The plan says so in every format — the table, the ticket
+// ("None found" would be a confident wrong answer) and blockerCheck in JSON — and still
+// proceeds (as images do without --check-images): a warning, never "no blockers". An empty
+// --pods file is an input warning, as an empty --nodes is.
+func TestPlanSaysDrainBlockersWereNotChecked(t *testing.T) {
+	args := []string{"plan", "-f", exampleValues, "-f", exampleRollout, "--nodes", exampleNodes, "--drivers", exampleDrivers}
+
+	r := run(t, "", append(args, "-o", "json")...)
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	p := planJSON(t, r)
+	assert.Equal(t, plan.BlockerCheck{Checked: false, Nodes: 5, Drain: true, NPUPods: true}, p.BlockerCheck)
+	assert.True(t, p.Proceed)
+	assert.Contains(t, r.stdout, `"blockerCheck": {`)
+
+	r = run(t, "", args...)
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\nWarning: drain blockers not checked: the pods were not given (--pods, or --live): "+
+		"the 5 nodes that restart their driver may stall on a PodDisruptionBudget, a pod without a controller, an emptyDir pod or an NPU pod\n")
+	assert.Contains(t, r.stdout, "\nThe plan can proceed as far as it could see (drain blockers not checked).\n")
+
+	r = run(t, "", append(args, "-o", "markdown")...)
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "None found")
+	assert.Contains(t, r.stdout, "**Can proceed as far as it could see** (drain blockers not checked).")
+	assert.Contains(t, r.stdout, "## Blockers\n\n**Not checked:** the pods were not given")
+
+	// With the pods: checked, and the verdict is plain.
+	r = run(t, "", append(args, "--pods", exampleWorkloads, "-o", "json")...)
+	p = planJSON(t, r)
+	assert.Equal(t, plan.BlockerCheck{Checked: true, Nodes: 5, Drain: true, NPUPods: true}, p.BlockerCheck)
+	r = run(t, "", append(args[:len(args):len(args)], "--set", "driver.upgradePolicy.drain.enable=false", "--set", "driver.upgradePolicy.npuPodDeletion.force=true")...)
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "not checked: the pods", "without a drain nor NPU pods kept, nothing can block")
+	assert.Contains(t, r.stdout, "\nThe plan can proceed.\n")
+
+	// Without drain, NPU pods the operator keeps can still block.
+	r = run(t, "", "plan", "-f", exampleValues, "--nodes", exampleNodes, "--drivers", exampleDrivers)
+	assert.Contains(t, r.stdout, "\nWarning: drain blockers not checked: the pods were not given (--pods, or --live): the 5 nodes that restart their driver may stall on an NPU pod\n")
+
+	// An empty --pods file reads as a failed kubectl.
+	empty := writeTemp(t, "pods.yaml", "")
+	r = run(t, "", append(args, "--pods", empty, "-o", "json")...)
+	p = planJSON(t, r)
+	assert.Contains(t, p.InputWarnings, "--pods "+empty+" holds no pods: drain blockers were judged against a cluster without pods; "+
+		"if the command that wrote it failed (kubectl get pods,pdb,rs,deploy,sts -A -o json), fix it and run again")
 }
