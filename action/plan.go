@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -163,6 +164,13 @@ func (p *Plan) inputs(in plan.InputRecord, releaseName string) plan.InputRecord 
 			in.Set = append(in.Set, f.flag+" "+v)
 		}
 	}
+	in.PolicyDirs = append(in.PolicyDirs, p.Policy.Dirs...)
+	in.Disable = append(in.Disable, p.Policy.Disable...)
+	if in.Enforcement == nil {
+		in.Enforcement = map[string]string{}
+	}
+	maps.Copy(in.Enforcement, p.Policy.Enforcement)
+	in.PolicyFailOpen, in.AllowDriverLoss = p.PolicyFailOpen, p.AllowDriverLoss
 	in.Release, in.ReleaseName, in.Version = p.Release, releaseName, p.Version
 	now := time.Now
 	if p.Now != nil {

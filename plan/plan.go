@@ -132,6 +132,15 @@ type InputRecord struct {
 	ReleaseName string `json:"releaseName"`
 	// Cluster says what each part of the cluster was read from, and how many objects.
 	Cluster cluster.Sources `json:"cluster"`
+	// The flags that change the verdict, as given: the policy directories (--policy), the
+	// policies turned off (--disable), the enforcement overrides (--enforcement NAME=MODE),
+	// --policy-fail-open, and --allow-driver-loss (nodes that lose their driver do not stop
+	// the plan).
+	PolicyDirs      []string          `json:"policyDirs"`
+	Disable         []string          `json:"disable"`
+	Enforcement     map[string]string `json:"enforcement"`
+	PolicyFailOpen  bool              `json:"policyFailOpen"`
+	AllowDriverLoss bool              `json:"allowDriverLoss"`
 	// Version is the driverguard that made the plan; Time when (UTC, RFC 3339).
 	Version string `json:"version"`
 	Time    string `json:"time"`
@@ -281,7 +290,8 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 	before := res.Before
 	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{}, ImageCheck: registry.NotChecked(),
 		Drift: res.Drift, Basis: res.Basis, InputWarnings: res.InputWarnings, Denials: []Denial{}, Reasons: []string{},
-		Inputs: InputRecord{ValuesFiles: []string{}, Set: []string{}, Cluster: res.Sources}}
+		Inputs: InputRecord{ValuesFiles: []string{}, Set: []string{}, Cluster: res.Sources, PolicyDirs: []string{}, Disable: []string{},
+			Enforcement: map[string]string{}, AllowDriverLoss: in.AllowDriverLoss}}
 	if p.InputWarnings == nil {
 		p.InputWarnings = []string{}
 	}

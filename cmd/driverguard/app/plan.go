@@ -48,7 +48,8 @@ release's namespace (HELM_DRIVER secret, the default, or configmap), decompresse
 manifests. With --live the cluster's own RBLNDrivers are read instead (drift included).
 
 -o json is the contract of SPEC §8 plus what the plan was made from ("inputs": the values files
-and flags, the release, what each part of the cluster was read from, the driverguard, the time)
+and flags, the release, what each part of the cluster was read from, the policy flags and
+--allow-driver-loss, the driverguard, the time)
 and the values that undo the change ("rollback"). -o markdown is a change ticket: the same
 inputs, the tables, each node's procedure as a shell block, the blockers and images as
 checklists, and the rollback values, proven by rendering them after the new values.
@@ -156,6 +157,9 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	s := p.Summary
 	fmt.Fprintf(w, "\nSummary: %d upgrade, %d change owner, %d lose driver, %d gain driver, %d held, %d blocked; %d batch(es)\n",
 		s.Upgrade, s.ChangeOwner, s.LoseDriver, s.GainDriver, s.Held, s.Blocked, s.Batches)
+	if s.LoseDriver > 0 && p.Inputs.AllowDriverLoss {
+		fmt.Fprintf(w, "%d node(s) lose their driver: acknowledged (--allow-driver-loss).\n", s.LoseDriver)
+	}
 	switch {
 	case p.Proceed && p.BlockerCheck.Unchecked():
 		fmt.Fprintln(w, "The plan can proceed as far as it could see (drain blockers not checked).")

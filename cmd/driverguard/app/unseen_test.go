@@ -81,3 +81,43 @@ func TestPlanSaysDrainBlockersWereNotChecked(t *testing.T) {
 	assert.Contains(t, p.InputWarnings, "--pods "+empty+" holds no pods: drain blockers were judged against a cluster without pods; "+
 		"if the command that wrote it failed (kubectl get pods,pdb,rs,deploy,sts -A -o json), fix it and run again")
 }
+
+// TestPlanRecordsTheFlagsOfItsVerdict (#30): the flags that change a plan's verdict — the
+// policies (--policy, --disable, --enforcement, --policy-fail-open) and --allow-driver-loss —
+// are part of what it was made from: recorded under "inputs" and in the ticket's Inputs, and
+// the table says the losses it proceeds over were acknowledged.
+func TestPlanRecordsTheFlagsOfItsVerdict(t *testing.T) {
+	policies := "../../../docs/examples/policy"
+	args := []string{"plan", "-f", exampleValues, "--set", "driver.deployDefault=false", "--nodes", exampleNodes, "--drivers", exampleDrivers,
+		"--policy", policies, "--disable", "lib.max_parallel_upgrades", "--enforcement", "lib.pinned_version=audit", "--policy-fail-open", "--allow-driver-loss"}
+
+	r := run(t, "", append(args, "-o", "json")...)
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	p := planJSON(t, r)
+	assert.Positive(t, p.Summary.LoseDriver)
+	assert.Equal(t, []string{policies}, p.Inputs.PolicyDirs)
+	assert.Equal(t, []string{"lib.max_parallel_upgrades"}, p.Inputs.Disable)
+	assert.Equal(t, map[string]string{"lib.pinned_version": "audit"}, p.Inputs.Enforcement)
+	assert.True(t, p.Inputs.PolicyFailOpen)
+	assert.True(t, p.Inputs.AllowDriverLoss)
+
+	r = run(t, "", append(args, "-o", "markdown")...)
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "| policies | the bundled library, `--policy "+policies+"`; `--disable lib.max_parallel_upgrades`; `--enforcement lib.pinned_version=audit`; `--policy-fail-open` |")
+	assert.Contains(t, r.stdout, "| driver loss | acknowledged (`--allow-driver-loss`): a node that loses its driver does not stop the plan |")
+
+	r = run(t, "", args...)
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Regexp(t, `\n\d+ node\(s\) lose their driver: acknowledged \(--allow-driver-loss\)\.\nThe plan can proceed`, r.stdout)
+
+	// Without the flags, the record says so: the bundled library, and losses stop the plan.
+	r = run(t, "", "plan", "-f", exampleValues, "--nodes", exampleNodes, "--drivers", exampleDrivers, "-o", "json")
+	p = planJSON(t, r)
+	assert.Equal(t, []string{}, p.Inputs.PolicyDirs)
+	assert.Equal(t, map[string]string{}, p.Inputs.Enforcement)
+	assert.False(t, p.Inputs.AllowDriverLoss)
+	assert.Contains(t, r.stdout, `"allowDriverLoss": false`)
+	r = run(t, "", "plan", "-f", exampleValues, "--nodes", exampleNodes, "--drivers", exampleDrivers, "-o", "markdown")
+	assert.Contains(t, r.stdout, "| policies | the bundled library |")
+	assert.Contains(t, r.stdout, "| driver loss | not acknowledged: a node that would lose its driver stops the plan |")
+}
