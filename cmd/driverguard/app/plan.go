@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/api/v1alpha1"
 )
 
 func newPlanCommand(s Streams) *cobra.Command {
@@ -32,7 +31,8 @@ webhook's decision, in Helm's order) against the cluster now, and reports:
     without a controller, emptyDir pods, NPU pods (without the pods: "drain blockers not
     checked", a warning, and "blockerCheck" in JSON);
   - --check-images: every image a pool needs that its registry lacks (only a 404 counts);
-  - the drift now: unowned candidate nodes, ties, missing family labels, stale owner labels.
+  - the drift now: unowned candidate nodes, ties, missing family labels, stale owner labels;
+  - what it was judged against (JUDGED AGAINST): each part of the cluster read, or not given.
 
 The cluster is read from files (--nodes, --drivers, --cluster-policy, and --pods: a stream of
 Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets, e.g. 'kubectl get
@@ -151,9 +151,7 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	for _, wn := range p.InputWarnings {
 		fmt.Fprintf(w, "\nWarning: %s\n", wn)
 	}
-	if p.Basis == action.BasisOwnerLabels {
-		fmt.Fprintf(w, "\nThe current RBLNDrivers were not given: a node's driver now is the one its %s label names.\n", v1alpha1.LabelOwner)
-	}
+	printSection(w, "JUDGED AGAINST", planInputLines(p))
 	s := p.Summary
 	fmt.Fprintf(w, "\nSummary: %d upgrade, %d change owner, %d lose driver, %d gain driver, %d held, %d blocked; %d batch(es)\n",
 		s.Upgrade, s.ChangeOwner, s.LoseDriver, s.GainDriver, s.Held, s.Blocked, s.Batches)
@@ -169,6 +167,17 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 		fmt.Fprintln(w, "The plan cannot proceed as is: "+strings.Join(p.Reasons, "; ")+".")
 	}
 	return nil
+}
+
+// planInputLines say what each part of the cluster was read from, as check's, and the pods:
+// without them the drain blockers are not known.
+func planInputLines(p *action.PlanReport) []string {
+	in := p.Inputs.Cluster
+	lines := inputLines(in, p.Basis)
+	if !in.Workloads.Given {
+		lines = append(lines, "pods: not given (drain blockers not checked)")
+	}
+	return lines
 }
 
 // printPlanImages says what the registry check covered, then the images missing and those

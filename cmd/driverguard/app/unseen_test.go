@@ -121,3 +121,22 @@ func TestPlanRecordsTheFlagsOfItsVerdict(t *testing.T) {
 	assert.Contains(t, r.stdout, "| policies | the bundled library |")
 	assert.Contains(t, r.stdout, "| driver loss | not acknowledged: a node that would lose its driver stops the plan |")
 }
+
+// TestPlanSaysWhatItWasJudgedAgainst (#30): every verdict says what it was judged against;
+// plan's table, as check's, ends with JUDGED AGAINST: each part of the cluster read, or not
+// given (the pods included: without them the drain blockers are not known).
+func TestPlanSaysWhatItWasJudgedAgainst(t *testing.T) {
+	r := run(t, "", "plan", "-f", exampleValues, "--nodes", exampleNodes, "--drivers", exampleDrivers, "--pods", exampleWorkloads)
+	assert.Contains(t, r.stdout, "\nJUDGED AGAINST\n  12 nodes read from --nodes "+exampleNodes+"\n  2 RBLNDrivers read from --drivers "+exampleDrivers+
+		"\n  RBLNClusterPolicy: not given\n  10 pods read from --pods "+exampleWorkloads+"\n\nSummary: ")
+
+	r = run(t, "", "plan", "-f", exampleValues, "--nodes", exampleNodes, "--drivers", exampleDrivers)
+	assert.Contains(t, r.stdout, "\nJUDGED AGAINST\n  12 nodes read from --nodes "+exampleNodes+"\n  2 RBLNDrivers read from --drivers "+exampleDrivers+
+		"\n  RBLNClusterPolicy: not given\n  pods: not given (drain blockers not checked)\n")
+
+	// Nodes that no driver labelled yet, without the drivers: the labels are the basis.
+	fresh := writeTemp(t, "nodes.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels: {rebellions.ai/npu.deploy.driver: \"true\", rebellions.ai/npu.family: atom}\n")
+	r = run(t, "", "plan", "-f", exampleValues, "--nodes", fresh)
+	assert.Contains(t, r.stdout, "\nJUDGED AGAINST\n  1 node read from --nodes "+fresh+
+		"\n  RBLNDrivers: not given (a node's driver now is the one its rebellions.ai/npu.driver.owner label names; give --drivers or --live to tell a stale label from a driver)\n")
+}
