@@ -50,8 +50,10 @@ of --policy), and then:
 
 With --live auto (the default) the objects are judged against the cluster when it answers —
 its Nodes, RBLNDrivers and RBLNClusterPolicy, read (list only) through the kubeconfig as kubectl
-reads it — and on the objects alone otherwise (two rendered RBLNDrivers with identical selectors
-are denied, possible ties warn). --live true requires the cluster (exit 2 when it does not
+reads it — and on the objects alone when no cluster is configured or it does not answer (two
+rendered RBLNDrivers with identical selectors are denied, possible ties warn). A cluster that
+answers 401 Unauthorized or 403 Forbidden refuses the reader: exit 2, naming the credentials or
+RBAC to fix (or --live false). --live true requires the cluster (exit 2 when it does not
 answer), --live false never reads it. HELM_KUBECONTEXT is the default of --kube-context, as for
 Helm, and KUBECONFIG is read as usual; Helm passes a post-renderer neither its --kube-context nor
 its --kubeconfig (give them with --post-renderer-args, or set the variables). The drivers
@@ -64,7 +66,8 @@ PATH/TO/driverguard --post-renderer-args post-render.
 
 Exit codes: 0 passed (the manifests are on standard output); 1 a denial, an unacknowledged
 driver loss or (with --fail-on-warn) a warning; 2 unusable input: manifests that are not YAML or
-larger than --max-manifests-size, a policy that does not compile, no cluster with --live true.`,
+larger than --max-manifests-size, a policy that does not compile, no cluster with --live true, a
+cluster that refuses the reader (401, 403).`,
 		Example: `  helm template driverguard charts/driverguard -f values.yaml | driverguard post-render > manifests.yaml
   # Helm 4, with the driverguard-check plugin
   helm install driverguard charts/driverguard -f values.yaml --post-renderer driverguard-check

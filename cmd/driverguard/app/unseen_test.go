@@ -1,6 +1,9 @@
 package app
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -139,4 +142,62 @@ func TestPlanSaysWhatItWasJudgedAgainst(t *testing.T) {
 	r = run(t, "", "plan", "-f", exampleValues, "--nodes", fresh)
 	assert.Contains(t, r.stdout, "\nJUDGED AGAINST\n  1 node read from --nodes "+fresh+
 		"\n  RBLNDrivers: not given (a node's driver now is the one its rebellions.ai/npu.driver.owner label names; give --drivers or --live to tell a stale label from a driver)\n")
+}
+
+// refusingCluster starts an API server that answers every request with code (401 or 403) as
+// kube-apiserver does — a Status — and returns a kubeconfig for it.
+func refusingCluster(t *testing.T, code int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"%s","reason":"%s","code":%d}`,
+			map[int]string{http.StatusUnauthorized: "Unauthorized", http.StatusForbidden: `nodes is forbidden: User \"ci\" cannot list resource \"nodes\"`}[code],
+			map[int]string{http.StatusUnauthorized: "Unauthorized", http.StatusForbidden: "Forbidden"}[code], code)
+	}))
+	t.Cleanup(srv.Close)
+	return writeTemp(t, "kubeconfig", `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+srv.URL+`"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: ci, context: {cluster: c, user: u}}]
+current-context: ci
+`)
+}
+
+// TestLiveAutoDoesNotHideARefusal (#30): a cluster that answers 401 or 403 is there, and
+// refuses: post-render --live auto must not judge the objects alone as if it did not answer
+// (and pass, even with --fail-on-warn). It is an error naming the status, the credentials or
+// RBAC, and --live false to judge offline; check --kubeconfig names the status too.
+func TestLiveAutoDoesNotHideARefusal(t *testing.T) {
+	noCluster(t)
+	rendered := helmRendered(t, exampleValues)
+	for code, want := range map[int]string{
+		http.StatusForbidden:    "403 Forbidden",
+		http.StatusUnauthorized: "401 Unauthorized",
+	} {
+		t.Run(want, func(t *testing.T) {
+			kubeconfig := refusingCluster(t, code)
+			for _, args := range [][]string{
+				{"post-render", "--kubeconfig", kubeconfig},
+				{"post-render", "--kubeconfig", kubeconfig, "--fail-on-warn"},
+			} {
+				r := run(t, rendered, args...)
+				assert.Equal(t, ExitUsage, r.code, r.stderr)
+				assert.Empty(t, r.stdout, "nothing reaches Helm")
+				assert.Contains(t, r.stderr, `the cluster of context "ci" (`)
+				assert.Contains(t, r.stderr, "answered "+want)
+				assert.Contains(t, r.stderr, "--live false")
+				assert.NotContains(t, r.stderr, "did not answer")
+				assert.NotContains(t, r.stderr, "the rendered objects alone (")
+			}
+			r := run(t, "", "check", "-f", exampleValues, "--kubeconfig", kubeconfig)
+			assert.Equal(t, ExitUsage, r.code)
+			assert.Contains(t, r.stderr, want)
+		})
+	}
+	r := run(t, rendered, "post-render", "--kubeconfig", refusingCluster(t, http.StatusForbidden))
+	assert.Contains(t, r.stderr, "RBAC", "a 403 names the permission")
+	r = run(t, rendered, "post-render", "--kubeconfig", refusingCluster(t, http.StatusUnauthorized))
+	assert.Contains(t, r.stderr, "credentials", "a 401 names the credentials")
 }
