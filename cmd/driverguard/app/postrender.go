@@ -43,7 +43,9 @@ judges their RBLNClusterPolicy and RBLNDrivers in the order Helm applies them wi
 'check' and the admission webhook make (the built-in rules, selector conflicts, the OPA policies
 of --policy), and then:
 
-  - when every object passes, writes standard input to standard output byte for byte;
+  - when every object passes, writes standard input to standard output byte for byte (manifests
+    without an RBLNDriver or RBLNClusterPolicy too, saying on standard error that nothing was
+    judged);
   - on a denial (or a node that would lose its driver, without --allow-driver-loss), writes
     the findings to standard error, nothing to standard output, and exits 1: Helm stops
     before anything reaches the cluster.
@@ -130,6 +132,12 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 		return fmt.Errorf("writing the manifests: %w", err)
 	}
 	if len(rep.Resources) == 0 {
+		// Silence would read as a pass; like a warning, it reaches the user past Helm.
+		msg := []byte("driverguard post-render: no RBLNDriver or RBLNClusterPolicy in the manifests: nothing was judged (they pass through unchanged)\n")
+		if _, err := s.Err.Write(msg); err != nil {
+			return err
+		}
+		s.parentStderr(msg)
 		return nil
 	}
 	msg := passMessage(res)

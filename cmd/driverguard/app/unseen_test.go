@@ -201,3 +201,21 @@ func TestLiveAutoDoesNotHideARefusal(t *testing.T) {
 	r = run(t, rendered, "post-render", "--kubeconfig", refusingCluster(t, http.StatusUnauthorized))
 	assert.Contains(t, r.stderr, "credentials", "a 401 names the credentials")
 }
+
+// TestPostRenderSaysWhenNothingWasJudged (#30): manifests without an RBLNDriver or the
+// RBLNClusterPolicy pass through unchanged, and post-render says it judged nothing — an exit
+// 0 in silence would read as a pass.
+func TestPostRenderSaysWhenNothingWasJudged(t *testing.T) {
+	noCluster(t)
+	configMap := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata: {a: \"1\"}\n"
+	for name, in := range map[string]string{"nothing": "", "a ConfigMap": configMap} {
+		for _, live := range []string{"false", "auto"} {
+			t.Run(name+", --live "+live, func(t *testing.T) {
+				r := run(t, in, "post-render", "--live", live)
+				assert.Equal(t, ExitOK, r.code, r.stderr)
+				assert.Equal(t, in, r.stdout, "passed through")
+				assert.Equal(t, "driverguard post-render: no RBLNDriver or RBLNClusterPolicy in the manifests: nothing was judged (they pass through unchanged)\n", r.stderr)
+			})
+		}
+	}
+}
