@@ -281,10 +281,7 @@ func writeAuditSARIF(w io.Writer, out *action.AuditResult) error {
 			b.push(auditRule(f), level, f.Message, l, props)
 		}
 	}
-	for _, wn := range out.InputWarnings {
-		b.push(action.RuleInputWarning, sarifWarning, wn, sarifLocation{}, nil)
-	}
-	b.property("inputs", out.Inputs)
+	b.property("inputs", out.Inputs) // input warnings are results of driverguard-cluster
 	b.property("judgedAgainst", inputLines(out.Inputs, ""))
 	if out.Outcome.ImageCheck.Checked { // what the check covered: a pass is no result
 		b.property("imageCheck", out.Outcome.ImageCheck)

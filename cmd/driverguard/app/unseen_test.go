@@ -1,12 +1,16 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/plan"
 )
@@ -218,4 +222,47 @@ func TestPostRenderSaysWhenNothingWasJudged(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestAuditCountsItsInputWarnings (#30): an input that looks like a failed read is a warning
+// of the audit in every format and counted as one, as check counts it: a result of the
+// driverguard-cluster report (what an openreports consumer reads from -o yaml), also said on
+// standard error there.
+func TestAuditCountsItsInputWarnings(t *testing.T) {
+	empty := writeTemp(t, "nodes.yaml", "")
+	want := "--nodes " + empty + " holds no nodes"
+	args := []string{"audit", "--drivers", exampleDrivers, "--nodes", empty}
+
+	r := run(t, "", append(args, "-o", "yaml")...)
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	var reports []map[string]any
+	for _, doc := range strings.Split(r.stdout, "\n---\n") {
+		var rep map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(strings.TrimPrefix(doc, "---\n")), &rep))
+		reports = append(reports, rep)
+	}
+	cl := reports[len(reports)-1]
+	assert.Equal(t, "driverguard-cluster", cl["metadata"].(map[string]any)["name"])
+	assert.Equal(t, float64(1), cl["summary"].(map[string]any)["warn"])
+	results := cl["results"].([]any)
+	require.Len(t, results, 1)
+	res := results[0].(map[string]any)
+	assert.Equal(t, "warn", res["result"])
+	assert.Equal(t, "InputWarning", res["rule"])
+	assert.Contains(t, res["message"], want)
+	assert.Contains(t, r.stderr, "Warning: "+want)
+
+	r = run(t, "", append(args, "-o", "json")...)
+	var out struct {
+		Summary struct{ Warn int }
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	assert.Equal(t, 1, out.Summary.Warn, "counted as check counts it")
+
+	r = run(t, "", args...)
+	assert.Contains(t, r.stdout, "3 reports: 0 fail (0 enforced), 1 warn, 18 pass; passed")
+	assert.Equal(t, 1, strings.Count(r.stdout, want), "said once")
+
+	r = run(t, "", append(args, "-o", "sarif")...)
+	assert.Equal(t, 1, strings.Count(r.stdout, want), "one result")
 }
