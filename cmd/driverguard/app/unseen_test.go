@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/plan"
 )
 
@@ -265,4 +267,52 @@ func TestAuditCountsItsInputWarnings(t *testing.T) {
 
 	r = run(t, "", append(args, "-o", "sarif")...)
 	assert.Equal(t, 1, strings.Count(r.stdout, want), "one result")
+}
+
+// TestCheckCIFormatsListTheDrift (#30): check lists the drift the cluster has now in every
+// format — JUnit and SARIF too, where CI reads it — never as a failure: SARIF notes located at
+// the node, one JUnit case that passes with the drift as its output.
+func TestCheckCIFormatsListTheDrift(t *testing.T) {
+	args := []string{"check", "-f", exampleValues, "--nodes", exampleNodes, "--drivers", exampleDrivers}
+	r := run(t, "", append(args, "-o", "json")...)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var rep action.CheckReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.NotEmpty(t, rep.Drift)
+
+	r = run(t, "", append(args, "-o", "sarif")...)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	doc := validSARIF(t, sarifSchema(t), r.stdout)
+	results := sarifResults(doc)
+	for _, d := range rep.Drift {
+		msg, ok := results[sarifAt{rule: d.Kind, level: "note", object: "Node/" + d.Node}]
+		if assert.True(t, ok, "a note for %s %s", d.Node, d.Kind) {
+			assert.Equal(t, "Node/"+d.Node+": drift now, not caused by these values: "+d.Detail, msg)
+		}
+	}
+
+	r = run(t, "", append(args, "-o", "junit")...)
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var suites struct {
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+				Output  string    `xml:"system-out"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal([]byte(r.stdout), &suites))
+	assert.Zero(t, suites.Failures)
+	var drift string
+	for _, c := range suites.Suites[0].Cases {
+		if c.Name == "cluster drift now" {
+			assert.Nil(t, c.Failure, "drift fails nothing")
+			drift = c.Output
+		}
+	}
+	for _, d := range rep.Drift {
+		assert.Contains(t, drift, d.Node+": "+d.Kind+": "+d.Detail)
+	}
 }
