@@ -316,3 +316,14 @@ func TestCheckCIFormatsListTheDrift(t *testing.T) {
 		assert.Contains(t, drift, d.Node+": "+d.Kind+": "+d.Detail)
 	}
 }
+
+// TestPreviewHelpSaysWhatNodesAreComparedWith (#30): with --drivers (or --live) a node's driver
+// now is the one the current RBLNDrivers route to it, not its owner label; the help says so.
+func TestPreviewHelpSaysWhatNodesAreComparedWith(t *testing.T) {
+	r := run(t, "", "preview", "--help")
+	require.Equal(t, ExitOK, r.code)
+	help := strings.Join(strings.Fields(r.stdout), " ")
+	assert.NotContains(t, help, "compared with their current rebellions.ai/npu.driver.owner label")
+	assert.Contains(t, help, "compared with their driver now: the one the current RBLNDrivers route to them (--drivers or --live), "+
+		"else the one their rebellions.ai/npu.driver.owner label names")
+}
