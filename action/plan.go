@@ -227,7 +227,7 @@ func needDrivers(st *cluster.State, files cluster.Files, known bool) error {
 	}
 	labelled := 0
 	for _, n := range st.Nodes() {
-		if n.Labels[v1alpha1.LabelOwner] != "" {
+		if owner := n.Labels[v1alpha1.LabelOwner]; owner != "" && release.CanNameADriver(owner) {
 			labelled++
 		}
 	}

@@ -95,8 +95,8 @@ type Plan struct {
 	// BlockerCheck says whether the drain blockers were looked for: only the pods (--pods, or
 	// live) tell them, and without them a node that restarts may still stall.
 	BlockerCheck BlockerCheck `json:"blockerCheck"`
-	// Drift is what is wrong with the cluster now, sorted by node and kind (none when the
-	// current RBLNDrivers are not known).
+	// Drift is what is wrong with the cluster now, sorted by node and kind (when the current
+	// RBLNDrivers are not known, only owner labels no RBLNDriver can be named).
 	Drift []Drift `json:"drift"`
 	// Basis is what a node's driver now was read from: "routing" (the current RBLNDrivers)
 	// or "ownerLabels" (their owner labels: the current drivers were not given).

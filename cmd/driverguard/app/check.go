@@ -37,7 +37,8 @@ Nodes that have a driver now and would get none — deployDefault false, a narro
 removed instance, a new tie — fail the check unless --allow-driver-loss acknowledges them. A
 node's driver now is the one the current RBLNDrivers route to it (--drivers or --live); without
 them, the one its rebellions.ai/npu.driver.owner label names (said in the output). A label that
-names no stored RBLNDriver is drift (StaleOwnerLabel), never a driver loss.
+names no stored RBLNDriver is drift (StaleOwnerLabel), never a driver loss; without them, so is
+a label no RBLNDriver can be named (not a DNS-1123 subdomain).
 
 Policies read the object as input (with input.routing: the nodes, pools and ties routing gives
 it) and the cluster as data.driverguard_cluster; 'driverguard policy input' and 'policy data'

@@ -327,3 +327,26 @@ func TestPreviewHelpSaysWhatNodesAreComparedWith(t *testing.T) {
 	assert.Contains(t, help, "compared with their driver now: the one the current RBLNDrivers route to them (--drivers or --live), "+
 		"else the one their rebellions.ai/npu.driver.owner label names")
 }
+
+// TestOwnerLabelsNoDriverCanCarry (#30): without the current RBLNDrivers, an owner label no
+// RBLNDriver can be named (spaces, "!", uppercase) is drift in check and plan, never a node
+// that loses its driver; nor does it make plan ask for --drivers.
+func TestOwnerLabelsNoDriverCanCarry(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	for i, owner := range []string{"rbln driver", "RBLN_DRIVER!!", "Rbln-Driver"} {
+		fmt.Fprintf(&b, "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: npu-ghost-%d\n    labels:\n"+
+			"      rebellions.ai/npu.deploy.driver: \"true\"\n      rebellions.ai/npu.family: ghost\n      rebellions.ai/npu.driver.owner: %q\n", i, owner)
+	}
+	nodes := writeTemp(t, "nodes.yaml", b.String())
+	r := run(t, "", "check", "-f", exampleValues, "--set", "driver.deployDefault=false", "--nodes", nodes)
+	assert.Equal(t, ExitOK, r.code, r.stdout+r.stderr)
+	assert.NotContains(t, r.stdout, "WOULD LOSE THEIR DRIVER")
+	assert.Contains(t, r.stdout, `npu-ghost-1: StaleOwnerLabel: its rebellions.ai/npu.driver.owner label is "RBLN_DRIVER!!", which no RBLNDriver can be named`)
+
+	r = run(t, "", "plan", "-f", exampleValues, "--set", "driver.deployDefault=false", "--nodes", nodes, "-o", "json")
+	p := planJSON(t, r)
+	assert.Zero(t, p.Summary.LoseDriver)
+	assert.True(t, p.Proceed, p.Reasons)
+	assert.Len(t, p.Drift, 3)
+}
