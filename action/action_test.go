@@ -244,6 +244,7 @@ func TestPlan(t *testing.T) {
 		"live and files":             {files: files, live: true, err: "--live/--kubeconfig reads the cluster"},
 		"a release and driver files": {files: files, release: "driverguard", err: "--release reads the release's RBLNDrivers"},
 		"workloads that are not":     {files: cluster.Files{Nodes: exampleNodes, Workloads: exampleNodes}, err: "--pods"},
+		"no nodes":                   {values: []string{exampleValues}, files: cluster.Files{Drivers: exampleDrivers}, err: "no nodes to plan for"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			job := action.NewPlan(config(""))
@@ -269,6 +270,7 @@ func TestPlan(t *testing.T) {
 func TestPlanReleaseName(t *testing.T) {
 	job := action.NewPlan(config(""))
 	job.Release, job.ReleaseName, job.ExplicitReleaseName = "one", "two", true
+	job.Cluster.Nodes = exampleNodes
 	_, err := job.Run(t.Context())
 	require.ErrorContains(t, err, `--release-name "two" and --release "one" differ`)
 }

@@ -84,7 +84,8 @@ func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	auditor := &audit.Auditor{Decider: &decision.Decider{Policy: engine, PolicyFailOpen: a.PolicyFailOpen}, Policies: engine.Policies(), MaxResults: a.MaxResults}
+	auditor := &audit.Auditor{Decider: &decision.Decider{Policy: engine, PolicyFailOpen: a.PolicyFailOpen}, Policies: engine.Policies(), MaxResults: a.MaxResults,
+		InputWarnings: st.InputWarnings()}
 	if a.CheckImages {
 		auditor.Images = a.run(ctx, creds, audit.Images(snap), registry.SecretsOf(snap.Drivers()), snap.Route())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -67,9 +68,22 @@ func (c *Configuration) readCluster(ctx context.Context, files cluster.Files, ta
 	var le *cluster.LiveError
 	switch {
 	case errors.As(err, &le) && le.Op == "connecting":
-		return nil, fmt.Errorf("connecting to %s: %w", o.Name, le.Err)
+		return nil, fmt.Errorf("connecting to %s: %w%s", o.Name, le.Err, refusalHint(le.Err))
 	case errors.As(err, &le):
-		return nil, fmt.Errorf("listing %s in %s: %w", le.ListType, o.Name, le.Err)
+		return nil, fmt.Errorf("listing %s in %s: %w%s", le.ListType, o.Name, le.Err, refusalHint(le.Err))
 	}
 	return st, err
+}
+
+// refusalHint says what to fix when the cluster answered and refused the reader ("; ..."),
+// "" for any other error.
+func refusalHint(err error) string {
+	var r *cluster.RefusedError
+	switch {
+	case !errors.As(err, &r):
+		return ""
+	case r.Code == http.StatusUnauthorized:
+		return "; the kubeconfig's credentials were not accepted (an expired token or client certificate?)"
+	}
+	return "; the kubeconfig's user may not list what driverguard reads: grant it list (RBAC; driverguard never writes)"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -64,6 +65,9 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	files := p.Cluster
 	if err := p.Live.check(files, p.Release != ""); err != nil {
 		return nil, err
+	}
+	if !live && files.Nodes == "" {
+		return nil, errNoNodes
 	}
 	if err := oneStdin(append(p.stdinUsers(), stdinUser{"--pods", files.Workloads})...); err != nil {
 		return nil, err
@@ -142,6 +146,12 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 	return res, nil
 }
 
+// errNoNodes: a plan says what happens to every node, so it needs them; planned over no
+// nodes it would say "can proceed" about nothing.
+var errNoNodes = errors.New("no nodes to plan for: read the cluster with --live (or --kubeconfig FILE), or give it as files with " +
+	"--nodes nodes.yaml (kubectl get nodes -o yaml) and --drivers current.yaml (kubectl get rblndrivers -o yaml; --release NAME reads them " +
+	"from a deployed release instead); without -f the plan is an audit of those nodes")
+
 // inputs completes the record of what the plan was made from (Make records the cluster's
 // sources).
 func (p *Plan) inputs(in plan.InputRecord, releaseName string) plan.InputRecord {
@@ -154,6 +164,13 @@ func (p *Plan) inputs(in plan.InputRecord, releaseName string) plan.InputRecord 
 			in.Set = append(in.Set, f.flag+" "+v)
 		}
 	}
+	in.PolicyDirs = append(in.PolicyDirs, p.Policy.Dirs...)
+	in.Disable = append(in.Disable, p.Policy.Disable...)
+	if in.Enforcement == nil {
+		in.Enforcement = map[string]string{}
+	}
+	maps.Copy(in.Enforcement, p.Policy.Enforcement)
+	in.PolicyFailOpen, in.AllowDriverLoss = p.PolicyFailOpen, p.AllowDriverLoss
 	in.Release, in.ReleaseName, in.Version = p.Release, releaseName, p.Version
 	now := time.Now
 	if p.Now != nil {
@@ -210,7 +227,7 @@ func needDrivers(st *cluster.State, files cluster.Files, known bool) error {
 	}
 	labelled := 0
 	for _, n := range st.Nodes() {
-		if n.Labels[v1alpha1.LabelOwner] != "" {
+		if owner := n.Labels[v1alpha1.LabelOwner]; owner != "" && release.CanNameADriver(owner) {
 			labelled++
 		}
 	}

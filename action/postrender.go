@@ -3,6 +3,7 @@ package action
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -140,6 +141,12 @@ func (p *PostRender) cluster(ctx context.Context) (st *cluster.State, against st
 	cfg.Timeout = p.LiveTimeout
 	name := target.Describe(cfg)
 	st, err = cluster.ReadLive(ctx, cfg, cluster.LiveOptions{UserAgent: "driverguard-post-render", Timeout: p.LiveTimeout})
+	var refusal *cluster.RefusedError
+	if errors.As(err, &refusal) {
+		// It answered: a cluster that is there and refuses is not one that does not answer.
+		return nil, "", fmt.Errorf("--live %s: %s refused the reader: %w%s, or judge the rendered objects alone with --live false",
+			p.Live, name, err, refusalHint(err))
+	}
 	if err != nil {
 		if p.Live == LiveTrue {
 			return nil, "", fmt.Errorf("--live: reading %s: %w", name, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/plan"
@@ -128,7 +129,7 @@ const (
 	RuleOmittedFindings = "OmittedFindings"
 	// RuleInputWarning: an input that looks like a failed read (a node inventory without
 	// nodes, ...), not a cluster.
-	RuleInputWarning = "InputWarning"
+	RuleInputWarning = audit.RuleInputWarning
 )
 
 // suiteRun is one suite ready to judge its cases: its policies compiled once, its inventory

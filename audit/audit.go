@@ -41,6 +41,9 @@ const (
 	// RuleAdmission is the pass result of the built-in rules (syntax, selectors, upgrade
 	// policy) of an object that breaks none of them.
 	RuleAdmission = "admission"
+	// RuleInputWarning: an input the audit read that looks like a failed read, not a cluster
+	// (a node inventory without nodes, ...): a warning of the cluster report.
+	RuleInputWarning = "InputWarning"
 )
 
 // Auditor judges snapshots. Its fields are read, never written, by Run.
@@ -55,6 +58,9 @@ type Auditor struct {
 	Images map[string]registry.ImageResult
 	// MaxResults caps the results a report lists (DefaultMaxResults when 0 or less).
 	MaxResults int
+	// InputWarnings are the inputs that look like a failed read (cluster.State.InputWarnings:
+	// files only, never the informers of serve), each a warning of the cluster report.
+	InputWarnings []string
 }
 
 // Report is the standing of one RBLNDriver (its findings and those of the nodes it owns),
@@ -125,6 +131,9 @@ func (a *Auditor) Run(ctx context.Context, snap *cluster.Snapshot) (*Outcome, er
 	route := snap.Route()
 	a.drift(routing.NodeDrift(route, snap.Nodes()), reports, clusterReport)
 	imageCheck := a.images(route, reports, clusterReport)
+	for _, w := range a.InputWarnings {
+		clusterReport.add(Finding{Policy: BuiltinPolicy, Rule: RuleInputWarning, Result: Warn, Enforcement: policy.EnforceWarn, Message: w})
+	}
 
 	out := &Outcome{Reports: make([]Report, 0, len(reports)+1), ImageCheck: imageCheck}
 	for i := range drivers {

@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -50,6 +52,34 @@ func (e *LiveError) Error() string {
 
 func (e *LiveError) Unwrap() error { return e.Err }
 
+// RefusedError is an API server that answered and refused the reader: 401 Unauthorized (its
+// credentials were not accepted) or 403 Forbidden (RBAC does not let it list). Unlike a
+// cluster that does not answer, it is there: what it holds is not known, not absent.
+type RefusedError struct {
+	// Code is the HTTP status: 401 or 403.
+	Code int
+	Err  error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the API server answered %d %s: %v", e.Code, http.StatusText(e.Code), e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refused wraps err in a RefusedError when the API server answered 401 or 403. client-go's
+// discovery reads such an answer without its Status (its message is then "unknown"): the
+// code is what says it.
+func refused(err error) error {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return &RefusedError{Code: http.StatusUnauthorized, Err: err}
+	case apierrors.IsForbidden(err):
+		return &RefusedError{Code: http.StatusForbidden, Err: err}
+	}
+	return err
+}
+
 // ReadLive lists what a decision reads from the cluster of cfg — Nodes, RBLNDrivers and the
 // RBLNClusterPolicy named rbln-cluster-policy — and, with o.Workloads, what a plan reads too;
 // nothing else, and it writes nothing (list only). Without the CRDs the cluster holds no
@@ -67,7 +97,7 @@ func ReadLive(ctx context.Context, cfg *rest.Config, o LiveOptions) (*State, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, &LiveError{Op: "connecting", Err: err}
+		return nil, &LiveError{Op: "connecting", Err: refused(err)}
 	}
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -98,7 +128,7 @@ func ReadLive(ctx context.Context, cfg *rest.Config, o LiveOptions) (*State, err
 			if meta.IsNoMatchError(err) {
 				continue // the CRDs are not installed: no drivers, no cluster policy
 			}
-			return nil, &LiveError{Op: "listing", Resource: l.what, ListType: fmt.Sprintf("%T", l.list), Err: err}
+			return nil, &LiveError{Op: "listing", Resource: l.what, ListType: fmt.Sprintf("%T", l.list), Err: refused(err)}
 		}
 	}
 	s := &State{nodes: routing.NodesFromCore(nodes.Items), drivers: drivers.Items}

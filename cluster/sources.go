@@ -76,8 +76,9 @@ func (s *State) SetSources(src Sources) {
 }
 
 // InputWarnings are the inputs of s that look like a failed read rather than a cluster: a
-// node inventory that holds no node, and a driver list that holds no RBLNDriver while nodes
-// carry owner labels (every label then reads as stale, and no loss can be seen).
+// node inventory that holds no node, a driver list that holds no RBLNDriver while nodes
+// carry owner labels (every label then reads as stale, and no loss can be seen), and a
+// workload stream without pods (every cluster runs some: no drain blocker can be seen).
 func (s *State) InputWarnings() []string {
 	src := s.sources
 	var out []string
@@ -96,6 +97,10 @@ func (s *State) InputWarnings() []string {
 			out = append(out, fmt.Sprintf("%s holds no RBLNDrivers, but %d nodes carry a %s label: each is read as stale and none can lose its driver; "+
 				"if the command that wrote it failed (kubectl get rblndrivers -o yaml), fix it and run again", d.From, labelled, v1alpha1.LabelOwner))
 		}
+	}
+	if p := src.Workloads; p.Given && p.Count == 0 && strings.HasPrefix(p.From, "--") {
+		out = append(out, fmt.Sprintf("%s holds no pods: drain blockers were judged against a cluster without pods; "+
+			"if the command that wrote it failed (kubectl get pods,pdb,rs,deploy,sts -A -o json), fix it and run again", p.From))
 	}
 	return out
 }

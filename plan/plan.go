@@ -92,8 +92,11 @@ type Plan struct {
 	// ImageCheck is what the registry check covered: checked or not, and of the images the
 	// plan needs how many were found, missing, and not verified (and why).
 	ImageCheck registry.Summary `json:"imageCheck"`
-	// Drift is what is wrong with the cluster now, sorted by node and kind (none when the
-	// current RBLNDrivers are not known).
+	// BlockerCheck says whether the drain blockers were looked for: only the pods (--pods, or
+	// live) tell them, and without them a node that restarts may still stall.
+	BlockerCheck BlockerCheck `json:"blockerCheck"`
+	// Drift is what is wrong with the cluster now, sorted by node and kind (when the current
+	// RBLNDrivers are not known, only owner labels no RBLNDriver can be named).
 	Drift []Drift `json:"drift"`
 	// Basis is what a node's driver now was read from: "routing" (the current RBLNDrivers)
 	// or "ownerLabels" (their owner labels: the current drivers were not given).
@@ -129,6 +132,15 @@ type InputRecord struct {
 	ReleaseName string `json:"releaseName"`
 	// Cluster says what each part of the cluster was read from, and how many objects.
 	Cluster cluster.Sources `json:"cluster"`
+	// The flags that change the verdict, as given: the policy directories (--policy), the
+	// policies turned off (--disable), the enforcement overrides (--enforcement NAME=MODE),
+	// --policy-fail-open, and --allow-driver-loss (nodes that lose their driver do not stop
+	// the plan).
+	PolicyDirs      []string          `json:"policyDirs"`
+	Disable         []string          `json:"disable"`
+	Enforcement     map[string]string `json:"enforcement"`
+	PolicyFailOpen  bool              `json:"policyFailOpen"`
+	AllowDriverLoss bool              `json:"allowDriverLoss"`
 	// Version is the driverguard that made the plan; Time when (UTC, RFC 3339).
 	Version string `json:"version"`
 	Time    string `json:"time"`
@@ -165,6 +177,57 @@ type NodePlan struct {
 	// rollout's unit of work.
 	Restart bool `json:"-"`
 	oldPool string
+}
+
+// BlockerCheck is what the drain blockers were looked for on: Checked with the pods, and of
+// the nodes whose driver pod restarts (the only ones drained), how many.
+type BlockerCheck struct {
+	// Checked is whether the pods were read (--pods, or live): without them no blocker can
+	// be found, and "none" would be a guess.
+	Checked bool `json:"checked"`
+	// Nodes counts the nodes that restart their driver: those whose blockers matter.
+	Nodes int `json:"nodes"`
+	// Drain is drain.enable: the drain's blockers (budgets, single replicas, pods without a
+	// controller, emptyDir pods) apply on top of NPU pods.
+	Drain bool `json:"drain"`
+	// NPUPods is whether NPU pods without a controller block (npuPodDeletion.force false).
+	NPUPods bool `json:"npuPods"`
+}
+
+// Unchecked reports whether blockers may exist that were not looked for: nodes restart, a
+// blocker is possible under the upgrade policy, and the pods were not read.
+func (c BlockerCheck) Unchecked() bool { return !c.Checked && c.Nodes > 0 && (c.Drain || c.NPUPods) }
+
+// Caveat says what was not checked, "" when nothing was missed.
+func (c BlockerCheck) Caveat() string {
+	if !c.Unchecked() {
+		return ""
+	}
+	return "drain blockers not checked: " + c.Missed()
+}
+
+// Missed says why the blockers were not checked and what they may be ("" when nothing was
+// missed).
+func (c BlockerCheck) Missed() string {
+	if !c.Unchecked() {
+		return ""
+	}
+	var kinds []string
+	if c.Drain {
+		kinds = append(kinds, "a PodDisruptionBudget", "a pod without a controller", "an emptyDir pod")
+	}
+	if c.NPUPods {
+		kinds = append(kinds, "an NPU pod")
+	}
+	what := kinds[len(kinds)-1]
+	if len(kinds) > 1 {
+		what = strings.Join(kinds[:len(kinds)-1], ", ") + " or " + what
+	}
+	nodes := "the node that restarts its driver"
+	if c.Nodes > 1 {
+		nodes = fmt.Sprintf("the %d nodes that restart their driver", c.Nodes)
+	}
+	return fmt.Sprintf("the pods were not given (--pods, or --live): %s may stall on %s", nodes, what)
 }
 
 // Rollout is the cluster policy's upgrade settings as the plan applies them.
@@ -229,7 +292,8 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 	before := res.Before
 	p := &Plan{Batches: [][]string{}, Manual: []ManualNode{}, MissingImages: []MissingImage{}, ImageWarnings: []MissingImage{}, ImageCheck: registry.NotChecked(),
 		Drift: res.Drift, Basis: res.Basis, InputWarnings: res.InputWarnings, Denials: []Denial{}, Reasons: []string{},
-		Inputs: InputRecord{ValuesFiles: []string{}, Set: []string{}, Cluster: res.Sources}}
+		Inputs: InputRecord{ValuesFiles: []string{}, Set: []string{}, Cluster: res.Sources, PolicyDirs: []string{}, Disable: []string{},
+			Enforcement: map[string]string{}, AllowDriverLoss: in.AllowDriverLoss}}
 	if p.InputWarnings == nil {
 		p.InputWarnings = []string{}
 	}
@@ -261,8 +325,12 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 	if in.Workloads != nil {
 		wl = index(in.Workloads)
 	}
+	p.BlockerCheck = BlockerCheck{Checked: wl != nil, Drain: up.Drain.Enable, NPUPods: !up.NPUPodDeletion.Force}
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
+		if n.Restart {
+			p.BlockerCheck.Nodes++
+		}
 		if !n.Restart || wl == nil {
 			continue
 		}

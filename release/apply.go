@@ -91,7 +91,7 @@ type Result struct {
 	OwnerChanges []OwnerChange
 	// Drift is what is wrong with the nodes now, whatever the release does (stale owner
 	// labels, ties, unowned nodes, ...; the audit reports the same): known only with the
-	// current drivers (nil otherwise).
+	// current drivers, but for owner labels no RBLNDriver can be named (nil when none).
 	Drift []routing.Drift
 	// Sources say what the cluster was read from; InputWarnings name the inputs that look
 	// like a failed read (an empty node inventory, ...).
@@ -262,7 +262,8 @@ func (r *Replay) Finish(ctx context.Context) (*Result, error) {
 	res.Routing, res.Drivers = r.view.Route(), r.view.Drivers()
 	res.Before, res.Basis = r.before, BasisRouting
 	if !cl.DriversKnown() {
-		res.Before, res.Basis = labelRouting(r.before), BasisOwnerLabels
+		res.Before, res.Drift = labelRouting(r.before)
+		res.Basis = BasisOwnerLabels
 	} else {
 		res.Drift = routing.NodeDrift(r.before, cl.Nodes())
 	}

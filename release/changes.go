@@ -1,6 +1,12 @@
 package release
 
 import (
+	"fmt"
+
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -45,17 +51,36 @@ type NodeChange struct {
 }
 
 // labelRouting is the routing now when the current drivers are not known: each candidate
-// node's owner is the one its owner label names; images and pools are unknown.
-func labelRouting(r *routing.Result) *routing.Result {
+// node's owner is the one its owner label names; images and pools are unknown. A label value
+// no object can be named (not a DNS-1123 subdomain) names no driver: its node has none now,
+// and the label is drift (StaleOwnerLabel) — the one drift known without the drivers.
+func labelRouting(r *routing.Result) (*routing.Result, []routing.Drift) {
 	out := &routing.Result{Nodes: make([]routing.NodeResult, len(r.Nodes))}
+	var drift []routing.Drift
 	for i, n := range r.Nodes {
 		out.Nodes[i] = routing.NodeResult{Name: n.Name, CurrentOwner: n.CurrentOwner, Reason: n.Reason}
+		if n.CurrentOwner != "" {
+			if !CanNameADriver(n.CurrentOwner) {
+				drift = append(drift, routing.Drift{Kind: routing.DriftStaleOwnerLabel, Node: n.Name,
+					Detail: fmt.Sprintf("its %s label is %q, which no RBLNDriver can be named (not a DNS-1123 subdomain: lowercase letters, "+
+						"digits, '-' and '.', at most 253 characters): it names no driver", v1alpha1.LabelOwner, validation.Truncate(n.CurrentOwner, maxLabelQuote))})
+				continue
+			}
+		}
 		if n.Reason != routing.ReasonOutOfScope {
 			out.Nodes[i].Owner, out.Nodes[i].Reason = n.CurrentOwner, ""
 		}
 	}
-	return out
+	return out, drift
 }
+
+// CanNameADriver reports whether an owner label value can be an RBLNDriver's name: a DNS-1123
+// subdomain, as every object's name. A value that is not names no driver, whatever the
+// cluster holds.
+func CanNameADriver(owner string) bool { return len(k8svalidation.IsDNS1123Subdomain(owner)) == 0 }
+
+// maxLabelQuote bounds an owner label value quoted in a message.
+const maxLabelQuote = 80
 
 // changes compares the routing before and after, node by node (both sorted by name and
 // holding the same nodes). imagesKnown is false when the images now are not known: a node

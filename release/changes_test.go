@@ -1,6 +1,7 @@
 package release_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -133,4 +134,45 @@ func TestForeignRelease(t *testing.T) {
 	other := owned(wt.Driver("rbln-driver-other", canary))
 	_, err = release.Apply(t.Context(), release.Objects{Drivers: []v1alpha1.RBLNDriver{other}, ReleaseName: "npu"}, st, release.Options{})
 	require.NoError(t, err)
+}
+
+// TestOwnerLabelThatNamesNoDriver (#30): without the current RBLNDrivers a node's driver now
+// is the one its owner label names — but a value no object can be named (not a DNS-1123
+// subdomain: spaces, "!", uppercase, more than 253 characters) names no driver. The node has
+// none now: a release cannot take it away (no DriverLoss) and the label is drift
+// (StaleOwnerLabel). A value a stored driver could carry stays a driver.
+func TestOwnerLabelThatNamesNoDriver(t *testing.T) {
+	t.Parallel()
+	a := owned(wt.Driver("rbln-driver-a", atom))
+	long := strings.Repeat("x", 254)
+	nodes := []routing.Node{
+		node("blank", " ", v1alpha1.LabelFamily, "rebel"),
+		node("bang", "RBLN_DRIVER!!", v1alpha1.LabelFamily, "rebel"),
+		node("long", long, v1alpha1.LabelFamily, "rebel"),
+		node("dotted", "rbln.driver", v1alpha1.LabelFamily, "rebel"), // a stored driver may be named so
+		node("atom-upper", "RBLN-Driver"),                            // rbln-driver-a selects it
+	}
+	res, err := release.Apply(t.Context(), release.Objects{Drivers: []v1alpha1.RBLNDriver{a}, ReleaseName: "dg"},
+		labelsOnly(cluster.FromLists(nodes, nil, nil, nil)), release.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, release.BasisOwnerLabels, res.Basis)
+	assert.Equal(t, []release.NodeLoss{{Node: "dotted", From: "rbln.driver", Reason: routing.ReasonNoMatchingDriver}}, clearDetail(res.DriverLoss))
+	actions := map[string]string{}
+	for _, c := range res.Changes {
+		actions[c.Node] = c.Action
+	}
+	assert.Equal(t, map[string]string{"blank": release.NodeNone, "bang": release.NodeNone, "long": release.NodeNone,
+		"dotted": release.NodeLoseDriver, "atom-upper": release.NodeGainDriver}, actions)
+	stale := map[string]string{}
+	for _, d := range res.Drift {
+		require.Equal(t, routing.DriftStaleOwnerLabel, d.Kind)
+		stale[d.Node] = d.Detail
+	}
+	assert.Len(t, stale, 4)
+	assert.Contains(t, stale["bang"], `its rebellions.ai/npu.driver.owner label is "RBLN_DRIVER!!", which no RBLNDriver can be named (`)
+	assert.Contains(t, stale["blank"], `label is " ", which no RBLNDriver can be named`)
+	assert.NotContains(t, stale["long"], long, "a long value is quoted truncated")
+	assert.NotContains(t, stale, "dotted")
+	rep := res.Report(release.ReportOptions{})
+	assert.Equal(t, 1, rep.Failures, "only the dotted node's loss fails")
 }

@@ -46,7 +46,8 @@ type Report struct {
 	// InputWarnings are inputs that look like a failed read (counted as warnings).
 	InputWarnings []string `json:"inputWarnings"`
 	// Drift is what is wrong with the nodes now, whatever the values do — stale owner labels,
-	// ties, unowned nodes (the audit's words) — with the current drivers only: the first
+	// ties, unowned nodes (the audit's words) — with the current drivers (without them, only
+	// owner labels no RBLNDriver can be named): the first
 	// MaxDrift by node; DriftOmitted counts the others. It is not counted as a failure or a
 	// warning: the values did not cause it.
 	Drift        []routing.Drift `json:"drift"`

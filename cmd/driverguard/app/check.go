@@ -37,7 +37,8 @@ Nodes that have a driver now and would get none — deployDefault false, a narro
 removed instance, a new tie — fail the check unless --allow-driver-loss acknowledges them. A
 node's driver now is the one the current RBLNDrivers route to it (--drivers or --live); without
 them, the one its rebellions.ai/npu.driver.owner label names (said in the output). A label that
-names no stored RBLNDriver is drift (StaleOwnerLabel), never a driver loss.
+names no stored RBLNDriver is drift (StaleOwnerLabel), never a driver loss; without them, so is
+a label no RBLNDriver can be named (not a DNS-1123 subdomain).
 
 Policies read the object as input (with input.routing: the nodes, pools and ties routing gives
 it) and the cluster as data.driverguard_cluster; 'driverguard policy input' and 'policy data'
@@ -48,7 +49,8 @@ every built-in rule), failed by the rule's denials; warnings and audit findings 
 output. -o sarif writes SARIF 2.1.0 for code scanning: every denial (error), warning (warning)
 and audit finding (note), each located at the file, line and column of the values key the
 object or field came from (a value given with --set has no line: the result says so); values
-that do not render are one InvalidValues error per problem, located the same way.
+that do not render are one InvalidValues error per problem, located the same way. Both list
+the drift now: a passing JUnit case, SARIF notes at each node.
 
 Exit codes: 0 passed; 1 a denial, an unacknowledged driver loss, invalid values, or (with
 --fail-on-warn) a warning; 2 unusable input: unreadable files, a policy that does not compile
@@ -181,6 +183,12 @@ func lossLine(l action.NodeLoss) string {
 // (or not given).
 func printJudgedAgainst(w io.Writer, rep *action.CheckReport) {
 	printSection(w, "INPUT WARNINGS", rep.InputWarnings)
+	printSection(w, "DRIFT NOW (not caused by these values; the audit reports it too)", driftLines(rep))
+	printSection(w, "JUDGED AGAINST", inputLines(rep.Inputs, rep.Basis))
+}
+
+// driftLines are the drift now, a line per node and kind, then how many more there are.
+func driftLines(rep *action.CheckReport) []string {
 	var lines []string
 	for _, d := range rep.Drift {
 		lines = append(lines, d.Node+": "+d.Kind+": "+d.Detail)
@@ -188,8 +196,7 @@ func printJudgedAgainst(w io.Writer, rep *action.CheckReport) {
 	if rep.DriftOmitted > 0 {
 		lines = append(lines, fmt.Sprintf("... and %d more (driverguard audit lists every one)", rep.DriftOmitted))
 	}
-	printSection(w, "DRIFT NOW (not caused by these values; the audit reports it too)", lines)
-	printSection(w, "JUDGED AGAINST", inputLines(rep.Inputs, rep.Basis))
+	return lines
 }
 
 // inputLines say what each part of the cluster was read from, and what a node's driver now
@@ -219,7 +226,8 @@ func plural(n int, noun string) string {
 
 // writeCheckJUnit writes the check as JUnit XML: one test case per object and rule, failed
 // by the rule's denials (one failure, every message in its text); warnings and audit
-// findings are the case's output. Nodes that would lose their driver are one more case.
+// findings are the case's output. Nodes that would lose their driver are one more case, what
+// the cluster was judged against one more, and the drift now one more (it passes).
 func writeCheckJUnit(w io.Writer, rep *action.CheckReport) error {
 	suite := junitSuite{Name: "driverguard check"}
 	rules := append(slices.Clone(rep.Policies), action.BuiltInRules...)
@@ -284,6 +292,9 @@ func writeCheckJUnit(w io.Writer, rep *action.CheckReport) error {
 		Output: strings.Join(append(inputLines(rep.Inputs, rep.Basis), rep.InputWarnings...), "\n")}
 	suite.Tests++
 	suite.Cases = append(suite.Cases, inputs)
+	// The drift now: listed, never a failure (the values did not cause it).
+	suite.Tests++
+	suite.Cases = append(suite.Cases, junitCase{Name: "cluster drift now", Classname: "Drift", Output: strings.Join(driftLines(rep), "\n")})
 	return writeXML(w, junitSuites{Name: "driverguard check", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}})
 }
 

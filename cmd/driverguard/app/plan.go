@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/api/v1alpha1"
 )
 
 func newPlanCommand(s Streams) *cobra.Command {
@@ -29,14 +28,17 @@ webhook's decision, in Helm's order) against the cluster now, and reports:
     driver pod to delete, uncordon);
   - drain blockers, with --pods or live: PodDisruptionBudgets that would refuse an eviction (as
     the disruption controller computes them), single-replica workloads without one, pods
-    without a controller, emptyDir pods, NPU pods;
+    without a controller, emptyDir pods, NPU pods (without the pods: "drain blockers not
+    checked", a warning, and "blockerCheck" in JSON);
   - --check-images: every image a pool needs that its registry lacks (only a 404 counts);
-  - the drift now: unowned candidate nodes, ties, missing family labels, stale owner labels.
+  - the drift now: unowned candidate nodes, ties, missing family labels, stale owner labels;
+  - what it was judged against (JUDGED AGAINST): each part of the cluster read, or not given.
 
 The cluster is read from files (--nodes, --drivers, --cluster-policy, and --pods: a stream of
 Pods, PodDisruptionBudgets, ReplicaSets, Deployments and StatefulSets, e.g. 'kubectl get
 pods,pdb,rs,deploy,sts -A -o json') or, with --live or --kubeconfig, from the cluster (list only,
-nothing is written). Without -f it plans "no change" and reports the drift: an audit.
+nothing is written). The nodes are required (--nodes, --live or --kubeconfig): a plan over no
+nodes has nothing to say. Without -f it plans "no change" and reports the drift: an audit.
 
 With --release NAME the RBLNDrivers and RBLNClusterPolicy now are the deployed release's: its
 values (as 'helm get values' shows them), read from its latest revision in Helm's storage in the
@@ -46,14 +48,16 @@ release's namespace (HELM_DRIVER secret, the default, or configmap), decompresse
 manifests. With --live the cluster's own RBLNDrivers are read instead (drift included).
 
 -o json is the contract of SPEC §8 plus what the plan was made from ("inputs": the values files
-and flags, the release, what each part of the cluster was read from, the driverguard, the time)
+and flags, the release, what each part of the cluster was read from, the policy flags and
+--allow-driver-loss, the driverguard, the time)
 and the values that undo the change ("rollback"). -o markdown is a change ticket: the same
 inputs, the tables, each node's procedure as a shell block, the blockers and images as
 checklists, and the rollback values, proven by rendering them after the new values.
 
 Exit codes: 0 the plan can proceed; 1 it cannot as is (a denial the webhook would make, a node
 that would lose its driver unacknowledged, a blocked node, a missing image, invalid values);
-2 it could not plan (unreadable input, a policy that does not compile, an unreachable cluster).`,
+2 it could not plan (no nodes given, unreadable input, a policy that does not compile, an
+unreachable cluster).`,
 		Example: `  driverguard plan -f examples/multi-driver.yaml --nodes examples/nodes.yaml
   driverguard plan -f values.yaml --live -o markdown > change-ticket.md
   driverguard plan --live                          # no change: the drift of the cluster now
@@ -128,6 +132,9 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	}
 	printRollout(w, p, "", "")
 	printBlockers(w, p, "  ")
+	if c := p.BlockerCheck.Caveat(); c != "" {
+		fmt.Fprintf(w, "\nWarning: %s\n", c)
+	}
 	printPlanImages(w, p)
 	if len(p.Denials) > 0 {
 		fmt.Fprintln(w, "\nDenied (not applied):")
@@ -144,18 +151,33 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	for _, wn := range p.InputWarnings {
 		fmt.Fprintf(w, "\nWarning: %s\n", wn)
 	}
-	if p.Basis == action.BasisOwnerLabels {
-		fmt.Fprintf(w, "\nThe current RBLNDrivers were not given: a node's driver now is the one its %s label names.\n", v1alpha1.LabelOwner)
-	}
+	printSection(w, "JUDGED AGAINST", planInputLines(p))
 	s := p.Summary
 	fmt.Fprintf(w, "\nSummary: %d upgrade, %d change owner, %d lose driver, %d gain driver, %d held, %d blocked; %d batch(es)\n",
 		s.Upgrade, s.ChangeOwner, s.LoseDriver, s.GainDriver, s.Held, s.Blocked, s.Batches)
-	if p.Proceed {
+	if s.LoseDriver > 0 && p.Inputs.AllowDriverLoss {
+		fmt.Fprintf(w, "%d node(s) lose their driver: acknowledged (--allow-driver-loss).\n", s.LoseDriver)
+	}
+	switch {
+	case p.Proceed && p.BlockerCheck.Unchecked():
+		fmt.Fprintln(w, "The plan can proceed as far as it could see (drain blockers not checked).")
+	case p.Proceed:
 		fmt.Fprintln(w, "The plan can proceed.")
-	} else {
+	default:
 		fmt.Fprintln(w, "The plan cannot proceed as is: "+strings.Join(p.Reasons, "; ")+".")
 	}
 	return nil
+}
+
+// planInputLines say what each part of the cluster was read from, as check's, and the pods:
+// without them the drain blockers are not known.
+func planInputLines(p *action.PlanReport) []string {
+	in := p.Inputs.Cluster
+	lines := inputLines(in, p.Basis)
+	if !in.Workloads.Given {
+		lines = append(lines, "pods: not given (drain blockers not checked)")
+	}
+	return lines
 }
 
 // printPlanImages says what the registry check covered, then the images missing and those

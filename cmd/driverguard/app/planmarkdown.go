@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -24,6 +26,9 @@ func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) er
 	s := p.Summary
 	fmt.Fprintf(w, "# Driver rollout plan\n\n")
 	status := "**Can proceed.**"
+	if p.BlockerCheck.Unchecked() {
+		status = "**Can proceed as far as it could see** (drain blockers not checked)."
+	}
 	if !p.Proceed {
 		status = "**Cannot proceed as is:** " + md(strings.Join(p.Reasons, "; ")) + "."
 	}
@@ -32,6 +37,9 @@ func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) er
 
 	fmt.Fprintf(w, "\n## Scope\n\n%d upgrade, %d change owner, %d lose driver, %d gain driver, %d held, %d blocked; %d batch(es).\n\n",
 		s.Upgrade, s.ChangeOwner, s.LoseDriver, s.GainDriver, s.Held, s.Blocked, s.Batches)
+	if s.LoseDriver > 0 && p.Inputs.AllowDriverLoss {
+		fmt.Fprintf(w, "Acknowledged (`--allow-driver-loss`): the %d node(s) that lose their driver do not stop the plan.\n\n", s.LoseDriver)
+	}
 	fmt.Fprintln(w, "| RBLNDriver | action | version | selector |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, d := range p.Drivers {
@@ -81,7 +89,10 @@ func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) er
 			fmt.Fprintf(w, "- [ ] %s %s %s (%s): %s\n", mdCode(n.Name), mdCode(b.Pod), md(b.Kind), mark, md(b.Detail))
 		}
 	}
-	if !found {
+	switch {
+	case p.BlockerCheck.Unchecked():
+		fmt.Fprintf(w, "**Not checked:** %s.\n", md(p.BlockerCheck.Missed()))
+	case !found:
 		fmt.Fprintln(w, "None found.")
 	}
 
@@ -163,6 +174,12 @@ func printInputsMarkdown(w io.Writer, p *action.PlanReport) {
 		}
 		fmt.Fprintf(w, "| %s | %s |\n", part.name, mdCell(desc))
 	}
+	fmt.Fprintf(w, "| policies | %s |\n", policiesCell(p))
+	if in.AllowDriverLoss {
+		fmt.Fprintln(w, "| driver loss | acknowledged (`--allow-driver-loss`): a node that loses its driver does not stop the plan |")
+	} else {
+		fmt.Fprintln(w, "| driver loss | not acknowledged: a node that would lose its driver stops the plan |")
+	}
 	fmt.Fprintf(w, "| driverguard | %s |\n", mdCell(in.Version))
 	fmt.Fprintf(w, "| made | %s |\n", mdCell(in.Time))
 	for _, wn := range p.InputWarnings {
@@ -171,6 +188,31 @@ func printInputsMarkdown(w io.Writer, p *action.PlanReport) {
 	if p.Basis == action.BasisOwnerLabels {
 		fmt.Fprintf(w, "\nThe current RBLNDrivers were not given: a node's driver now is the one its %s label names, so upgrades are not known.\n", mdCode(v1alpha1.LabelOwner))
 	}
+}
+
+// policiesCell says which policies judged the plan: the bundled library, the --policy
+// directories, and the flags that turn policies off, change their enforcement or let an
+// object through when its policies fail.
+func policiesCell(p *action.PlanReport) string {
+	in := p.Inputs
+	parts := []string{"the bundled library"}
+	if len(in.PolicyDirs) > 0 {
+		parts[0] += ", " + mdCodeList(in.PolicyDirs, "--policy ")
+	}
+	if len(in.Disable) > 0 {
+		parts = append(parts, mdCodeList(in.Disable, "--disable "))
+	}
+	if len(in.Enforcement) > 0 {
+		var modes []string
+		for _, name := range slices.Sorted(maps.Keys(in.Enforcement)) {
+			modes = append(modes, name+"="+in.Enforcement[name])
+		}
+		parts = append(parts, mdCodeList(modes, "--enforcement "))
+	}
+	if in.PolicyFailOpen {
+		parts = append(parts, "`--policy-fail-open`")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // printRollbackMarkdown writes the values that give the current RBLNDrivers back, or why

@@ -207,8 +207,11 @@ func TestPlanInputs(t *testing.T) {
 			Nodes:   action.Source{Given: true, From: "--nodes " + exampleNodes, Count: 12},
 			Drivers: action.Source{Given: true, From: "--drivers " + exampleDrivers, Count: 2},
 		},
-		Version: testVersion,
-		Time:    "2026-01-02T03:04:05Z",
+		PolicyDirs:  []string{},
+		Disable:     []string{},
+		Enforcement: map[string]string{},
+		Version:     testVersion,
+		Time:        "2026-01-02T03:04:05Z",
 	}, p.Inputs)
 
 	r := run(t, "", append(args, "-o", "markdown")...)

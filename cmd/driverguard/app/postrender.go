@@ -43,15 +43,19 @@ judges their RBLNClusterPolicy and RBLNDrivers in the order Helm applies them wi
 'check' and the admission webhook make (the built-in rules, selector conflicts, the OPA policies
 of --policy), and then:
 
-  - when every object passes, writes standard input to standard output byte for byte;
+  - when every object passes, writes standard input to standard output byte for byte (manifests
+    without an RBLNDriver or RBLNClusterPolicy too, saying on standard error that nothing was
+    judged);
   - on a denial (or a node that would lose its driver, without --allow-driver-loss), writes
     the findings to standard error, nothing to standard output, and exits 1: Helm stops
     before anything reaches the cluster.
 
 With --live auto (the default) the objects are judged against the cluster when it answers —
 its Nodes, RBLNDrivers and RBLNClusterPolicy, read (list only) through the kubeconfig as kubectl
-reads it — and on the objects alone otherwise (two rendered RBLNDrivers with identical selectors
-are denied, possible ties warn). --live true requires the cluster (exit 2 when it does not
+reads it — and on the objects alone when no cluster is configured or it does not answer (two
+rendered RBLNDrivers with identical selectors are denied, possible ties warn). A cluster that
+answers 401 Unauthorized or 403 Forbidden refuses the reader: exit 2, naming the credentials or
+RBAC to fix (or --live false). --live true requires the cluster (exit 2 when it does not
 answer), --live false never reads it. HELM_KUBECONTEXT is the default of --kube-context, as for
 Helm, and KUBECONFIG is read as usual; Helm passes a post-renderer neither its --kube-context nor
 its --kubeconfig (give them with --post-renderer-args, or set the variables). The drivers
@@ -64,7 +68,8 @@ PATH/TO/driverguard --post-renderer-args post-render.
 
 Exit codes: 0 passed (the manifests are on standard output); 1 a denial, an unacknowledged
 driver loss or (with --fail-on-warn) a warning; 2 unusable input: manifests that are not YAML or
-larger than --max-manifests-size, a policy that does not compile, no cluster with --live true.`,
+larger than --max-manifests-size, a policy that does not compile, no cluster with --live true, a
+cluster that refuses the reader (401, 403).`,
 		Example: `  helm template driverguard charts/driverguard -f values.yaml | driverguard post-render > manifests.yaml
   # Helm 4, with the driverguard-check plugin
   helm install driverguard charts/driverguard -f values.yaml --post-renderer driverguard-check
@@ -127,6 +132,12 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 		return fmt.Errorf("writing the manifests: %w", err)
 	}
 	if len(rep.Resources) == 0 {
+		// Silence would read as a pass; like a warning, it reaches the user past Helm.
+		msg := []byte("driverguard post-render: no RBLNDriver or RBLNClusterPolicy in the manifests: nothing was judged (they pass through unchanged)\n")
+		if _, err := s.Err.Write(msg); err != nil {
+			return err
+		}
+		s.parentStderr(msg)
 		return nil
 	}
 	msg := passMessage(res)

@@ -25,7 +25,10 @@ It then judges the release exactly as 'check' does (the same flags, the same ver
 code) and, with --nodes (the output of 'kubectl get nodes -o yaml', or a stream of Node
 documents), shows the cluster after it: the owner of every node, pools with their DaemonSets and
 composed images, ties, unowned nodes, nodes missing a family label, and the nodes that would
-lose or change their driver compared with their current rebellions.ai/npu.driver.owner label.
+lose or change their driver compared with their driver now: the one the current RBLNDrivers
+route to them (--drivers or --live), else the one their rebellions.ai/npu.driver.owner label
+names (given the current RBLNDrivers, a label that names none of them is drift, not a driver
+to lose).
 An object the webhook would deny is not applied, so the routing shown is without it.
 --check-images asks the registry for every composed image (only a 404 fails a pool).
 

@@ -192,7 +192,8 @@ func ruleDescription(rule string) string {
 }
 
 // writeCheckSARIF writes a check as SARIF: every denial, warning and audit finding, each
-// driver loss and render warning, located at the values key the object or field came from.
+// driver loss and render warning, located at the values key the object or field came from;
+// the input warnings, and the drift now as notes located at its node.
 func writeCheckSARIF(w io.Writer, rep *action.CheckReport, job *action.Check) error {
 	b := newSARIF(append(slices.Clone(rep.Policies), action.BuiltInRules...))
 	omitted := rep.DriverLossOmitted + rep.RenderWarningsOmitted
@@ -221,6 +222,13 @@ func writeCheckSARIF(w io.Writer, rep *action.CheckReport, job *action.Check) er
 	for _, wn := range rep.InputWarnings {
 		b.push(action.RuleInputWarning, sarifWarning, wn, sarifLocation{}, nil)
 	}
+	// The drift now: notes at the node, never failures (the values did not cause it).
+	for _, d := range rep.Drift {
+		b.push(d.Kind, sarifNote, "Node/"+d.Node+": drift now, not caused by these values: "+d.Detail,
+			sarifLocation{LogicalLocations: []sarifLogical{{FullyQualifiedName: "Node/" + d.Node, Kind: "resource"}}},
+			map[string]string{"drift": "true", "node": d.Node})
+	}
+	omitted += rep.DriftOmitted
 	b.property("inputs", rep.Inputs)
 	b.property("judgedAgainst", inputLines(rep.Inputs, rep.Basis))
 	return b.write(w, omitted)
@@ -281,10 +289,7 @@ func writeAuditSARIF(w io.Writer, out *action.AuditResult) error {
 			b.push(auditRule(f), level, f.Message, l, props)
 		}
 	}
-	for _, wn := range out.InputWarnings {
-		b.push(action.RuleInputWarning, sarifWarning, wn, sarifLocation{}, nil)
-	}
-	b.property("inputs", out.Inputs)
+	b.property("inputs", out.Inputs) // input warnings are results of driverguard-cluster
 	b.property("judgedAgainst", inputLines(out.Inputs, ""))
 	if out.Outcome.ImageCheck.Checked { // what the check covered: a pass is no result
 		b.property("imageCheck", out.Outcome.ImageCheck)
