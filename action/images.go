@@ -59,10 +59,8 @@ func (c RegistryCheck) check(live bool) error {
 	case !live && c.PullSecretNamespace != "":
 		return errors.New("--pull-secret-namespace is where the drivers' pull Secrets are read in the live cluster (--live): with files, the credentials are --registry-config, Helm's registry config and the Docker config")
 	}
-	for _, h := range c.InsecureRegistries {
-		if err := registry.ValidateInsecureRegistry(h); err != nil {
-			return fmt.Errorf("--insecure-registry %q: %w", truncateValue(h), err)
-		}
+	if err := ValidateInsecureRegistries(c.InsecureRegistries); err != nil {
+		return err
 	}
 	if c.PullSecretNamespace != "" {
 		if msgs := validation.IsDNS1123Label(c.PullSecretNamespace); len(msgs) > 0 {
@@ -138,4 +136,14 @@ func (ic *imageCredentials) keys(ctx context.Context, drivers registry.DriverSec
 // run asks the registries about images, which res composed for drivers.
 func (c RegistryCheck) run(ctx context.Context, ic *imageCredentials, images []string, drivers registry.DriverSecrets, res *routing.Result) map[string]registry.ImageResult {
 	return registry.NewChecker(c.options()).Check(ctx, images, ic.keys(ctx, drivers, res))
+}
+
+// ValidateInsecureRegistries checks --insecure-registry values (registry.ValidateInsecureRegistry).
+func ValidateInsecureRegistries(hosts []string) error {
+	for _, h := range hosts {
+		if err := registry.ValidateInsecureRegistry(h); err != nil {
+			return fmt.Errorf("--insecure-registry %q: %w", truncateValue(h), err)
+		}
+	}
+	return nil
 }

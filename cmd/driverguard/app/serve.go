@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/registry"
 )
 
 // serveOptions are the flags of serve that are not the job's.
@@ -211,10 +210,8 @@ func (o *serveOptions) complete(server *action.ServerOptions) error {
 			return errors.New("--insecure-registry is for the audit's registry checks: add --audit --audit-check-images")
 		}
 	}
-	for _, h := range o.auditOpts.InsecureRegistries {
-		if err := registry.ValidateInsecureRegistry(h); err != nil {
-			return fmt.Errorf("--insecure-registry %q: %w", truncateValue(h), err)
-		}
+	if err := action.ValidateInsecureRegistries(o.auditOpts.InsecureRegistries); err != nil {
+		return err
 	}
 	if o.audit {
 		if err := checkMaxResults("audit-max-results", o.auditOpts.MaxResults); err != nil {
