@@ -58,11 +58,11 @@ func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
 }
 
 // MissingImages is the number of images the registry check found missing (0 without one).
-func (r *PreviewReport) MissingImages() int {
-	if r.Nodes == nil {
+func (rep *PreviewReport) MissingImages() int {
+	if rep.Nodes == nil {
 		return 0
 	}
-	return r.Nodes.ImageCheck.Missing
+	return rep.Nodes.ImageCheck.Missing
 }
 
 // PreviewReport is the preview of one set of values.
