@@ -23,9 +23,11 @@ tools: ## build helm, kube-apiserver, the disruption controller, etcd, kubectl a
 test-tools: ## the tools the tests run: helm, helm4, kube-apiserver, the disruption controller, etcd and kubectl
 	bash hack/tools.sh helm control-plane kubectl
 
-generate: ## deepcopy + CRDs (config/crd/bases, copied into the chart's crds/ with openreports' ClusterReport CRD)
+generate: ## deepcopy + CRDs with the object-local rules (config/crd/bases, copied into the chart's crds/ with openreports' ClusterReport CRD)
 	rm -f $(CRD_DIR)/*.yaml
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt crd paths=./api/... output:crd:artifacts:config=$(CRD_DIR)
+	@# the object-local rules of api/validation, as CRD limits and CEL rules (SPEC §13)
+	$(GO) run ./hack/crdrules $(CRD_DIR)
 	mkdir -p $(CHART_CRD_DIR)
 	rm -f $(CHART_CRD_DIR)/*.yaml
 	cp $(CRD_DIR)/*.yaml $(CHART_CRD_DIR)/

@@ -21,7 +21,7 @@ import (
 func TestErrorsAreCapped(t *testing.T) {
 	var many strings.Builder
 	many.WriteString("driver:\n  annotations:\n")
-	for i := range 250 { // under the 256 annotations an RBLNDriver may carry
+	for i := range 60 { // under the 64 annotations an RBLNDriver may carry
 		fmt.Fprintf(&many, "    k%04d: %d\n", i, i)
 	}
 	hugeKey := strings.Repeat("k", 1<<20)
@@ -34,7 +34,7 @@ func TestErrorsAreCapped(t *testing.T) {
 	}{
 		{name: "65,537 list items from one --set: over the size limit, reported once", opts: render.ValuesOptions{Values: []string{"driver.tolerations[65536]=x"}}, total: 1, maxSize: 500},
 		{name: "200 list items from one --set", opts: render.ValuesOptions{Values: []string{"driver.tolerations[199]=x"}}, total: 200, maxSize: 5000},
-		{name: "250 annotations that are numbers", values: many.String(), total: 250, maxSize: 20000},
+		{name: "60 annotations that are numbers", values: many.String(), total: 60, maxSize: 20000},
 		{name: "a 1 MB unknown key", opts: render.ValuesOptions{Values: []string{"driver." + hugeKey + "=1"}}, total: 1, maxSize: 3000},
 		{name: "a 1 MB label key", values: "driver:\n  nodeSelector:\n    ? " + hugeKey + "\n    : x\n", total: 1, maxSize: 5000},
 		{name: "a 1 MB label key given to --set", opts: render.ValuesOptions{Values: []string{"driver.nodeSelector." + hugeKey + "=1"}}, total: 1, maxSize: 5000},
@@ -106,23 +106,23 @@ func TestMergedMapsWithinTheSizeLimits(t *testing.T) {
 		return "{" + strings.Join(entries, ", ") + "}"
 	}
 	values := func(own string) string {
-		return "driver:\n  annotations: " + mapOf("a", 130, "x") + "\n  resources: {limits: " + mapOf("example.com/r", 40, "1") + "}\n" +
+		return "driver:\n  annotations: " + mapOf("a", 33, "x") + "\n  resources: {limits: " + mapOf("example.com/r", 40, "1") + "}\n" +
 			"  instances:\n    a:\n      nodeSelector: {x: z}\n" + own
 	}
-	_, err := renderYAML(t, values("      annotations: "+mapOf("b", 130, "x")+"\n      resources: {limits: "+mapOf("example.com/s", 40, "1")+"}\n"))
+	_, err := renderYAML(t, values("      annotations: "+mapOf("b", 33, "x")+"\n      resources: {limits: "+mapOf("example.com/s", 40, "1")+"}\n"))
 	var invalid *render.InvalidValuesError
 	require.ErrorAs(t, err, &invalid)
 	require.Len(t, invalid.Errs, 2, "%v", err)
 	assert.Equal(t, "driver.instances.a.annotations", invalid.Errs[0].Field)
-	assert.Contains(t, err.Error(), "driver.instances.a.annotations: Too many: 260: its RBLNDriver would carry 260 annotations, 130 of its own and 130 inherited from driver.annotations; at most 256 are allowed")
+	assert.Contains(t, err.Error(), "driver.instances.a.annotations: Too many: 66: its RBLNDriver would carry 66 annotations, 33 of its own and 33 inherited from driver.annotations; at most 64 are allowed")
 	assert.Contains(t, err.Error(), "driver.instances.a.resources.limits: Too many: 80: its RBLNDriver would carry 80 resources, 40 of its own and 40 inherited from driver.resources.limits; at most 64 are allowed")
 
-	// 130 of its own, 4 overriding inherited ones and 4 removing them with null: 134 of its
-	// own and 122 inherited, 256.
-	r, err := renderYAML(t, values("      annotations: "+strings.TrimSuffix(mapOf("b", 130, "x"), "}")+
-		", a0: null, a1: null, a2: null, a3: null, a4: w, a5: w, a6: w, a7: w}\n"))
+	// 33 of its own, 2 overriding inherited ones and 2 removing them with null: 35 of its
+	// own and 29 inherited, 64.
+	r, err := renderYAML(t, values("      annotations: "+strings.TrimSuffix(mapOf("b", 33, "x"), "}")+
+		", a0: null, a1: null, a2: w, a3: w}\n"))
 	require.NoError(t, err)
-	assert.Len(t, driver(t, r, "rbln-driver-a").Annotations, 256)
+	assert.Len(t, driver(t, r, "rbln-driver-a").Annotations, 64)
 }
 
 // TestAnnotationBytes: the annotations an RBLNDriver carries hold at most 256 KiB of keys and

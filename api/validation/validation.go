@@ -65,12 +65,14 @@ func ValidateDriverName(name string, fldPath *field.Path) field.ErrorList {
 // a pod's worth of settings; the limits are far above any real driver and keep the cost of
 // judging one object (and the size of what is reported about it) bounded whatever is sent.
 const (
-	MaxSelectorKeys  = 64  // spec.nodeSelector
-	MaxTolerations   = 256 // spec.tolerations
-	MaxEnv           = 256 // spec.env
-	MaxPullSecrets   = 64  // spec.imagePullSecrets
-	MaxAnnotations   = 256 // spec.annotations
-	MaxResourceNames = 64  // spec.resources.limits and spec.resources.requests, each
+	MaxSelectorKeys = 64  // spec.nodeSelector
+	MaxTolerations  = 256 // spec.tolerations
+	MaxEnv          = 256 // spec.env
+	MaxPullSecrets  = 64  // spec.imagePullSecrets
+	// MaxAnnotations: 64, not more, so that the CRD's rule on their total size (MaxAnnotationBytes,
+	// in bytes: 64 values of up to 256 KiB each) stays within the API server's CEL cost budget.
+	MaxAnnotations   = 64 // spec.annotations
+	MaxResourceNames = 64 // spec.resources.limits and spec.resources.requests, each
 )
 
 // MaxAnnotationBytes is the most bytes spec.annotations may hold, keys and values together:

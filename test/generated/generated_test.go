@@ -51,6 +51,13 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s failed: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
+	// The object-local rules of api/validation, written into the CRDs (SPEC §13).
+	cmd = exec.Command("go", "run", "-trimpath", "./hack/crdrules", crdDir)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s failed: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
 
 	// Deepcopy functions, wherever controller-gen writes them under api/.
 	compareDir(t, filepath.Join(work, "api"), filepath.Join(root, "api"), "api", generatedGoFiles)
