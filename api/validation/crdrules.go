@@ -53,7 +53,9 @@ type CRDValidation struct {
 	Rules  []CRDRule
 }
 
-func celString(s string) string { return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'" }
+func celString(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+}
 
 func celList(ss []string) string {
 	q := make([]string, len(ss))

@@ -171,7 +171,9 @@ func generatedCases(r *rand.Rand, count int) []driverCase {
 				func() string { return "example.com/" + n('k', 64+r.IntN(2)) },
 				func() string { return prefix(254+r.IntN(2)) + "/k" },
 				func() string { return []string{v1alpha1.LabelOwner, v1alpha1.LabelDeployDriver}[r.IntN(2)] },
-				func() string { return []string{"a b", "-a", "a-", "_a", "a/", "/a", "a/b/c", "A.B/c", "a..b/c", "한"}[r.IntN(10)] },
+				func() string {
+					return []string{"a b", "-a", "a-", "_a", "a/", "/a", "a/b/c", "A.B/c", "a..b/c", "한"}[r.IntN(10)]
+				},
 			})
 		}
 		vals := func() string {
@@ -194,7 +196,9 @@ func generatedCases(r *rand.Rand, count int) []driverCase {
 				func() string { return "rbln-driver-" + n('k', 40) },
 			}, []func() string{
 				func() string { return "rbln-driver-" + n('x', 52+r.IntN(2)) },
-				func() string { return []string{"rbln-driver-a.b", "rbln.driver", "rbln-driver-" + n('k', 41)}[r.IntN(3)] },
+				func() string {
+					return []string{"rbln-driver-a.b", "rbln.driver", "rbln-driver-" + n('k', 41)}[r.IntN(3)]
+				},
 			})
 		}
 		sel := map[string]string{}

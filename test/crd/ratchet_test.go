@@ -130,7 +130,9 @@ func TestRatcheting(t *testing.T) {
 	}
 	refused(stored["key"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.NodeSelector = map[string]string{"worse key!": "v"} }, "is not a valid label key")
 	refused(stored["version"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.Version = "3.3.0+build2" }, "cannot start an OCI image tag")
-	refused(stored["reserved"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.NodeSelector = map[string]string{v1alpha1.LabelDeployDriver: "true"} }, "is reserved")
+	refused(stored["reserved"].Name, func(d *v1alpha1.RBLNDriver) {
+		d.Spec.NodeSelector = map[string]string{v1alpha1.LabelDeployDriver: "true"}
+	}, "is reserved")
 	assert.NoError(t, update(stored["key"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.NodeSelector = map[string]string{"good": "v"} }), "fixed")
 	assert.NoError(t, update(stored["version"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.Version = "3.3.0" }), "fixed")
 	assert.NoError(t, update(stored["selector"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.NodeSelector = map[string]string{"good": "v"} }), "fixed")
