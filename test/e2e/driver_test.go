@@ -30,6 +30,23 @@ func mustDeny(t *testing.T, err error, want ...string) {
 	}
 }
 
+// mustRefuse: the API server refused err's object itself (its CRD's rules), before any
+// webhook was called, with a message containing want.
+func mustRefuse(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("allowed, want a refusal containing %q", want)
+	}
+	if strings.Contains(err.Error(), "denied the request") {
+		t.Errorf("the webhook refused it, not the CRD: %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the error does not contain %q:\n%v", w, err)
+		}
+	}
+}
+
 func mustWarn(t *testing.T, got []string, want ...string) {
 	t.Helper()
 	for _, w := range want {
@@ -88,7 +105,7 @@ func TestDriverSyntaxRules(t *testing.T) {
 				}
 				return
 			}
-			mustDeny(t, err, tt.want...)
+			mustRefuse(t, err, tt.want...)
 			if !apierrors.IsInvalid(err) {
 				t.Errorf("want a 422 Invalid status, got %v", apierrors.ReasonForError(err))
 			}
