@@ -15,8 +15,6 @@ import (
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
-const webhookDenied = `admission webhook "rblndrivers.driverguard.rebellions.ai" denied the request`
-
 // mustDeny checks that err is the webhook's denial containing every want.
 func mustDeny(t *testing.T, err error, want ...string) {
 	t.Helper()
