@@ -35,20 +35,7 @@ func TestPreviewCheckImages(t *testing.T) {
 	values := filepath.Join(dir, "values.yaml")
 	require.NoError(t, os.WriteFile(values, []byte("driver:\n  image:\n    registry: "+host+"\n"), 0o600))
 	nodes := filepath.Join(dir, "nodes.yaml")
-	require.NoError(t, os.WriteFile(nodes, []byte(`apiVersion: v1
-kind: List
-items:
-- apiVersion: v1
-  kind: Node
-  metadata:
-    name: present
-    labels: {rebellions.ai/npu.deploy.driver: "true", rebellions.ai/npu.family: atom, feature.node.kubernetes.io/system-os_release.ID: ubuntu, feature.node.kubernetes.io/system-os_release.VERSION_ID: "22.04", feature.node.kubernetes.io/kernel-version.full: 6.8.0-90-generic}
-- apiVersion: v1
-  kind: Node
-  metadata:
-    name: missing
-    labels: {rebellions.ai/npu.deploy.driver: "true", rebellions.ai/npu.family: atom, feature.node.kubernetes.io/system-os_release.ID: ubuntu, feature.node.kubernetes.io/system-os_release.VERSION_ID: "24.04", feature.node.kubernetes.io/kernel-version.full: 6.8.0-45-generic}
-`), 0o600))
+	require.NoError(t, os.WriteFile(nodes, []byte(twoPoolNodes), 0o600))
 
 	r := run(t, "", "preview", "-f", values, "--nodes", nodes, "--check-images", "-o", "json")
 	require.Equal(t, ExitInvalid, r.code, "a missing image fails the pool: exit 1; %s", r.stderr)
