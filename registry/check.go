@@ -377,11 +377,12 @@ var errorCode = regexp.MustCompile(`^[A-Z][A-Z_]{0,39}$`)
 // classify says why a check that got no manifest answer failed; plainAllowed says whether
 // the registry may be asked over plain HTTP (loopback, --insecure-registry).
 //
-// The order matters. A deadline or a cancellation first: a check that ran out of time fails
-// with whatever the connection was doing, a TLS handshake included (and the images of a
-// repository share one ping, so an image may get the error of another's deadline). Then a
-// certificate problem: for a loopback registry the ping also tries plain HTTP, whose answer
-// from a TLS server (a 400) would hide it. Then plain HTTP where it may not be used — refused
+// The order matters. A certificate the client refused first: that is the cause, whatever
+// happened after (for a loopback registry the ping also tries plain HTTP, whose answer from a
+// TLS server — a 400, or no answer in time — would hide it). Then a deadline or a
+// cancellation: a check that ran out of time fails with whatever the connection was doing, a
+// handshake included (and the images of a repository share one ping, so an image may get the
+// error of another's deadline). Then plain HTTP where it may not be used — refused
 // by the guard, or a registry that answers HTTPS in plain HTTP (a record header error): the
 // fix is --insecure-registry. Then what a registry answered.
 func classify(err error, plainAllowed bool) Reason {
@@ -397,12 +398,12 @@ func classify(err error, plainAllowed bool) Reason {
 		alertErr tls.AlertError
 	)
 	switch {
+	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid):
+		return ReasonTLS // the registry's certificate was seen and refused: whatever came after
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return ReasonTimeout
 	case errors.Is(err, context.Canceled):
 		return ReasonNotChecked
-	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid):
-		return ReasonTLS
 	case errors.As(err, new(*PlainHTTPError)), !plainAllowed && errors.As(err, &recErr):
 		return ReasonPlainHTTP
 	case errors.As(err, &te):
