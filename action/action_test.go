@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/cluster"
 )
 
@@ -137,8 +138,8 @@ func TestCheck(t *testing.T) {
 			}
 			assert.Equal(t, tc.deleted, rep.Deleted)
 			var denied []string
-			for _, r := range rep.Resources {
-				for _, f := range r.Deny {
+			for _, f := range rep.Findings {
+				if f.Level == finding.Deny {
 					denied = append(denied, f.Rule)
 				}
 			}

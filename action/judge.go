@@ -157,11 +157,13 @@ func withReleaseHint(err error) error {
 
 // report is the check report of j.
 func (j *judged) report(failOnWarn bool) *release.Report {
-	return j.result.Report(release.ReportOptions{
+	rep := j.result.Report(release.ReportOptions{
 		RenderWarnings:  j.rendered.Warnings,
 		Policies:        j.status.Policies,
 		Disabled:        j.status.Disabled,
 		AllowDriverLoss: j.decision.AllowDriverLoss,
 		FailOnWarn:      failOnWarn,
 	})
+	locate(rep, j.rendered)
+	return rep
 }

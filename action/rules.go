@@ -1,52 +1,37 @@
 package action
 
 import (
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/driverguard/driverguard/audit"
-	"github.com/driverguard/driverguard/decision"
-	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/finding"
 )
 
-// ruleDescriptions are the one-line descriptions of the rules results name besides policies.
-var ruleDescriptions = map[string]string{
-	decision.RuleIdenticalNodeSelector:   "The selector is identical to another RBLNDriver's",
-	decision.RuleConflictingNodeSelector: "The selector ties with another RBLNDriver's on existing nodes",
-	decision.RulePotentialConflict:       "The selector could tie with another RBLNDriver's on a future node",
-	decision.RuleUpgradePolicy:           "A legal but risky upgrade policy",
-	decision.RuleClusterPolicyName:       "An RBLNClusterPolicy that is not the one driverguard reads",
-	decision.RulePolicyUnavailable:       "Policy evaluation failed and the decision is fail-open",
-	RuleDriverLoss:                       "A node that carries a driver now would get none",
-	RuleInvalidValues:                    "The values do not render",
-	RuleRenderWarning:                    "Legal but suspicious values",
-	RuleOmittedFindings:                  "Findings beyond what the decision lists for one object",
-	RuleInputWarning:                     "An input that looks like a failed read, not a cluster",
-	routing.DriftUnowned:                 "A node that matches no RBLNDriver",
-	routing.DriftFamilyLabelMissing:      "A node without its NPU family label",
-	routing.DriftInvalidImageTag:         "A pool's image tag is not a valid tag",
-	routing.DriftStaleOwnerLabel:         "A node's owner label is not the driver routing gives it",
-	audit.RuleImageNotFound:              "The registry answers 404 for an image a pool pulls",
-	audit.RuleImageNotVerified:           "No registry answered for an image a pool pulls (unreachable, timeout, TLS, DNS, 401/403)",
-	audit.RuleImageCheck:                 "What the registry check covered: images found, missing, not verified",
-}
+// builtinRules are the built-in rules of the registry.
+var builtinRules = finding.NewRegistry()
 
-// fieldErrorTypes are the rules of syntax findings: field error types.
-var fieldErrorTypes = []field.ErrorType{
-	field.ErrorTypeNotFound, field.ErrorTypeRequired, field.ErrorTypeDuplicate, field.ErrorTypeInvalid,
-	field.ErrorTypeNotSupported, field.ErrorTypeForbidden, field.ErrorTypeTooLong, field.ErrorTypeTooMany,
-	field.ErrorTypeInternal, field.ErrorTypeTypeInvalid,
-}
-
-// RuleDescription is a rule's one-line description: a built-in rule's, a field error type's
-// (apimachinery's words), else that of the Rego policy the rule names.
+// RuleDescription is a rule's one-line description: a built-in rule's title (finding.Builtin),
+// else that of the Rego policy the rule names.
 func RuleDescription(rule string) string {
-	if d, ok := ruleDescriptions[rule]; ok {
-		return d
+	if r, ok := builtinRules.Rule(rule); ok {
+		return r.Title
 	}
-	for _, t := range fieldErrorTypes {
-		if string(t) == rule {
-			return t.String()
-		}
+	if pkg := finding.PolicyOf(rule); pkg != "" {
+		return "Rego policy " + pkg + " (" + finding.BodyOf(rule) + ")"
 	}
 	return "Rego policy " + rule
+}
+
+// DriftRules are the drift kinds: what is wrong with the nodes now, whatever a change does.
+var DriftRules = []string{finding.RuleUnowned, finding.RuleConflictingNodeSelector, finding.RuleDriverFamilyLabelMissing,
+	finding.RuleInvalidImageTag, finding.RuleStaleOwnerLabel}
+
+// Rules is the registry of a run: the built-in rules and the rule bodies of the policy
+// packages evaluated.
+func Rules(packages []string) *finding.Registry {
+	r := finding.NewRegistry()
+	for _, pkg := range packages {
+		for _, body := range []string{finding.BodyDeny, finding.BodyWarn} {
+			id := finding.RegoRule(pkg, body)
+			r.Add(finding.Rule{ID: id, Level: finding.Level(body), Enforcement: finding.Deny, Title: RuleDescription(id), Home: pkg, Source: finding.SourcePolicy})
+		}
+	}
+	return r
 }

@@ -1,6 +1,7 @@
 package action
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,9 +24,8 @@ import (
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
-	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
-	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
@@ -66,6 +66,10 @@ type (
 	}
 	// TestRunResult is every case of every suite with the rule coverage.
 	TestRunResult struct {
+		// Findings are the run's findings: a TestCaseFailed per expectation a case missed (at
+		// its line), a TestCaseError per case that could not be judged, a RuleNeverFired (audit)
+		// per rule coverage counts that no case made fire.
+		Findings    []finding.Finding    `json:"findings"`
 		Cases       []TestCaseResult     `json:"cases"`
 		Coverage    []suite.RuleCoverage `json:"coverage"`
 		CoveragePct float64              `json:"coveragePercent"`
@@ -106,30 +110,54 @@ func (t *Test) Run(ctx context.Context) (*TestRunResult, error) {
 		return nil, fmt.Errorf("--run %q matches none of the %d cases found (it matches <suite file>/<case name>)", t.Select, n)
 	}
 	res.Coverage, res.CoveragePct = cov.Report()
+	res.Findings = testFindings(res)
 	res.Passed = res.Failed == 0 && res.CoveragePct >= t.MinCoverage
 	return res, nil
+}
+
+// testFindings are the findings of a test run.
+func testFindings(res *TestRunResult) []finding.Finding {
+	out := []finding.Finding{}
+	for _, c := range res.Cases {
+		obj := finding.Object{Kind: finding.KindTestCase, Name: c.Name}
+		if c.Error != "" {
+			out = append(out, finding.Finding{Rule: finding.RuleTestCaseError, Level: finding.Deny, Object: obj, Message: c.Error,
+				Location: &finding.Location{File: c.Suite, Line: max(c.Line, 1)}})
+		}
+		for _, m := range c.Mismatch {
+			out = append(out, finding.Finding{Rule: finding.RuleTestCaseFailed, Level: finding.Deny, Object: obj, Message: m.String(),
+				Location: &finding.Location{File: c.Suite, Line: max(cmp.Or(m.Line, c.Line), 1)}})
+		}
+	}
+	for _, r := range res.Coverage {
+		if !r.Covered() {
+			out = append(out, finding.Finding{Rule: finding.RuleNeverFired, Level: finding.Audit,
+				Object: finding.Object{Kind: "Rule", Name: r.Rule}, Message: "no case makes " + r.Rule + " fire"})
+		}
+	}
+	return out
 }
 
 // BuiltInRules are the rules of the decision core a suite's coverage counts (syntax findings
 // carry field error types, which a case may expect but coverage does not list).
 var BuiltInRules = []string{
-	decision.RuleIdenticalNodeSelector, decision.RuleConflictingNodeSelector, decision.RulePotentialConflict,
-	decision.RuleUpgradePolicy, decision.RuleClusterPolicyName, RuleDriverLoss,
+	finding.RuleIdenticalNodeSelector, finding.RuleConflictingNodeSelector, finding.RulePotentialConflict,
+	finding.RuleUpgradePolicy, finding.RuleClusterPolicyName, finding.RuleDriverLoss,
 }
 
 // Rules of results beyond the decision's.
 const (
 	// RuleDriverLoss: a node that carries a driver now would get none.
-	RuleDriverLoss = "DriverLoss"
+	RuleDriverLoss = finding.RuleDriverLoss
 	// RuleInvalidValues: the values do not render (the field errors of `render`).
-	RuleInvalidValues = "InvalidValues"
+	RuleInvalidValues = finding.RuleInvalidValues
 	// RuleRenderWarning: legal but suspicious values (a render warning).
-	RuleRenderWarning = "RenderWarning"
+	RuleRenderWarning = finding.RuleRenderWarning
 	// RuleOmittedFindings: findings beyond what the decision lists for one object, counted.
-	RuleOmittedFindings = "OmittedFindings"
+	RuleOmittedFindings = finding.RuleOmittedFindings
 	// RuleInputWarning: an input that looks like a failed read (a node inventory without
 	// nodes, ...), not a cluster.
-	RuleInputWarning = audit.RuleInputWarning
+	RuleInputWarning = finding.RuleInputWarning
 )
 
 // suiteRun is one suite ready to judge its cases: its policies compiled once, its inventory
@@ -516,25 +544,7 @@ func (t *Test) judgeObjects(ctx context.Context, run *suiteRun, c *suite.Case, i
 	rep := j.report(false)
 	out := &suite.Outcome{Allowed: rep.Passed, Rules: run.judgedBy, Results: []suite.Result{}}
 	for _, o := range rep.Resources {
-		name := o.Kind + "/" + o.Name
-		out.Objects = append(out.Objects, name)
-		for _, g := range []struct {
-			result   string
-			findings []decision.Finding
-		}{{suite.ResultFail, o.Deny}, {suite.ResultWarn, o.Warn}, {suite.ResultAudit, o.Audit}} {
-			for _, f := range g.findings {
-				out.Results = append(out.Results, findingResult(name, g.result, f))
-			}
-		}
-		for _, g := range []struct {
-			result string
-			n      int
-		}{{suite.ResultFail, o.OmittedDeny}, {suite.ResultWarn, o.OmittedWarn}, {suite.ResultAudit, o.OmittedAudit}} {
-			if g.n > 0 {
-				out.Results = append(out.Results, suite.Result{Object: name, Rule: RuleOmittedFindings, Result: g.result,
-					Message: fmt.Sprintf("%d more %s findings not listed: the decision lists the first %d of each kind per object", g.n, g.result, decision.MaxFindings)})
-			}
-		}
+		out.Objects = append(out.Objects, o.Kind+"/"+o.Name)
 	}
 	// The nodes that carry a driver now are judged by DriverLoss.
 	for _, n := range inv.nodes {
@@ -542,10 +552,7 @@ func (t *Test) judgeObjects(ctx context.Context, run *suiteRun, c *suite.Case, i
 			out.Objects = append(out.Objects, "Node/"+n.Name)
 		}
 	}
-	for _, l := range rep.DriverLoss {
-		out.Results = append(out.Results, suite.Result{Object: "Node/" + l.Node, Rule: RuleDriverLoss, Result: suite.ResultFail,
-			Message: lossMessage(l)})
-	}
+	out.Results = suiteResults(rep.Findings)
 	if c.Expect.Plan != nil {
 		p, err := plan.Make(ctx, plan.Inputs{Objects: &objs, Cluster: inv.state(), Workloads: inv.workloads,
 			Apply: release.Options{Decider: d.decider(run.engine), Data: run.engine}})
@@ -560,18 +567,21 @@ func (t *Test) judgeObjects(ctx context.Context, run *suiteRun, c *suite.Case, i
 	return out, nil
 }
 
-func lossMessage(l release.NodeLoss) string {
-	return fmt.Sprintf("owned by %s now, would get no driver (%s)", l.From, l.Reason)
-}
-
-// findingResult is a finding as a suite result: its rule is the policy's package, else the
-// built-in rule; the message is the finding as the webhook words it.
-func findingResult(object, result string, f decision.Finding) suite.Result {
-	rule := f.Rule
-	if f.Package != "" {
-		rule = f.Package
+// suiteResults are the findings a case's expectations are about: those of the objects
+// judged (each rule body its own rule) and the nodes that would lose their driver. Render
+// warnings, input warnings and the drift now are not results of a case.
+func suiteResults(fs []finding.Finding) []suite.Result {
+	out := []suite.Result{}
+	for _, f := range fs {
+		switch {
+		case f.Rule == finding.RuleRenderWarning, f.Rule == finding.RuleInputWarning, f.Object.Kind == finding.KindNode && f.Rule != finding.RuleDriverLoss:
+			continue
+		case f.Object.Kind == "": // the count of what a report does not list (driver losses)
+			continue
+		}
+		out = append(out, suite.Result{Object: f.Object.String(), Rule: f.Rule, Result: suite.ResultOf(f.Level), Message: f.Text()})
 	}
-	return suite.Result{Object: object, Rule: rule, Result: result, Message: f.String()}
+	return out
 }
 
 // invalidOutcome is values that do not render: denied, one InvalidValues result.

@@ -3,7 +3,7 @@ package action
 import (
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
-	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/registry"
@@ -24,8 +24,10 @@ type (
 	ValuesLocation = render.ValuesLocation
 	// CheckReport is the verdict of Check (and of Preview and PostRender) on a release.
 	CheckReport = release.Report
-	// Finding is one deny or warn finding of a decision.
-	Finding = decision.Finding
+	// Finding is one rule that fired on one object (package finding).
+	Finding = finding.Finding
+	// ObjectReport is one object's verdict in a CheckReport.
+	ObjectReport = release.ObjectReport
 	// NodeLoss is a node that would lose its driver.
 	NodeLoss = release.NodeLoss
 	// NodeChange is what a release does to one node's driver.

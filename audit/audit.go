@@ -11,6 +11,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/routing"
@@ -390,34 +391,14 @@ func (b *builder) count(r Result, n int, mode policy.Enforcement) {
 // built-in rules that found nothing.
 func (b *builder) verdict(v *decision.Verdict, subject Subject, policies []policy.PolicyInfo) {
 	found := map[string]bool{}
-	add := func(df decision.Finding, r Result, mode policy.Enforcement) {
-		f := Finding{Policy: cmp.Or(df.Package, BuiltinPolicy), Rule: df.Rule, Result: r, Enforcement: mode,
-			Message: df.String(), Subjects: []Subject{subject}}
-		if df.Package != "" {
-			f.Rule = "deny"
-			if df.Rule == decision.RulePolicyWarning {
-				f.Rule = "warn"
-			}
-		}
+	enforcement := make(map[string]policy.Enforcement, len(policies))
+	for _, p := range policies {
+		enforcement[p.Package] = p.Enforcement
+	}
+	for _, df := range v.Findings() {
+		f := resultOf(df, enforcement[df.Policy()], subject)
 		found[f.Policy] = true
 		b.add(f)
-	}
-	for _, f := range v.Denials {
-		add(f, Fail, policy.EnforceDeny)
-	}
-	for _, f := range v.Warnings {
-		mode := cmp.Or(f.Enforcement, policy.EnforceDeny) // a warn rule of an enforced policy
-		if f.Package == "" {
-			mode = policy.EnforceWarn // a built-in warning
-		}
-		add(f, Warn, mode)
-	}
-	for _, f := range v.Audit {
-		r := Fail
-		if f.Rule == decision.RulePolicyWarning {
-			r = Warn
-		}
-		add(f, r, policy.EnforceAudit)
 	}
 	b.count(Fail, v.OmittedDenials, policy.EnforceDeny)
 	b.count(Warn, v.OmittedWarnings, "") // of rules that deny or warn: not known which
@@ -443,6 +424,30 @@ func (b *builder) report() Report {
 	return Report{Name: b.name, Driver: b.driver, Instance: b.instance, UID: b.uid,
 		Results: slices.Clip(b.findings[:n]), Omitted: len(b.findings) - n, Summary: b.summary, enforced: b.enforced,
 		counts: b.counts, driftNodes: b.driftNodes}
+}
+
+// resultOf is a finding of a decision as a result of a report: the policy is its Rego
+// package (BuiltinPolicy for a built-in rule), the rule its body (deny, warn) or built-in
+// rule; enforcement is that of its policy (deny when not known).
+func resultOf(df decision.Finding, enforcement policy.Enforcement, subject Subject) Finding {
+	f := Finding{Policy: BuiltinPolicy, Rule: df.Rule, Result: Fail, Enforcement: policy.EnforceDeny,
+		Message: df.Text(), Subjects: []Subject{subject}}
+	if pkg := df.Policy(); pkg != "" {
+		f.Policy, f.Rule = pkg, finding.BodyOf(df.Rule)
+		f.Enforcement = cmp.Or(enforcement, policy.EnforceDeny)
+	}
+	switch {
+	case df.Level == finding.Warn && f.Policy == BuiltinPolicy:
+		f.Result, f.Enforcement = Warn, policy.EnforceWarn // a built-in warning
+	case df.Level == finding.Warn:
+		f.Result = Warn
+	case df.Level == finding.Audit:
+		f.Enforcement = policy.EnforceAudit
+		if f.Rule == finding.BodyWarn {
+			f.Result = Warn
+		}
+	}
+	return f
 }
 
 // rankFindings orders a report's findings as a capped list should keep them, most important

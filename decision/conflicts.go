@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -39,7 +40,7 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 			continue
 		}
 		blocked[p.Resource] = true
-		denials = append(denials, conflictFinding(RuleIdenticalNodeSelector, field.Invalid(nodeSelectorPath, FormatSelector(sel), fmt.Sprintf(
+		denials = append(denials, conflictFinding(finding.RuleIdenticalNodeSelector, field.Invalid(nodeSelectorPath, FormatSelector(sel), fmt.Sprintf(
 			"is identical to the nodeSelector of RBLNDriver %q: two drivers with the same selector tie on every node they select, so none of those nodes gets a driver; "+
 				"change one selector (e.g. add a label that only the more specific driver selects) or delete one of the two drivers", p.Resource))))
 	}
@@ -48,7 +49,7 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 		for _, o := range others {
 			blocked[o] = true
 		}
-		denials = append(denials, conflictFinding(RuleConflictingNodeSelector, field.Invalid(nodeSelectorPath, FormatSelector(sel), fmt.Sprintf(
+		denials = append(denials, conflictFinding(finding.RuleConflictingNodeSelector, field.Invalid(nodeSelectorPath, FormatSelector(sel), fmt.Sprintf(
 			"ties with %s on %s: neither selector is a strict superset of the other, so no unique owner can be chosen and the node(s) would get no driver (ConflictingNodeSelector); "+
 				"make one selector a strict superset of the other, select disjoint nodes, or relabel the node(s)", quoteList(others), nodeList(c)))))
 	}
@@ -57,7 +58,7 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 		for _, o := range others {
 			blocked[o] = true
 		}
-		warnings = append(warnings, warning(RulePotentialConflict, path,
+		warnings = append(warnings, warning(finding.RulePotentialConflict, path,
 			"this RBLNDriver already ties with %s on %s with its current selector; the change does not introduce the tie, so it is allowed, but those nodes get no driver until one selector is a strict superset of the other",
 			quoteList(others), nodeList(c)))
 	}
@@ -67,15 +68,15 @@ func conflictFindings(rep routing.ConflictReport, old *routing.ConflictReport, s
 		}
 		switch {
 		case p.Identical: // pre-existing (introduced ones are denied above)
-			warnings = append(warnings, warning(RulePotentialConflict, path,
+			warnings = append(warnings, warning(finding.RulePotentialConflict, path,
 				"already identical to the nodeSelector of RBLNDriver %q before this change; allowed because the change does not introduce it, but the two drivers tie on every node they select: change one selector",
 				p.Resource))
 		case !hadPotential[potentialKeyOf(p)]:
-			warnings = append(warnings, warning(RulePotentialConflict, path,
+			warnings = append(warnings, warning(finding.RulePotentialConflict, path,
 				"could tie with RBLNDriver %q on a future node labelled %s (no existing node ties them today); make one selector a strict superset of the other to rule it out",
 				p.Resource, FormatSelector(p.Labels)))
 		default:
-			warnings = append(warnings, warning(RulePotentialConflict, path,
+			warnings = append(warnings, warning(finding.RulePotentialConflict, path,
 				"could already tie with RBLNDriver %q on a future node labelled %s before this change; make one selector a strict superset of the other to rule it out",
 				p.Resource, FormatSelector(p.Labels)))
 		}

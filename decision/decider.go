@@ -11,6 +11,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -177,10 +178,10 @@ func (d *Decider) ClusterPolicy(ctx context.Context, req Request[*v1alpha1.RBLNC
 		v.warn(preexisting(fieldFinding(explain(e))))
 	}
 	for _, w := range warnings {
-		v.warn(Finding{Rule: RuleUpgradePolicy, Message: capMessage(w)})
+		v.warn(Finding{Rule: finding.RuleUpgradePolicy, Message: capMessage(w)})
 	}
 	if obj.Name != v1alpha1.ClusterPolicyName {
-		v.warn(warning(RuleClusterPolicyName, "metadata.name",
+		v.warn(warning(finding.RuleClusterPolicyName, "metadata.name",
 			"driverguard reads the RBLNClusterPolicy named %q; a policy named %q applies only while no %q exists",
 			v1alpha1.ClusterPolicyName, obj.Name, v1alpha1.ClusterPolicyName))
 	}
@@ -216,7 +217,7 @@ func (d *Decider) evaluate(ctx context.Context, in *policy.Input, before func() 
 	}
 	if err != nil {
 		if d.PolicyFailOpen {
-			v.warn(Finding{Rule: RulePolicyUnavailable, Message: capMessage("policy evaluation failed, admitted without policies (fail-open): " + err.Error())})
+			v.warn(Finding{Rule: finding.RulePolicyUnavailable, Message: capMessage("policy evaluation failed, admitted without policies (fail-open): " + err.Error())})
 			return nil
 		}
 		return &UnavailableError{Err: err}
@@ -224,10 +225,10 @@ func (d *Decider) evaluate(ctx context.Context, in *policy.Input, before func() 
 	if dec == nil {
 		return nil
 	}
-	v.deny(policyFindings(RulePolicyDenied, dec.Deny)...)
-	v.warn(policyFindings(RulePolicyWarning, dec.Warn)...)
-	v.audit(auditFindings(dec.Audit)...)
-	for _, f := range policyFindings(RulePolicyDenied, kept) {
+	v.deny(policyFindings(dec.Deny)...)
+	v.warn(policyFindings(dec.Warn)...)
+	v.audit(policyFindings(dec.Audit)...)
+	for _, f := range policyFindings(kept) {
 		v.warn(preexisting(f))
 	}
 	return nil

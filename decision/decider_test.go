@@ -14,6 +14,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -28,12 +29,12 @@ var (
 	}
 )
 
-type finding struct{ Rule, Field string }
+type ruleField struct{ Rule, Field string }
 
-func findings(fs []decision.Finding) []finding {
-	out := []finding{}
+func findings(fs []decision.Finding) []ruleField {
+	out := []ruleField{}
 	for _, f := range fs {
-		out = append(out, finding{f.Rule, f.Field})
+		out = append(out, ruleField{f.Rule, f.Field})
 	}
 	return out
 }
@@ -55,27 +56,27 @@ func TestDriverRules(t *testing.T) {
 		name     string
 		op       string
 		obj, old *v1alpha1.RBLNDriver
-		deny     []finding
+		deny     []ruleField
 		warn     int
 	}{
-		{"allowed", "CREATE", wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil, []finding{}, 0},
-		{"reserved key", "CREATE", reserved, nil, []finding{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},
-		{"empty selector", "CREATE", wt.Driver("rbln-driver-x", nil), nil, []finding{{"FieldValueRequired", "spec.nodeSelector"}}, 0},
-		{"bad name: conflicts are judged on valid drivers only", "CREATE", wt.Driver("Rbln_Driver", atom), nil, []finding{{"FieldValueInvalid", "metadata.name"}}, 0},
-		{"identical, and so tied on the existing nodes", "CREATE", wt.Driver("rbln-driver-atom2", atom), nil, []finding{{"IdenticalNodeSelector", "spec.nodeSelector"}, {"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
-		{"tie on an existing node", "CREATE", wt.Driver("rbln-driver-canary", canary), nil, []finding{{"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
-		{"future tie", "CREATE", wt.Driver("rbln-driver-zone", wt.Sel("zone", "a")), nil, []finding{}, 1},
-		{"an old tie is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-canary", canary), "3.3.0"), wt.Driver("rbln-driver-canary", canary), []finding{}, 1},
+		{"allowed", "CREATE", wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil, []ruleField{}, 0},
+		{"reserved key", "CREATE", reserved, nil, []ruleField{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},
+		{"empty selector", "CREATE", wt.Driver("rbln-driver-x", nil), nil, []ruleField{{"FieldValueRequired", "spec.nodeSelector"}}, 0},
+		{"bad name: conflicts are judged on valid drivers only", "CREATE", wt.Driver("Rbln_Driver", atom), nil, []ruleField{{"FieldValueInvalid", "metadata.name"}}, 0},
+		{"identical, and so tied on the existing nodes", "CREATE", wt.Driver("rbln-driver-atom2", atom), nil, []ruleField{{"IdenticalNodeSelector", "spec.nodeSelector"}, {"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
+		{"tie on an existing node", "CREATE", wt.Driver("rbln-driver-canary", canary), nil, []ruleField{{"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
+		{"future tie", "CREATE", wt.Driver("rbln-driver-zone", wt.Sel("zone", "a")), nil, []ruleField{}, 1},
+		{"an old tie is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-canary", canary), "3.3.0"), wt.Driver("rbln-driver-canary", canary), []ruleField{}, 1},
 		{"an update onto another's selector introduces the identical selector and the tie", "UPDATE", wt.Driver("rbln-driver-zone", atom), wt.Driver("rbln-driver-zone", wt.Sel("zone", "b")),
-			[]finding{{"IdenticalNodeSelector", "spec.nodeSelector"}, {"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
-		{"an old reserved key is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me")), "3.3.0"), reserved, []finding{}, 1},
+			[]ruleField{{"IdenticalNodeSelector", "spec.nodeSelector"}, {"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
+		{"an old reserved key is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me")), "3.3.0"), reserved, []ruleField{}, 1},
 		{"a reserved key the update adds is denied", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me", "zone", "b")), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")),
-			[]finding{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},
-		{"a reserved key is one finding whatever its value", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "you")), reserved, []finding{}, 1},
+			[]ruleField{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},
+		{"a reserved key is one finding whatever its value", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "you")), reserved, []ruleField{}, 1},
 		{"a changed invalid value is a new finding", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel("env", "-b")), wt.Driver("rbln-driver-x", wt.Sel("env", "-a")),
-			[]finding{{"FieldValueInvalid", "spec.nodeSelector[env]"}}, 0},
-		{"being deleted: always allowed", "UPDATE", deleting(wt.Driver("rbln-driver-atom2", atom)), wt.Driver("rbln-driver-atom2", atom), []finding{}, 0},
-		{"being deleted, with a reserved key", "UPDATE", deleting(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me"))), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")), []finding{}, 0},
+			[]ruleField{{"FieldValueInvalid", "spec.nodeSelector[env]"}}, 0},
+		{"being deleted: always allowed", "UPDATE", deleting(wt.Driver("rbln-driver-atom2", atom)), wt.Driver("rbln-driver-atom2", atom), []ruleField{}, 0},
+		{"being deleted, with a reserved key", "UPDATE", deleting(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me"))), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")), []ruleField{}, 0},
 	}
 	for _, tt := range tests {
 		for vname, view := range views(append(stored, storedFor(tt.old)...)) {
@@ -144,7 +145,7 @@ func TestPolicyOnUpdate(t *testing.T) {
 			require.NoError(t, err)
 			var deny []string
 			for _, f := range v.Denials {
-				deny = append(deny, f.String())
+				deny = append(deny, f.Text())
 			}
 			assert.Equal(t, tt.deny, deny)
 			assert.Equal(t, tt.warns, nilIfEmpty(v.WarningTexts()))
@@ -191,8 +192,8 @@ func TestPolicyInput(t *testing.T) {
 	v, err := d.Driver(t.Context(), routing.NewIndex([]v1alpha1.RBLNDriver{*wt.Driver("rbln-driver-atom", atom)}, nodes),
 		decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: obj, RawObject: raw, Source: policy.SourceAdmission})
 	require.NoError(t, err)
-	assert.Equal(t, []finding{{"PolicyDenied", ""}}, findings(v.Denials))
-	assert.Equal(t, "policy driverguard.team: no", v.Denials[0].String())
+	assert.Equal(t, []ruleField{{"PolicyDenied", ""}}, findings(v.Denials))
+	assert.Equal(t, "policy driverguard.team: no", v.Denials[0].Text())
 	assert.Equal(t, []string{"policy driverguard.team: hm"}, v.WarningTexts())
 	in := rec.Inputs()[0]
 	assert.Equal(t, raw, in.Object)
@@ -221,7 +222,7 @@ func TestPolicyErrors(t *testing.T) {
 	v, err := (&decision.Decider{Policy: failing, PolicyFailOpen: true}).Driver(t.Context(), routing.NewIndex(nil, nil), req)
 	require.NoError(t, err)
 	assert.True(t, v.Allowed())
-	assert.Equal(t, decision.RulePolicyUnavailable, v.Warnings[0].Rule)
+	assert.Equal(t, finding.RulePolicyUnavailable, v.Warnings[0].Rule)
 }
 
 func TestClusterPolicyRules(t *testing.T) {
@@ -232,9 +233,9 @@ func TestClusterPolicyRules(t *testing.T) {
 	cp.Spec.Driver.UpgradePolicy.Reboot.Enable = true
 	v, err := (&decision.Decider{}).ClusterPolicy(t.Context(), decision.Request[*v1alpha1.RBLNClusterPolicy]{Operation: "CREATE", Object: cp})
 	require.NoError(t, err)
-	assert.Equal(t, []finding{{"FieldValueInvalid", "spec.driver.upgradePolicy.maxParallelUpgrades"}}, findings(v.Denials))
+	assert.Equal(t, []ruleField{{"FieldValueInvalid", "spec.driver.upgradePolicy.maxParallelUpgrades"}}, findings(v.Denials))
 	assert.Contains(t, v.Denials[0].Message, "use 0 for unlimited")
-	assert.Equal(t, []finding{{decision.RuleUpgradePolicy, ""}, {decision.RuleClusterPolicyName, "metadata.name"}}, findings(v.Warnings))
+	assert.Equal(t, []ruleField{{finding.RuleUpgradePolicy, ""}, {finding.RuleClusterPolicyName, "metadata.name"}}, findings(v.Warnings))
 
 	// On UPDATE the negative count the stored policy already had is a warning; a new one is not.
 	updated := cp.DeepCopy()
@@ -313,7 +314,7 @@ func TestVerdictBounds(t *testing.T) {
 	}
 	v, err = d.Driver(ctx, routing.NewIndex(nil, nodes), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver-y", sel)})
 	require.NoError(t, err)
-	assert.Equal(t, []finding{{"FieldValueTooMany", "spec.nodeSelector"}}, findings(v.Denials))
+	assert.Equal(t, []ruleField{{"FieldValueTooMany", "spec.nodeSelector"}}, findings(v.Denials))
 	assert.Empty(t, v.Warnings)
 	assert.Equal(t, calls, len(eval.Inputs()), "the policies are not evaluated")
 
@@ -322,7 +323,7 @@ func TestVerdictBounds(t *testing.T) {
 	big.Spec.Annotations = map[string]string{"a": strings.Repeat("v", 200<<10), "b": strings.Repeat("v", 100<<10)}
 	v, err = d.Driver(ctx, routing.NewIndex(nil, nodes), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: big})
 	require.NoError(t, err)
-	assert.Equal(t, []finding{{"FieldValueTooLong", "spec.annotations"}}, findings(v.Denials))
+	assert.Equal(t, []ruleField{{"FieldValueTooLong", "spec.annotations"}}, findings(v.Denials))
 	assert.Contains(t, v.Denials[0].Message, "annotations size 307202 is larger than limit 262144")
 	assert.Less(t, len(v.Denials[0].Message), 500)
 	assert.Equal(t, calls, len(eval.Inputs()), "the policies are not evaluated")

@@ -7,60 +7,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 )
 
-// Rules of findings beyond the field error types of syntax findings (FieldValueInvalid,
-// FieldValueRequired, FieldValueForbidden, ...). A finding's rule is what the admission
-// response reports as the cause type and what `check` reports as the rule, so the two can be
-// compared one to one.
-const (
-	// RuleIdenticalNodeSelector: the selector is identical to another driver's.
-	RuleIdenticalNodeSelector = "IdenticalNodeSelector"
-	// RuleConflictingNodeSelector: the selector ties with another driver on existing nodes.
-	RuleConflictingNodeSelector = "ConflictingNodeSelector"
-	// RulePotentialConflict: the selector could tie with another driver on a future node
-	// (a warning), or a conflict the old object already had (a warning on UPDATE).
-	RulePotentialConflict = "PotentialConflict"
-	// RulePolicyDenied and RulePolicyWarning are the messages of OPA policies.
-	RulePolicyDenied  = "PolicyDenied"
-	RulePolicyWarning = "PolicyWarning"
-	// RulePolicyUnavailable: policy evaluation failed and the decider is fail-open (a warning).
-	RulePolicyUnavailable = "PolicyUnavailable"
-	// RuleUpgradePolicy: a legal but risky upgradePolicy (a warning).
-	RuleUpgradePolicy = "UpgradePolicy"
-	// RuleClusterPolicyName: an RBLNClusterPolicy that is not the one driverguard reads.
-	RuleClusterPolicyName = "ClusterPolicyName"
-)
+// PolicyDeniedCause is the cause type of a policy's denial in an admission response (its
+// field is "policy:<package>"); the finding's rule is the Rego rule body (<package>.deny).
+const PolicyDeniedCause = "PolicyDenied"
 
-// Finding is one reason for a denial or one warning.
-type Finding struct {
-	// Rule is a field error type (syntax) or one of the Rule constants.
-	Rule string `json:"rule"`
-	// Field is the object's field concerned, e.g. spec.nodeSelector ("" for a policy).
-	Field string `json:"field,omitempty"`
-	// Package is the Rego package of a policy finding.
-	Package string `json:"package,omitempty"`
-	// Message says what is wrong and how to fix it (without the field, which Field holds).
-	Message string `json:"message"`
-	// Enforcement is set on a policy finding whose policy does not deny: warn (a deny
-	// message that warns) or audit (see Verdict.Audit).
-	Enforcement policy.Enforcement `json:"enforcement,omitempty"`
-}
-
-// String is the finding on one line, as the webhook reports it: "<field>: <message>", or
-// "policy <package>: <message>".
-func (f Finding) String() string {
-	switch {
-	case f.Package != "":
-		return "policy " + f.Package + ": " + f.Message
-	case f.Rule == RulePolicyDenied || f.Rule == RulePolicyWarning:
-		return "policy: " + f.Message
-	case f.Field != "":
-		return f.Field + ": " + f.Message
-	}
-	return f.Message
-}
+// Finding is one reason for a denial, one warning or one audit finding: the one findings
+// model (package finding).
+type Finding = finding.Finding
 
 func fieldFinding(e *field.Error) Finding {
 	e = validation.Quotable(field.ErrorList{e})[0]
@@ -103,23 +60,15 @@ func warning(rule, field, format string, args ...any) Finding {
 	return Finding{Rule: rule, Field: field, Message: capMessage(fmt.Sprintf(format, args...))}
 }
 
-func policyFindings(rule string, ms []policy.Message) []Finding {
+// policyFindings are the messages of policies as findings of their rule bodies.
+func policyFindings(ms []policy.Message) []Finding {
 	out := make([]Finding, len(ms))
 	for i, m := range ms {
-		out[i] = Finding{Rule: rule, Package: m.Package, Message: capMessage(m.Msg), Enforcement: m.Enforcement}
-	}
-	return out
-}
-
-// auditFindings are the messages of audit policies, each with the rule its message set had.
-func auditFindings(ms []policy.Message) []Finding {
-	out := make([]Finding, len(ms))
-	for i, m := range ms {
-		rule := RulePolicyDenied
-		if m.Rule == "warn" {
-			rule = RulePolicyWarning
+		body := finding.BodyDeny
+		if m.Rule == finding.BodyWarn {
+			body = finding.BodyWarn
 		}
-		out[i] = Finding{Rule: rule, Package: m.Package, Message: capMessage(m.Msg), Enforcement: m.Enforcement}
+		out[i] = Finding{Rule: finding.RegoRule(m.Package, body), Message: capMessage(m.Msg)}
 	}
 	return out
 }
@@ -146,22 +95,37 @@ type Verdict struct {
 
 // deny adds denials, keeping at most MaxFindings and counting the rest.
 func (v *Verdict) deny(fs ...Finding) {
-	v.Denials, v.OmittedDenials = appendBounded(v.Denials, v.OmittedDenials, fs)
+	v.Denials, v.OmittedDenials = v.appendBounded(v.Denials, v.OmittedDenials, fs, finding.Deny)
 }
 
 // warn adds warnings, keeping at most MaxFindings and counting the rest.
 func (v *Verdict) warn(fs ...Finding) {
-	v.Warnings, v.OmittedWarnings = appendBounded(v.Warnings, v.OmittedWarnings, fs)
-}
-
-func appendBounded(list []Finding, omitted int, fs []Finding) ([]Finding, int) {
-	n := min(len(fs), max(MaxFindings-len(list), 0))
-	return append(list, fs[:n]...), omitted + len(fs) - n
+	v.Warnings, v.OmittedWarnings = v.appendBounded(v.Warnings, v.OmittedWarnings, fs, finding.Warn)
 }
 
 // audit adds audit findings, keeping at most MaxFindings and counting the rest.
 func (v *Verdict) audit(fs ...Finding) {
-	v.Audit, v.OmittedAudit = appendBounded(v.Audit, v.OmittedAudit, fs)
+	v.Audit, v.OmittedAudit = v.appendBounded(v.Audit, v.OmittedAudit, fs, finding.Audit)
+}
+
+// appendBounded appends fs to list as findings of level on the verdict's object, up to
+// MaxFindings, and counts the rest.
+func (v *Verdict) appendBounded(list []Finding, omitted int, fs []Finding, level finding.Level) ([]Finding, int) {
+	n := min(len(fs), max(MaxFindings-len(list), 0))
+	start := len(list)
+	list = append(list, fs[:n]...)
+	for i := start; i < len(list); i++ {
+		list[i].Level, list[i].Object = level, finding.Object{Kind: v.Kind, Name: v.Name}
+	}
+	return list, omitted + len(fs) - n
+}
+
+// Findings are the verdict's findings, denials first, then warnings and audit findings.
+func (v *Verdict) Findings() []Finding {
+	out := make([]Finding, 0, len(v.Denials)+len(v.Warnings)+len(v.Audit))
+	out = append(out, v.Denials...)
+	out = append(out, v.Warnings...)
+	return append(out, v.Audit...)
 }
 
 // Allowed reports whether the object is admitted.
@@ -176,7 +140,7 @@ func (v *Verdict) BoundedWarningTexts(maxBytes int) []string {
 	out := make([]string, 0, len(v.Warnings))
 	size := 0
 	for i, w := range v.Warnings {
-		text := w.String()
+		text := w.Text()
 		if size += len(text); size > maxBytes {
 			return append(out, fmt.Sprintf("and %d more warnings", len(v.Warnings)-i+v.OmittedWarnings))
 		}

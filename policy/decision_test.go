@@ -18,6 +18,7 @@ import (
 	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
@@ -236,9 +237,9 @@ func TestBuiltInRulesAreNotRepeatedByTheLibrary(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"warn RBLNClusterPolicy/rbln-cluster-policy " + decision.RuleUpgradePolicy},
+	assert.Equal(t, []string{"warn RBLNClusterPolicy/rbln-cluster-policy " + finding.RuleUpgradePolicy},
 		findings(t, "driver:\n  upgradePolicy: {reboot: {enable: true}, drain: {enable: false}}\n", "reboot"))
-	assert.Equal(t, []string{"deny RBLNDriver/rbln-driver-same " + decision.RuleIdenticalNodeSelector},
+	assert.Equal(t, []string{"deny RBLNDriver/rbln-driver-same " + finding.RuleIdenticalNodeSelector},
 		findings(t, "driver:\n  nodeSelector: {pool: npu}\n  instances:\n    same: {nodeSelector: {pool: npu}}\n", "identical"))
 }
 

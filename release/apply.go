@@ -1,6 +1,7 @@
 package release
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -107,6 +108,11 @@ type NodeLoss struct {
 	// Reason is why it gets no driver: NoMatchingDriver or ConflictingNodeSelector.
 	Reason string `json:"reason"`
 	Detail string `json:"detail,omitempty"`
+}
+
+// Message says what happens to the node: the driver it loses and why.
+func (l NodeLoss) Message() string {
+	return fmt.Sprintf("owned by %s now, would get no driver (%s)", l.From, cmp.Or(l.Reason, "-"))
 }
 
 // OwnerChange is a node whose driver changes.

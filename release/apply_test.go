@@ -14,6 +14,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/routing"
@@ -94,7 +95,7 @@ func TestTieAmongRenderedInstances(t *testing.T) {
 	v := verdicts(res)
 	assert.True(t, v["rbln-driver"].Allowed())
 	assert.True(t, v["rbln-driver-atom"].Allowed())
-	assert.Equal(t, []string{decision.RuleConflictingNodeSelector}, rules(v["rbln-driver-canary"]))
+	assert.Equal(t, []string{finding.RuleConflictingNodeSelector}, rules(v["rbln-driver-canary"]))
 	assert.Contains(t, v["rbln-driver-canary"].Denials[0].Message, `ties with RBLNDriver "rbln-driver-atom" on existing node(s) n-both`)
 	for _, n := range res.Routing.Nodes {
 		assert.NotEqual(t, "rbln-driver-canary", n.Owner, "a denied driver is not applied")
@@ -110,10 +111,10 @@ func TestWithoutNodes(t *testing.T) {
 	require.NoError(t, err)
 	v := verdicts(res)
 	assert.True(t, v["rbln-driver-a"].Allowed())
-	assert.Equal(t, []string{decision.RuleIdenticalNodeSelector}, rules(v["rbln-driver-b"]))
+	assert.Equal(t, []string{finding.RuleIdenticalNodeSelector}, rules(v["rbln-driver-b"]))
 	require.True(t, v["rbln-driver-c"].Allowed())
 	require.Len(t, v["rbln-driver-c"].Warnings, 1)
-	assert.Equal(t, decision.RulePotentialConflict, v["rbln-driver-c"].Warnings[0].Rule)
+	assert.Equal(t, finding.RulePotentialConflict, v["rbln-driver-c"].Warnings[0].Rule)
 	assert.Contains(t, v["rbln-driver-c"].Warnings[0].Message, `could tie with RBLNDriver "rbln-driver-a" on a future node`)
 }
 
@@ -229,7 +230,7 @@ func TestReportCountsRenderWarningsAndFailOnWarn(t *testing.T) {
 	assert.True(t, rep.Passed)
 	assert.Zero(t, rep.Warnings)
 	assert.NotNil(t, rep.RenderWarnings)
-	assert.NotNil(t, rep.Resources[0].Deny, "[] in JSON")
+	assert.NotNil(t, rep.Findings, "[] in JSON")
 }
 
 // TestPoliciesReadTheClusterAsApplied: data.driverguard_cluster follows the release: each
@@ -250,7 +251,7 @@ warn contains sprintf("sees %d drivers; n-both owned by %q", [count(data.driverg
 	var got []string
 	for _, j := range res.Objects {
 		for _, w := range j.Verdict.Warnings {
-			if w.Rule == decision.RulePolicyWarning {
+			if w.Policy() != "" {
 				got = append(got, j.Name+": "+w.Message)
 			}
 		}
@@ -273,5 +274,5 @@ func TestPolicyFailure(t *testing.T) {
 	require.ErrorAs(t, err, &u)
 	res, err := release.Apply(t.Context(), objs, cluster.FromLists(nil, nil, nil, nil), release.Options{Decider: &decision.Decider{Policy: failing, PolicyFailOpen: true}})
 	require.NoError(t, err)
-	assert.Equal(t, decision.RulePolicyUnavailable, res.Objects[0].Verdict.Warnings[0].Rule)
+	assert.Equal(t, finding.RulePolicyUnavailable, res.Objects[0].Verdict.Warnings[0].Rule)
 }

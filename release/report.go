@@ -1,8 +1,12 @@
 package release
 
 import (
+	"fmt"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -10,6 +14,11 @@ import (
 // Report is the verdict of `driverguard check` (and of `preview`) on a release; its JSON
 // form is `check -o json`.
 type Report struct {
+	// Findings are every finding, in this order: each object's (in Helm's order: denials,
+	// warnings, audit findings, then what its verdict did not list), the nodes that would lose
+	// their driver, the render warnings, the input warnings, then the drift now (level audit:
+	// reported, never a failure).
+	Findings []finding.Finding `json:"findings"`
 	// Resources are the objects in Helm's order, each with its verdict.
 	Resources []ObjectReport `json:"resources"`
 	// Deleted are the drivers the release would delete (no longer rendered), sorted.
@@ -54,21 +63,17 @@ type Report struct {
 	DriftOmitted int             `json:"driftOmitted,omitempty"`
 }
 
-// ObjectReport is one object's verdict.
+// ObjectReport is one object's verdict; its findings are the Report's (Findings), in order.
 type ObjectReport struct {
-	Kind      string             `json:"kind"`
-	Name      string             `json:"name"`
-	Operation string             `json:"operation"`
-	Allowed   bool               `json:"allowed"`
-	Deny      []decision.Finding `json:"deny"`
-	Warn      []decision.Finding `json:"warn"`
-	// OmittedDeny and OmittedWarn count the findings beyond decision.MaxFindings.
-	OmittedDeny int `json:"omittedDeny,omitempty"`
-	OmittedWarn int `json:"omittedWarn,omitempty"`
-	// Audit are the findings of policies in audit enforcement: listed, never counted as
-	// failures or warnings.
-	Audit        []decision.Finding `json:"audit,omitempty"`
-	OmittedAudit int                `json:"omittedAudit,omitempty"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Operation string `json:"operation"`
+	Allowed   bool   `json:"allowed"`
+	// OmittedDeny, OmittedWarn and OmittedAudit count the findings beyond decision.MaxFindings
+	// (an OmittedFindings finding says so too).
+	OmittedDeny  int `json:"omittedDeny,omitempty"`
+	OmittedWarn  int `json:"omittedWarn,omitempty"`
+	OmittedAudit int `json:"omittedAudit,omitempty"`
 }
 
 // MaxDriverLoss is the most nodes a Report lists as losing their driver (`plan` lists every
@@ -122,14 +127,50 @@ func (r *Result) Report(o ReportOptions) *Report {
 		rep.Policies = []string{}
 	}
 	for _, j := range r.Objects {
-		or := ObjectReport{Kind: j.Kind, Name: j.Name, Operation: j.Operation, Allowed: j.Verdict.Allowed(),
-			Deny: nonNil(j.Verdict.Denials), Warn: nonNil(j.Verdict.Warnings),
-			OmittedDeny: j.Verdict.OmittedDenials, OmittedWarn: j.Verdict.OmittedWarnings,
-			Audit: j.Verdict.Audit, OmittedAudit: j.Verdict.OmittedAudit}
-		rep.Failures += len(or.Deny) + or.OmittedDeny
-		rep.Warnings += len(or.Warn) + or.OmittedWarn
-		rep.Audited += len(or.Audit) + or.OmittedAudit
+		v := j.Verdict
+		or := ObjectReport{Kind: j.Kind, Name: j.Name, Operation: j.Operation, Allowed: v.Allowed(),
+			OmittedDeny: v.OmittedDenials, OmittedWarn: v.OmittedWarnings, OmittedAudit: v.OmittedAudit}
+		rep.Findings = append(rep.Findings, v.Findings()...)
+		rep.Findings = append(rep.Findings, omittedFindings(j.Kind, j.Name, v)...)
+		rep.Failures += len(v.Denials) + or.OmittedDeny
+		rep.Warnings += len(v.Warnings) + or.OmittedWarn
+		rep.Audited += len(v.Audit) + or.OmittedAudit
 		rep.Resources = append(rep.Resources, or)
+	}
+	lossLevel := finding.Deny
+	if o.AllowDriverLoss {
+		lossLevel = finding.Warn
+	}
+	for _, l := range rep.DriverLoss {
+		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleDriverLoss, Level: lossLevel,
+			Object: finding.Object{Kind: finding.KindNode, Name: l.Node}, Message: l.Message(), Nodes: []string{l.Node}})
+	}
+	if n := rep.DriverLossOmitted; n > 0 {
+		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleDriverLoss, Level: lossLevel, Count: n,
+			Message: fmt.Sprintf("%d more nodes would lose their driver (driverguard plan lists every node)", n)})
+	}
+	for _, w := range rep.RenderWarnings {
+		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleRenderWarning, Level: finding.Warn,
+			Object: renderWarningObject(w.Resource), Message: w.String()})
+	}
+	if n := rep.RenderWarningsOmitted; n > 0 {
+		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleRenderWarning, Level: finding.Warn, Count: n,
+			Message: fmt.Sprintf("%d more render warnings", n)})
+	}
+	for _, w := range rep.InputWarnings {
+		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleInputWarning, Level: finding.Warn,
+			Object: finding.Object{Kind: finding.KindCluster, Name: "inputs"}, Message: w})
+	}
+	for _, d := range rep.Drift {
+		rep.Findings = append(rep.Findings, finding.Finding{Rule: d.Kind, Level: finding.Audit,
+			Object: finding.Object{Kind: finding.KindNode, Name: d.Node}, Message: "drift now, not caused by these values: " + d.Detail, Nodes: []string{d.Node}})
+	}
+	if n := rep.DriftOmitted; n > 0 {
+		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleOmittedFindings, Level: finding.Audit, Count: n,
+			Message: fmt.Sprintf("%d more drift findings (driverguard audit lists every one)", n)})
+	}
+	if rep.Findings == nil {
+		rep.Findings = []finding.Finding{}
 	}
 	rep.Warnings += len(o.RenderWarnings) + len(r.InputWarnings)
 	if o.AllowDriverLoss {
@@ -141,9 +182,34 @@ func (r *Result) Report(o ReportOptions) *Report {
 	return rep
 }
 
-func nonNil(fs []decision.Finding) []decision.Finding {
-	if fs == nil {
-		return []decision.Finding{}
+// suiteWord is a level as results name it: fail, warn, audit.
+func suiteWord(l finding.Level) string {
+	if l == finding.Deny {
+		return "fail"
 	}
-	return fs
+	return string(l)
+}
+
+// omittedFindings say how many findings of each level a verdict counted without listing them.
+func omittedFindings(kind, name string, v *decision.Verdict) []finding.Finding {
+	var out []finding.Finding
+	for _, g := range []struct {
+		level finding.Level
+		n     int
+	}{{finding.Deny, v.OmittedDenials}, {finding.Warn, v.OmittedWarnings}, {finding.Audit, v.OmittedAudit}} {
+		if g.n > 0 {
+			out = append(out, finding.Finding{Rule: finding.RuleOmittedFindings, Level: g.level, Count: g.n,
+				Object:  finding.Object{Kind: kind, Name: name},
+				Message: fmt.Sprintf("%d more %s findings not listed: the decision lists the first %d of each kind per object", g.n, suiteWord(g.level), decision.MaxFindings)})
+		}
+	}
+	return out
+}
+
+// renderWarningObject is the object a render warning is about.
+func renderWarningObject(resource string) finding.Object {
+	if resource == v1alpha1.ClusterPolicyName {
+		return finding.Object{Kind: "RBLNClusterPolicy", Name: resource}
+	}
+	return finding.Object{Kind: "RBLNDriver", Name: resource}
 }

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"github.com/driverguard/driverguard/finding"
 	"maps"
 	"regexp"
 	"slices"
@@ -38,6 +39,17 @@ func (r Result) String() string {
 	return fmt.Sprintf("%s %s %s: %s", r.Result, r.Object, r.Rule, r.Message)
 }
 
+// ResultOf is the result of a finding of a level: fail, warn or audit.
+func ResultOf(l finding.Level) string {
+	switch l {
+	case finding.Warn:
+		return ResultWarn
+	case finding.Audit:
+		return ResultAudit
+	}
+	return ResultFail
+}
+
 // Mismatch is one expectation a case missed: what was expected and what came instead.
 type Mismatch struct {
 	// Line is the expectation's line in the suite (0: the case's).
@@ -72,7 +84,7 @@ func Match(c *Case, out *Outcome) []Mismatch {
 		re := regexp.MustCompile(want.Message) // checked by Load
 		found := false
 		for i, got := range out.Results {
-			if got.Object == want.Object && got.Rule == want.Rule && got.Result == want.Result && re.MatchString(got.Message) {
+			if got.Object == want.Object && finding.Matches(want.Rule, got.Rule) && got.Result == want.Result && re.MatchString(got.Message) {
 				matched[i], found = true, true
 			}
 		}
@@ -121,7 +133,7 @@ func matchPass(want ResultExpect, out *Outcome) (Mismatch, bool) {
 		return Mismatch{Line: want.Line, Expected: describe(want), Got: "no rule " + want.Rule + " was loaded"}, false
 	}
 	for _, got := range out.Results {
-		if got.Object == want.Object && got.Rule == want.Rule {
+		if got.Object == want.Object && finding.Matches(want.Rule, got.Rule) {
 			return Mismatch{Line: want.Line, Expected: describe(want), Got: got.String()}, false
 		}
 	}
@@ -165,7 +177,7 @@ func closest(want ResultExpect, got []Result) string {
 	var same, object []string
 	for _, g := range got {
 		switch {
-		case g.Object == want.Object && g.Rule == want.Rule:
+		case g.Object == want.Object && finding.Matches(want.Rule, g.Rule):
 			same = append(same, g.String())
 		case g.Object == want.Object:
 			object = append(object, g.String())

@@ -88,8 +88,8 @@ func denied(group string, v *decision.Verdict) metav1.Status {
 	size := 0
 	for _, f := range v.Denials {
 		cause := metav1.StatusCause{Type: metav1.CauseType(f.Rule), Message: f.Message, Field: f.Field}
-		if f.Rule == decision.RulePolicyDenied {
-			cause.Field = "policy:" + f.Package
+		if pkg := f.Policy(); pkg != "" {
+			cause.Type, cause.Field = decision.PolicyDeniedCause, "policy:"+pkg
 		} else {
 			st.Code, st.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
 		}
@@ -106,7 +106,7 @@ func denialMessage(v *decision.Verdict) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %q is denied: ", v.Kind, validation.Truncate(v.Name, validation.MaxQuotedValue))
 	for i, f := range v.Denials {
-		part := f.String()
+		part := f.Text()
 		if i > 0 && b.Len()+len(part)+2 > maxMessageBytes-64 { // room for the count
 			fmt.Fprintf(&b, "; and %d more", len(v.Denials)-i+v.OmittedDenials)
 			return b.String()

@@ -20,8 +20,9 @@ import (
 const module = "github.com/driverguard/driverguard"
 
 // commandImports are the only packages of this module cmd/driverguard/app may import: the
-// action layer, the cluster readers' option types and the API types.
-var commandImports = []string{"action", "cluster", "api/decode", "api/v1alpha1", "api/validation"}
+// action layer, the cluster readers' option types, the API types, the findings model and its
+// writers.
+var commandImports = []string{"action", "cluster", "api/decode", "api/v1alpha1", "api/validation", "finding", "output"}
 
 type pkg struct {
 	ImportPath string

@@ -33,6 +33,7 @@ import (
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/routing"
@@ -118,18 +119,25 @@ func normalize(allowed bool, denials, warnings []string) verdict {
 
 func cause(typ, field string) string { return typ + " " + field }
 
-// checkVerdict is one object of `check -o json`, as the webhook would report it.
-func checkVerdict(o release.ObjectReport) verdict {
+// checkVerdict is one object of `check -o json`, as the webhook would report it: its findings
+// from the report's findings list.
+func checkVerdict(rep *release.Report, o release.ObjectReport) verdict {
 	var denials, warnings []string
-	for _, f := range o.Deny {
-		field := f.Field
-		if f.Rule == decision.RulePolicyDenied {
-			field = "policy:" + f.Package
+	object := finding.Object{Kind: o.Kind, Name: o.Name}
+	for _, f := range rep.Findings {
+		if f.Object != object || f.Rule == finding.RuleOmittedFindings {
+			continue
 		}
-		denials = append(denials, cause(f.Rule, field))
-	}
-	for _, f := range o.Warn {
-		warnings = append(warnings, f.String())
+		switch f.Level {
+		case finding.Deny:
+			typ, field := f.Rule, f.Field
+			if pkg := f.Policy(); pkg != "" {
+				typ, field = decision.PolicyDeniedCause, "policy:"+pkg
+			}
+			denials = append(denials, cause(typ, field))
+		case finding.Warn:
+			warnings = append(warnings, f.Text())
+		}
 	}
 	return normalize(o.Allowed, denials, warnings)
 }
@@ -273,7 +281,7 @@ func runCase(t *testing.T, c client.Client, warn *controlplane.Warnings, dir str
 		if !served.Allowed {
 			s.denied++
 		}
-		fromCheck := checkVerdict(want)
+		fromCheck := checkVerdict(&rep, want)
 		if !equalVerdicts(served, fromCheck) {
 			t.Errorf("%s: check and the served webhook disagree\ncheck:  %s\nserved: %s", objName, fromCheck, served)
 		}

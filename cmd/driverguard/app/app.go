@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/output"
 	"github.com/driverguard/driverguard/api/validation"
 )
 
@@ -168,6 +169,7 @@ func failedUnless(passed bool) error {
 }
 
 func newRootCommand(s Streams) *cobra.Command {
+	output.Version = readBuildInfo().Version
 	root := &cobra.Command{
 		Use:   "driverguard",
 		Short: "Safe multi-version RBLN NPU drivers: render, preview, route, check and admit RBLNDrivers",

@@ -12,13 +12,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/output"
 )
 
 func newAuditCommand(s Streams) *cobra.Command {
 	job := action.NewAudit(s.cfg)
-	output := newOutput(formatTable, formatTable, formatJSON, formatYAML, formatJUnit, formatSARIF)
+	formats := output.NewFlag(output.Table, judgingFormats...)
 	cmd := &cobra.Command{
-		Use:   "audit (--live | --kubeconfig FILE | --nodes nodes.yaml --drivers drivers.yaml [--cluster-policy policy.yaml]) [--check-images] [-o table|json|yaml|junit|sarif]",
+		Use:   "audit (--live | --kubeconfig FILE | --nodes nodes.yaml --drivers drivers.yaml [--cluster-policy policy.yaml]) [--check-images] [-o FORMAT[=FILE]]...",
 		Short: "The cluster's standing now: every stored RBLNDriver judged as if created now, the nodes' drift, missing images",
 		Long: `audit runs once what 'driverguard serve' keeps doing (SPEC §9): every RBLNDriver and the
 RBLNClusterPolicy of the cluster judged by the webhook's decision as if created now against the
@@ -50,26 +52,15 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 			if err != nil {
 				return err
 			}
-			var perr error
-			switch output.format {
-			case formatJSON:
-				perr = writeJSON(s.Out, auditJSON{res.Outcome, res.Inputs, nonNilStrings(res.InputWarnings)})
-			case formatYAML:
+			if formats.Has(output.YAML) {
 				// The reports carry them (driverguard-cluster); standard error tells whoever
 				// redirected them to a file.
 				for _, w := range res.InputWarnings {
 					fmt.Fprintln(s.Err, "Warning:", w)
 				}
-				perr = printClusterReports(s.Out, res)
-			case formatJUnit:
-				perr = writeAuditJUnit(s.Out, res)
-			case formatSARIF:
-				perr = writeAuditSARIF(s.Out, res)
-			default:
-				perr = printAudit(s.Out, res)
 			}
-			if perr != nil {
-				return perr
+			if err := output.Write(s.Out, formats.Targets(), auditReport(res)); err != nil {
+				return err
 			}
 			return failedUnless(res.Outcome.Enforced == 0)
 		},
@@ -81,7 +72,7 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 	addLiveFlags(f, &job.Live, "Nodes, RBLNDrivers, the RBLNClusterPolicy")
 	f.IntVar(&job.MaxResults, "max-results", action.DefaultAuditMaxResults, "the most results a report lists (its summary counts every one)")
 	addImageFlags(f, &job.RegistryCheck, true, "HEAD every image a pool or RSMD DaemonSet pulls in its registry (only a 404 counts as missing)", "timeout of one registry request")
-	output.register(f)
+	registerOutput(f, formats)
 	return cmd
 }
 
@@ -152,8 +143,10 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 	return err
 }
 
-// auditJSON is `audit -o json`: the outcome, with what it was judged against.
+// auditJSON is `audit -o json`: every finding, the outcome (the reports with their results,
+// passes included), with what it was judged against.
 type auditJSON struct {
+	Findings []action.Finding `json:"findings"`
 	*action.AuditOutcome
 	Inputs        action.Inputs `json:"inputs"`
 	InputWarnings []string      `json:"inputWarnings"`
@@ -196,48 +189,49 @@ func printable(s string) string {
 	return b.String()
 }
 
-// writeAuditJUnit writes an audit as JUnit XML: one test suite per report, one test case per
-// result, failed by a fail of a rule that denies (the audit's exit 1), an error for a policy
-// that could not be evaluated; warnings and audit findings pass with their message as output.
-func writeAuditJUnit(w io.Writer, res *action.AuditResult) error {
-	out := junitSuites{Name: "driverguard audit"}
-	for _, rep := range res.Outcome.Reports {
-		suite := junitSuite{Name: rep.Name}
-		for _, f := range rep.Results {
-			subject := rep.Name
-			if len(f.Subjects) > 0 {
-				subject = f.Subjects[0].Kind + "/" + f.Subjects[0].Name
-			}
-			jc := junitCase{Name: subject + " " + auditRule(f), Classname: rep.Name}
-			switch {
-			case f.Enforced():
-				jc.Failure = &junitProblem{Message: f.Message, Type: string(f.Result), Text: f.Message}
-				suite.Failures++
-			case f.Result == action.AuditError:
-				jc.Error = &junitProblem{Message: f.Message, Type: string(f.Result), Text: f.Message}
-				suite.Errors++
-			case f.Result != action.AuditPass:
-				jc.Output = strings.ToUpper(string(f.Result)) + " (" + string(f.Enforcement) + ")  " + f.Message
-			case f.Message != "": // a pass that says something: what the image check covered
-				jc.Output = "PASS  " + f.Message
-			}
-			suite.Tests++
-			suite.Cases = append(suite.Cases, jc)
-		}
-		if rep.Omitted > 0 {
-			suite.Cases = append(suite.Cases, junitCase{Name: fmt.Sprintf("%d more results", rep.Omitted), Classname: rep.Name,
-				Output: fmt.Sprintf("%d results beyond --max-results are not listed; the report's summary counts them", rep.Omitted)})
-			suite.Tests++
-		}
-		out.Tests += suite.Tests
-		out.Failures += suite.Failures
-		out.Errors += suite.Errors
-		out.Suites = append(out.Suites, suite)
+// auditReport is an audit for the writers: every result that is not a pass a finding; each
+// result a JUnit case of its report (a pass passes); -o yaml the ClusterReports.
+func auditReport(res *action.AuditResult) *output.Report {
+	fs := res.Findings()
+	r := &output.Report{Tool: "driverguard audit", Findings: fs, Rules: action.Rules(nil),
+		Document:   auditJSON{fs, res.Outcome, res.Inputs, nonNilStrings(res.InputWarnings)},
+		Properties: map[string]any{"inputs": res.Inputs, "judgedAgainst": inputLines(res.Inputs, "")},
+		Table:      func(w io.Writer) error { return printAudit(w, res) },
+		YAML:       func(w io.Writer) error { return printClusterReports(w, res) }}
+	if res.Outcome.ImageCheck.Checked { // what the check covered: a pass is no result
+		r.Properties["imageCheck"] = res.Outcome.ImageCheck
 	}
-	// What the audit was judged against (its input warnings are cases of driverguard-cluster).
-	inputs := junitSuite{Name: "inputs", Tests: 1, Cases: []junitCase{{Name: "cluster inputs " + action.RuleInputWarning, Classname: "Inputs",
-		Output: strings.Join(inputLines(res.Inputs, ""), "\n")}}}
-	out.Tests++
-	out.Suites = append(out.Suites, inputs)
-	return writeXML(w, out)
+	seen := map[string]bool{}
+	for _, rep := range res.Outcome.Reports {
+		r.Omitted += rep.Omitted
+		for _, f := range rep.Results {
+			obj := finding.Object{Kind: finding.KindCluster, Name: rep.Name}
+			if len(f.Subjects) > 0 {
+				obj = finding.Object{Kind: f.Subjects[0].Kind, Name: f.Subjects[0].Name}
+			}
+			rule := f.Rule
+			if f.Policy != action.AuditBuiltinPolicy {
+				rule = f.Policy
+				if f.Rule != "" {
+					rule = finding.RegoRule(f.Policy, f.Rule)
+				}
+			}
+			name := obj.String() + " " + rule
+			if seen[rep.Name+"\x00"+name] {
+				continue
+			}
+			seen[rep.Name+"\x00"+name] = true
+			sub := output.Subject{Name: name, Object: obj, Group: rep.Name, Class: rep.Name, Rules: []string{rule}}
+			if f.Result == action.AuditError {
+				sub.Error = f.Message
+			}
+			if f.Result == action.AuditPass && f.Message != "" { // what the image check covered
+				sub.Output = []string{"PASS  " + f.Message}
+			}
+			r.Judged = append(r.Judged, sub)
+		}
+	}
+	r.Judged = append(r.Judged, output.Subject{Name: "cluster inputs " + action.RuleInputWarning, Group: "inputs", Class: "Inputs",
+		AnyObject: true, Rules: []string{action.RuleInputWarning}, Output: inputLines(res.Inputs, "")})
+	return r
 }

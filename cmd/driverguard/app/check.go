@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,13 +10,15 @@ import (
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/output"
 )
 
 func newCheckCommand(s Streams) *cobra.Command {
 	job := action.NewCheck(s.cfg)
-	output := newOutput(formatTable, formatTable, formatJSON, formatYAML, formatJUnit, formatSARIF)
+	formats := output.NewFlag(output.Table, judgingFormats...)
 	cmd := &cobra.Command{
-		Use:   "check -f values.yaml [--live | --nodes nodes.yaml [--drivers current.yaml] [--cluster-policy cp.yaml]] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o table|json|yaml|junit|sarif]",
+		Use:   "check -f values.yaml [--live | --nodes nodes.yaml [--drivers current.yaml] [--cluster-policy cp.yaml]] [--policy DIR] [--allow-driver-loss] [--fail-on-warn] [-o FORMAT[=FILE]]...",
 		Short: "Judge every rendered object exactly as the admission webhook would, before helm upgrade",
 		Long: `check renders the values like 'render' and judges every rendered object — the RBLNClusterPolicy,
 then each RBLNDriver, in the order Helm applies them — with the webhook's own decision: the
@@ -63,23 +64,12 @@ or fails to evaluate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := job.Run(cmd.Context())
-			var invalid *action.InvalidError
-			if output.format == formatSARIF && errors.As(err, &invalid) {
-				if perr := writeInvalidSARIF(s.Out, invalid); perr != nil {
-					return perr
-				}
-			}
 			if err != nil {
-				return err
+				return writeInvalid(s, formats, "driverguard check", err)
 			}
-			table := func(w io.Writer) error { return printCheck(w, rep) }
-			switch output.format {
-			case formatJUnit:
-				table = func(w io.Writer) error { return writeCheckJUnit(w, rep) }
-			case formatSARIF:
-				table = func(w io.Writer) error { return writeCheckSARIF(w, rep, job) }
-			}
-			if err := output.print(s.Out, rep, table); err != nil {
+			report := checkReport("driverguard check", rep)
+			report.Table = func(w io.Writer) error { return printCheck(w, rep) }
+			if err := output.Write(s.Out, formats.Targets(), report); err != nil {
 				return err
 			}
 			return failedUnless(rep.Passed)
@@ -88,7 +78,7 @@ or fails to evaluate.`,
 	addJudgeFlags(cmd.Flags(), &job.Judge)
 	addLiveFlags(cmd.Flags(), &job.Live, "Nodes, RBLNDrivers and the RBLNClusterPolicy, what the webhook judges against")
 	cmd.Flags().BoolVar(&job.FailOnWarn, "fail-on-warn", false, "exit 1 on warnings too (object, policy and render warnings)")
-	output.register(cmd.Flags())
+	registerOutput(cmd.Flags(), formats)
 	return cmd
 }
 
@@ -103,21 +93,7 @@ func printCheck(w io.Writer, rep *action.CheckReport) error {
 		} else {
 			fmt.Fprintln(w, title)
 		}
-		if len(res.Deny)+len(res.Warn) == 0 {
-			fmt.Fprintln(w, "  PASS")
-		}
-		for _, group := range []struct {
-			label    string
-			findings []action.Finding
-			omitted  int
-		}{{"FAIL", res.Deny, res.OmittedDeny}, {"WARN", res.Warn, res.OmittedWarn}, {"AUDIT", res.Audit, res.OmittedAudit}} {
-			for _, f := range group.findings {
-				fmt.Fprintf(w, "  %s  %s\n", group.label, findingLine(f, title))
-			}
-			if group.omitted > 0 {
-				fmt.Fprintf(w, "  %s  ... and %d more\n", group.label, group.omitted)
-			}
-		}
+		printObjectFindings(w, title, res, rep.Findings)
 	}
 	var lines []string
 	for _, d := range rep.Deleted {
@@ -161,11 +137,60 @@ func printCheck(w io.Writer, rep *action.CheckReport) error {
 	return err
 }
 
+// printObjectFindings prints an object's findings under its title: PASS when none denies or
+// warns, then a FAIL, WARN or AUDIT line each, then how many more the verdict counted.
+func printObjectFindings(w io.Writer, title string, res action.ObjectReport, all []action.Finding) {
+	var mine []action.Finding
+	for _, f := range all {
+		if f.Object.String() == title {
+			mine = append(mine, f)
+		}
+	}
+	if !slices.ContainsFunc(mine, func(f action.Finding) bool { return f.Level != finding.Audit }) {
+		fmt.Fprintln(w, "  PASS")
+	}
+	for _, level := range finding.Levels {
+		for _, f := range mine {
+			if f.Level != level {
+				continue
+			}
+			if f.Rule == finding.RuleOmittedFindings {
+				fmt.Fprintf(w, "  %s  ... and %d more\n", levelLabel(level), f.Count)
+				continue
+			}
+			fmt.Fprintf(w, "  %s  %s\n", levelLabel(level), findingLine(f, title))
+		}
+	}
+}
+
+// objectFindings are the findings of level on the object titled Kind/name, without the count
+// of those not listed (the ObjectReport's Omitted* say it).
+func objectFindings(all []action.Finding, title string, level finding.Level) []action.Finding {
+	var out []action.Finding
+	for _, f := range all {
+		if f.Level == level && f.Rule != finding.RuleOmittedFindings && f.Object.String() == title {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// levelLabel is the word the tables print for a level.
+func levelLabel(l finding.Level) string {
+	switch l {
+	case finding.Deny:
+		return "FAIL"
+	case finding.Warn:
+		return "WARN"
+	}
+	return "AUDIT"
+}
+
 // findingLine is one finding under its object's title: the policy package or the rule, then
 // the message (without a repeated "<Kind>/<name>: " prefix).
 func findingLine(f action.Finding, title string) string {
-	if f.Package != "" {
-		return f.Package + ": " + strings.TrimPrefix(f.Message, title+": ")
+	if pkg := f.Policy(); pkg != "" {
+		return pkg + ": " + strings.TrimPrefix(f.Message, title+": ")
 	}
 	line := f.Message
 	if f.Field != "" {
@@ -224,84 +249,21 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// writeCheckJUnit writes the check as JUnit XML: one test case per object and rule, failed
-// by the rule's denials (one failure, every message in its text); warnings and audit
-// findings are the case's output. Nodes that would lose their driver are one more case, what
-// the cluster was judged against one more, and the drift now one more (it passes).
-func writeCheckJUnit(w io.Writer, rep *action.CheckReport) error {
-	suite := junitSuite{Name: "driverguard check"}
+// checkReport is a release's verdict for the writers: every finding, each object judged by
+// the policies and the built-in rules (a JUnit case each), the nodes judged by DriverLoss,
+// and what the release was judged against.
+func checkReport(tool string, rep *action.CheckReport) *output.Report {
+	r := &output.Report{Tool: tool, Findings: rep.Findings, Document: rep, Rules: action.Rules(rep.Policies),
+		Properties: map[string]any{"inputs": rep.Inputs, "judgedAgainst": inputLines(rep.Inputs, rep.Basis)}}
 	rules := append(slices.Clone(rep.Policies), action.BuiltInRules...)
+	rules = slices.DeleteFunc(rules, func(r string) bool { return r == action.RuleDriverLoss })
 	for _, res := range rep.Resources {
-		object := res.Kind + "/" + res.Name
-		for _, rule := range rules {
-			if rule == action.RuleDriverLoss {
-				continue
-			}
-			jc := junitCase{Name: object + " " + rule, Classname: object}
-			var denials, other []string
-			for _, f := range res.Deny {
-				if findingRule(f) == rule {
-					denials = append(denials, findingLine(f, object))
-				}
-			}
-			for _, g := range []struct {
-				label    string
-				findings []action.Finding
-			}{{"WARN", res.Warn}, {"AUDIT", res.Audit}} {
-				for _, f := range g.findings {
-					if findingRule(f) == rule {
-						other = append(other, g.label+"  "+findingLine(f, object))
-					}
-				}
-			}
-			if len(denials) > 0 {
-				jc.Failure = &junitProblem{Message: denials[0], Type: "deny", Text: strings.Join(denials, "\n")}
-				suite.Failures++
-			}
-			if len(other) > 0 {
-				jc.Output = strings.Join(other, "\n")
-			}
-			suite.Tests++
-			suite.Cases = append(suite.Cases, jc)
-		}
-		// Syntax findings carry field error types: each is a case of its own.
-		for _, f := range res.Deny {
-			if r := findingRule(f); !slices.Contains(rules, r) {
-				suite.Cases = append(suite.Cases, junitCase{Name: object + " " + r, Classname: object,
-					Failure: &junitProblem{Message: findingLine(f, object), Type: "deny", Text: findingLine(f, object)}})
-				suite.Tests++
-				suite.Failures++
-			}
-		}
+		r.Judged = append(r.Judged, output.Subject{Object: finding.Object{Kind: res.Kind, Name: res.Name}, Rules: rules})
 	}
-	loss := junitCase{Name: "nodes keep their driver " + action.RuleDriverLoss, Classname: "Nodes"}
-	var lines []string
-	for _, l := range rep.DriverLoss {
-		lines = append(lines, lossLine(l))
-	}
-	if len(lines) > 0 && !rep.DriverLossAllowed {
-		loss.Failure = &junitProblem{Message: lines[0], Type: "deny", Text: strings.Join(lines, "\n")}
-		suite.Failures++
-	} else if len(lines) > 0 {
-		loss.Output = strings.Join(lines, "\n")
-	}
-	suite.Tests++
-	suite.Cases = append(suite.Cases, loss)
-	// What the release was judged against, and the inputs that look like a failed read.
-	inputs := junitCase{Name: "cluster inputs " + action.RuleInputWarning, Classname: "Inputs",
-		Output: strings.Join(append(inputLines(rep.Inputs, rep.Basis), rep.InputWarnings...), "\n")}
-	suite.Tests++
-	suite.Cases = append(suite.Cases, inputs)
-	// The drift now: listed, never a failure (the values did not cause it).
-	suite.Tests++
-	suite.Cases = append(suite.Cases, junitCase{Name: "cluster drift now", Classname: "Drift", Output: strings.Join(driftLines(rep), "\n")})
-	return writeXML(w, junitSuites{Name: "driverguard check", Tests: suite.Tests, Failures: suite.Failures, Suites: []junitSuite{suite}})
-}
-
-// findingRule is the rule of a finding: its policy's package, else its built-in rule.
-func findingRule(f action.Finding) string {
-	if f.Package != "" {
-		return f.Package
-	}
-	return f.Rule
+	r.Judged = append(r.Judged,
+		output.Subject{Name: "nodes keep their driver " + action.RuleDriverLoss, Group: "", Class: "Nodes", AnyObject: true, Rules: []string{action.RuleDriverLoss}},
+		output.Subject{Name: "cluster inputs " + action.RuleInputWarning, Class: "Inputs", AnyObject: true, Rules: []string{action.RuleInputWarning},
+			Output: inputLines(rep.Inputs, rep.Basis)},
+		output.Subject{Name: "cluster drift now", Class: "Drift", AnyObject: true, Rules: action.DriftRules})
+	return r
 }

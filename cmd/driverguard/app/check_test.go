@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/driverguard/driverguard/finding"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,11 +44,14 @@ func TestCheckDenyAndWarn(t *testing.T) {
 		require.Len(t, rep.Resources, 4)
 		assert.Equal(t, "RBLNClusterPolicy", rep.Resources[0].Kind)
 		assert.Equal(t, "rbln-driver", rep.Resources[1].Name)
-		assert.Equal(t, "driverguard.lib.pinned_version", rep.Resources[1].Deny[0].Package)
-		assert.Equal(t, "PolicyDenied", rep.Resources[1].Deny[0].Rule)
+		denials := levelFindings(rep.Findings, "deny")
+		require.Len(t, denials, 1)
+		assert.Equal(t, "driverguard.lib.pinned_version.deny", denials[0].Rule, "a Rego rule body: <package>.deny")
+		assert.Equal(t, finding.Object{Kind: "RBLNDriver", Name: "rbln-driver"}, denials[0].Object)
+		require.NotNil(t, denials[0].Location, "located at the values key")
 		assert.True(t, rep.Resources[2].Allowed)
 		assert.False(t, rep.Resources[1].Allowed)
-		assert.NotNil(t, rep.Resources[2].Deny, "empty lists are [] in JSON")
+		assert.Contains(t, r.stdout, `"findings": [`, "the findings list is always there")
 	})
 	t.Run("disable", func(t *testing.T) {
 		r := run(t, "", append(args, "--disable", "lib.pinned_version")...)
@@ -70,9 +74,9 @@ func TestCheckDenyAndWarn(t *testing.T) {
 		var rep release.Report
 		require.NoError(t, json.Unmarshal([]byte(j.stdout), &rep))
 		assert.Equal(t, 1, rep.Audited)
-		require.Len(t, rep.Resources[1].Audit, 1)
-		assert.Equal(t, "audit", string(rep.Resources[1].Audit[0].Enforcement))
-		assert.Equal(t, "PolicyDenied", rep.Resources[1].Audit[0].Rule)
+		audited := levelFindings(rep.Findings, "audit")
+		require.Len(t, audited, 1)
+		assert.Equal(t, "driverguard.lib.pinned_version.deny", audited[0].Rule)
 	})
 	t.Run("warn enforcement", func(t *testing.T) {
 		r := run(t, "", append(args, "--enforcement", "lib.pinned_version=warn")...)
@@ -114,12 +118,10 @@ func TestCheckTieWarnings(t *testing.T) {
 			var rep release.Report
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 			ties := 0
-			for _, res := range rep.Resources {
-				for _, w := range res.Warn {
-					if strings.Contains(w.Message, "tie") {
-						ties++
-						assert.Equal(t, "PotentialConflict", w.Rule, w.Message)
-					}
+			for _, w := range levelFindings(rep.Findings, "warn") {
+				if strings.Contains(w.Message, "tie") {
+					ties++
+					assert.Equal(t, "PotentialConflict", w.Rule, w.Message)
 				}
 			}
 			assert.Equal(t, tt.ties, ties, r.stdout)
@@ -329,12 +331,29 @@ func TestCheckCountsWhatItDoesNotList(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	last := rep.Resources[len(rep.Resources)-1]
 	assert.Equal(t, "rbln-driver-i59", last.Name)
-	assert.Len(t, last.Warn, 50)
+	lastWarnings := 0
+	for _, f := range levelFindings(rep.Findings, "warn") {
+		if f.Object.Name == last.Name && f.Rule != finding.RuleOmittedFindings {
+			lastWarnings++
+		}
+	}
+	assert.Equal(t, 50, lastWarnings)
 	assert.Equal(t, 9, last.OmittedWarn)
-	total := len(rep.RenderWarnings) + rep.RenderWarningsOmitted
-	for _, res := range rep.Resources {
-		total += len(res.Warn) + res.OmittedWarn
+	total := 0
+	for _, f := range levelFindings(rep.Findings, "warn") {
+		total += max(f.Count, 1)
 	}
 	assert.Equal(t, total, rep.Warnings, "the total counts the warnings not listed")
 	assert.GreaterOrEqual(t, rep.Warnings, 60*59/2, "every pair of instances")
+}
+
+// levelFindings are the findings of a level.
+func levelFindings(fs []finding.Finding, level finding.Level) []finding.Finding {
+	var out []finding.Finding
+	for _, f := range fs {
+		if f.Level == level {
+			out = append(out, f)
+		}
+	}
+	return out
 }

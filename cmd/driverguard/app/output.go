@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/output"
 )
 
 // Output formats: the same words wherever -o applies (SPEC §7).
@@ -114,4 +116,37 @@ const maxMessageLine = 2000
 // bound is the one every component quotes values with (validation.MaxQuotedValue).
 func truncateValue(s string) string {
 	return validation.Truncate(s, validation.MaxQuotedValue)
+}
+
+// judgingFormats are the formats of every command that judges (SPEC §14).
+var judgingFormats = []output.Format{output.Table, output.JSON, output.YAML, output.JUnit, output.SARIF, output.Markdown, output.GitHub}
+
+// registerOutput adds -o/--output, repeatable, to fs.
+func registerOutput(fs *pflag.FlagSet, o *output.Flag) {
+	fs.VarP(o, "output", "o", "output format, repeatable, each to standard output or =FILE: "+
+		"table, json, yaml, junit, sarif, markdown, github (workflow annotations); e.g. -o table -o sarif=results.sarif")
+}
+
+// writeInvalid writes values that do not render as findings (one InvalidValues denial per
+// problem, located at its values key) in every format asked for, and returns err, which
+// says so on stderr and exits 1; any other error is returned as it is.
+func writeInvalid(s Streams, formats *output.Flag, tool string, err error) error {
+	var invalid *action.InvalidError
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	fs, omitted := invalid.Findings()
+	doc := invalidDocument{Findings: fs, Passed: false}
+	r := &output.Report{Tool: tool, Findings: fs, Omitted: omitted, Document: doc, Rules: action.Rules(nil)}
+	r.Table = func(w io.Writer) error { return nil } // the message on stderr is the table's
+	if werr := output.Write(s.Out, formats.Targets(), r); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// invalidDocument is the JSON of values that do not render.
+type invalidDocument struct {
+	Findings []action.Finding `json:"findings"`
+	Passed   bool             `json:"passed"`
 }

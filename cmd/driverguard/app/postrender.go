@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/finding"
 )
 
 // liveFlag is post-render's --live: auto (the cluster when it answers, else the objects
@@ -164,13 +165,13 @@ func passMessage(res *action.PostRenderResult) []byte {
 	fmt.Fprintf(&b, "), judged against %s\n", res.Against)
 	for _, r := range rep.Resources {
 		title := r.Kind + "/" + r.Name
-		for _, f := range r.Warn {
+		for _, f := range objectFindings(rep.Findings, title, finding.Warn) {
 			fmt.Fprintf(&b, "  WARN   %s: %s\n", title, findingLine(f, title))
 		}
 		if r.OmittedWarn > 0 {
 			fmt.Fprintf(&b, "  WARN   %s: ... and %d more\n", title, r.OmittedWarn)
 		}
-		for _, f := range r.Audit {
+		for _, f := range objectFindings(rep.Findings, title, finding.Audit) {
 			fmt.Fprintf(&b, "  AUDIT  %s: %s\n", title, findingLine(f, title))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/api/v1alpha1"
 )
 
@@ -113,13 +114,13 @@ func printVerdict(w io.Writer, rep *action.CheckReport) error {
 	var lines []string
 	for _, res := range rep.Resources {
 		title := res.Kind + "/" + res.Name
-		for _, f := range res.Deny {
+		for _, f := range objectFindings(rep.Findings, title, finding.Deny) {
 			lines = append(lines, fmt.Sprintf("%s: DENIED, not applied: %s", title, findingLine(f, title)))
 		}
 		if res.OmittedDeny > 0 {
 			lines = append(lines, fmt.Sprintf("%s: DENIED, ... and %d more", title, res.OmittedDeny))
 		}
-		for _, f := range res.Warn {
+		for _, f := range objectFindings(rep.Findings, title, finding.Warn) {
 			lines = append(lines, fmt.Sprintf("%s: WARN %s", title, findingLine(f, title)))
 		}
 		if res.OmittedWarn > 0 {

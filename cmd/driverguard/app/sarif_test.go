@@ -59,8 +59,33 @@ type sarifDoc struct {
 				} `json:"rules"`
 			} `json:"driver"`
 		} `json:"tool"`
-		Results []sarifResult `json:"results"`
+		Results []sarifResultDoc `json:"results"`
 	} `json:"runs"`
+}
+
+// sarifResultDoc is what these tests read back of a SARIF result.
+type sarifResultDoc struct {
+	RuleID    string `json:"ruleId"`
+	RuleIndex int    `json:"ruleIndex"`
+	Level     string `json:"level"`
+	Message   struct {
+		Text string `json:"text"`
+	} `json:"message"`
+	Locations []struct {
+		PhysicalLocation *struct {
+			ArtifactLocation struct {
+				URI string `json:"uri"`
+			} `json:"artifactLocation"`
+			Region struct {
+				StartLine   int `json:"startLine"`
+				StartColumn int `json:"startColumn"`
+			} `json:"region"`
+		} `json:"physicalLocation"`
+		LogicalLocations []struct {
+			FullyQualifiedName string `json:"fullyQualifiedName"`
+		} `json:"logicalLocations"`
+	} `json:"locations"`
+	Properties map[string]string `json:"properties"`
 }
 
 // validSARIF validates out against the schema and decodes it.
@@ -247,13 +272,13 @@ func TestTestSARIF(t *testing.T) {
 	uncovered := 0
 	for _, r := range doc.Runs[0].Results {
 		switch r.RuleID {
-		case ruleCaseFailed:
+		case "TestCaseFailed":
 			require.Equal(t, "error", r.Level)
 			p := r.Locations[0].PhysicalLocation
 			require.NotNil(t, p)
-			assert.Equal(t, fileURI(path), p.ArtifactLocation.URI)
+			assert.Equal(t, "file://"+filepath.ToSlash(path), p.ArtifactLocation.URI, "an absolute path is a file URI")
 			blocks = append(blocks, strings.Join(lines[p.Region.StartLine-1:min(p.Region.StartLine+4, len(lines))], "\n")+"\n=> "+r.Message.Text)
-		case ruleUncovered:
+		case "RuleNeverFired":
 			uncovered++
 			assert.Equal(t, "note", r.Level)
 		}

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"math"
@@ -11,16 +10,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/output"
 )
 
-const formatJUnit = "junit"
 
 func newTestCommand(s Streams) *cobra.Command {
 	job := action.NewTest(s.cfg)
-	output := newOutput(formatTable, formatTable, formatJSON, formatJUnit, formatSARIF)
+	formats := output.NewFlag(output.Table, judgingFormats...)
 	var run string
 	cmd := &cobra.Command{
-		Use:   "test [PATH...] [--run REGEX] [--min-coverage PCT] [-o table|json|junit|sarif]",
+		Use:   "test [PATH...] [--run REGEX] [--min-coverage PCT] [-o FORMAT[=FILE]]...",
 		Short: "Run declarative policy test suites (*.dgtest.yaml): values or objects against an inventory, with expected results",
 		Long: `test runs every suite file (*.dgtest.yaml) found under the paths (default: the current folder,
 recursively). A suite names its policies (and the bundled library unless library: false), an
@@ -59,7 +59,7 @@ file: named with its line) or a policy does not compile.`,
 			if err != nil {
 				return err
 			}
-			if err := printTestRun(s.Out, output.format, res); err != nil {
+			if err := output.Write(s.Out, formats.Targets(), testReport(res)); err != nil {
 				return err
 			}
 			return failedUnless(res.Passed)
@@ -67,20 +67,20 @@ file: named with its line) or a policy does not compile.`,
 	}
 	cmd.Flags().StringVar(&run, "run", "", `run only the cases whose "<suite file>/<case name>" matches this regular expression`)
 	cmd.Flags().Float64Var(&job.MinCoverage, "min-coverage", 0, "fail when fewer than this percentage of the rules fired in at least one case")
-	output.register(cmd.Flags())
+	registerOutput(cmd.Flags(), formats)
 	return cmd
 }
 
-func printTestRun(w io.Writer, format string, res *action.TestRunResult) error {
-	switch format {
-	case formatJSON:
-		return writeJSON(w, res)
-	case formatJUnit:
-		return writeTestJUnit(w, res)
-	case formatSARIF:
-		return writeTestSARIF(w, res)
+// testReport is a test run for the writers: each case a subject (a JUnit case of its suite
+// file), failed by the expectations it missed.
+func testReport(res *action.TestRunResult) *output.Report {
+	r := &output.Report{Tool: "driverguard test", Findings: res.Findings, Document: res, Rules: action.Rules(nil),
+		Table: func(w io.Writer) error { return printTestTable(w, res) }}
+	for _, c := range res.Cases {
+		r.Judged = append(r.Judged, output.Subject{Object: finding.Object{Kind: finding.KindTestCase, Name: c.Name},
+			Name: c.Name, Group: c.Suite, Location: &finding.Location{File: c.Suite, Line: c.Line}, Duration: max(c.Duration, 1), Error: c.Error})
 	}
-	return printTestTable(w, res)
+	return r
 }
 
 // printTestTable prints each case (PASS, FAIL with what was expected and what came, ERROR),
@@ -133,85 +133,3 @@ func printTestTable(w io.Writer, res *action.TestRunResult) error {
 	return err
 }
 
-// junitSuites is the JUnit XML report CI systems read: one testsuite per suite file, one
-// testcase per case.
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Time     string      `xml:"time,attr,omitempty"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	File      string        `xml:"file,attr,omitempty"`
-	Line      int           `xml:"line,attr,omitempty"`
-	Time      string        `xml:"time,attr,omitempty"`
-	Failure   *junitProblem `xml:"failure"`
-	Error     *junitProblem `xml:"error"`
-	Output    string        `xml:"system-out,omitempty"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
-}
-
-func writeTestJUnit(w io.Writer, res *action.TestRunResult) error {
-	out := junitSuites{Name: "driverguard test"}
-	index := map[string]int{}
-	for _, c := range res.Cases {
-		i, ok := index[c.Suite]
-		if !ok {
-			i = len(out.Suites)
-			index[c.Suite] = i
-			out.Suites = append(out.Suites, junitSuite{Name: c.Suite})
-		}
-		s := &out.Suites[i]
-		jc := junitCase{Name: c.Name, Classname: c.Suite, File: c.Suite, Line: c.Line, Time: fmt.Sprintf("%.3f", c.Duration.Seconds())}
-		switch {
-		case c.Error != "":
-			jc.Error = &junitProblem{Message: c.Error, Type: "error", Text: c.Error}
-			s.Errors++
-			out.Errors++
-		case !c.Passed:
-			var lines []string
-			for _, m := range c.Mismatch {
-				lines = append(lines, fmt.Sprintf("line %d: %s", m.Line, m))
-			}
-			jc.Failure = &junitProblem{Message: lines[0], Type: "mismatch", Text: strings.Join(lines, "\n")}
-			s.Failures++
-			out.Failures++
-		}
-		s.Tests++
-		out.Tests++
-		s.Cases = append(s.Cases, jc)
-	}
-	return writeXML(w, out)
-}
-
-func writeXML(w io.Writer, v any) error {
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
-}

@@ -1,0 +1,96 @@
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/driverguard/driverguard/finding"
+)
+
+// findingsDocument is the document of a report that has none of its own.
+type findingsDocument struct {
+	Findings []finding.Finding `json:"findings"`
+}
+
+func document(r *Report) any {
+	if r.Document != nil {
+		return r.Document
+	}
+	fs := r.Findings
+	if fs == nil {
+		fs = []finding.Finding{}
+	}
+	return findingsDocument{Findings: fs}
+}
+
+func writeJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(document(r))
+}
+
+func writeYAML(w io.Writer, r *Report) error {
+	if r.YAML != nil {
+		return r.YAML(w)
+	}
+	data, err := yaml.Marshal(document(r))
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// writeTable is the command's table, else the findings grouped by object.
+func writeTable(w io.Writer, r *Report) error {
+	if r.Table != nil {
+		return r.Table(w)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEVEL\tOBJECT\tRULE\tMESSAGE")
+	for _, f := range r.Findings {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", label(f.Level), dash(f.Object.String()), f.Rule, oneLine(f.Text()))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	c := finding.Count(r.Findings)
+	_, err := fmt.Fprintf(w, "\n%d findings: %d deny, %d warn, %d audit\n", len(r.Findings), c.Deny, c.Warn, c.Audit)
+	return err
+}
+
+// writeMarkdown is the command's markdown, else the findings as a table.
+func writeMarkdown(w io.Writer, r *Report) error {
+	if r.Markdown != nil {
+		return r.Markdown(w)
+	}
+	var b strings.Builder
+	b.WriteString("| level | object | rule | message |\n|---|---|---|---|\n")
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "| %s | %s | `%s` | %s |\n", f.Level, cell(f.Object.String()), f.Rule, cell(f.Text()))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine replaces line breaks, so one finding stays one line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// cell escapes a markdown table cell.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;", "`", "\\`").Replace(s)
+}
