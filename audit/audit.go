@@ -391,12 +391,8 @@ func (b *builder) count(r Result, n int, mode policy.Enforcement) {
 // built-in rules that found nothing.
 func (b *builder) verdict(v *decision.Verdict, subject Subject, policies []policy.PolicyInfo) {
 	found := map[string]bool{}
-	enforcement := make(map[string]policy.Enforcement, len(policies))
-	for _, p := range policies {
-		enforcement[p.Package] = p.Enforcement
-	}
 	for _, df := range v.Findings() {
-		f := resultOf(df, enforcement[df.Policy()], subject)
+		f := resultOf(df, policy.Enforcement(df.Enforcement), subject)
 		found[f.Policy] = true
 		b.add(f)
 	}
@@ -428,7 +424,7 @@ func (b *builder) report() Report {
 
 // resultOf is a finding of a decision as a result of a report: the policy is its Rego
 // package (BuiltinPolicy for a built-in rule), the rule its body (deny, warn) or built-in
-// rule; enforcement is that of its policy (deny when not known).
+// rule; enforcement is that of its policy rule (deny when not set).
 func resultOf(df decision.Finding, enforcement policy.Enforcement, subject Subject) Finding {
 	f := Finding{Policy: BuiltinPolicy, Rule: df.Rule, Result: Fail, Enforcement: policy.EnforceDeny,
 		Message: df.Text(), Subjects: []Subject{subject}}

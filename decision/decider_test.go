@@ -192,7 +192,7 @@ func TestPolicyInput(t *testing.T) {
 	v, err := d.Driver(t.Context(), routing.NewIndex([]v1alpha1.RBLNDriver{*wt.Driver("rbln-driver-atom", atom)}, nodes),
 		decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: obj, RawObject: raw, Source: policy.SourceAdmission})
 	require.NoError(t, err)
-	assert.Equal(t, []ruleField{{"PolicyDenied", ""}}, findings(v.Denials))
+	assert.Equal(t, []ruleField{{"driverguard.team.deny", ""}}, findings(v.Denials))
 	assert.Equal(t, "policy driverguard.team: no", v.Denials[0].Text())
 	assert.Equal(t, []string{"policy driverguard.team: hm"}, v.WarningTexts())
 	in := rec.Inputs()[0]

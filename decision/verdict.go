@@ -68,7 +68,7 @@ func policyFindings(ms []policy.Message) []Finding {
 		if m.Rule == finding.BodyWarn {
 			body = finding.BodyWarn
 		}
-		out[i] = Finding{Rule: finding.RegoRule(m.Package, body), Message: capMessage(m.Msg)}
+		out[i] = Finding{Rule: finding.RegoRule(m.Package, body), Message: capMessage(m.Msg), Enforcement: finding.Level(m.Enforcement)}
 	}
 	return out
 }

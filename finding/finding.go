@@ -99,6 +99,10 @@ type Finding struct {
 	// Count is how many nodes or findings this one stands for when it is more than it
 	// lists (a drift of 10,000 nodes, findings beyond a verdict's bound); 0 otherwise.
 	Count int `json:"count,omitempty"`
+	// Enforcement is the enforcement of the policy rule that gave a Rego finding (deny,
+	// warn, audit; rule-level custom.enforcement included), which a ClusterReport result
+	// states; "" for a built-in rule. Not part of the findings JSON: the registry says it.
+	Enforcement Level `json:"-"`
 }
 
 // Policy is the Rego package of a finding of a Rego rule body, "" for a built-in rule.

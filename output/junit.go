@@ -70,13 +70,17 @@ func writeJUnit(w io.Writer, r *Report) error {
 		byCase[k] = append(byCase[k], f)
 	}
 	used := map[key]bool{}
-	add := func(s *junitSuite, c junitCase, fs []finding.Finding, output []string) {
+	add := func(s *junitSuite, c junitCase, fs []finding.Finding, output []string, withObject bool) {
 		var fails, other []string
 		for _, f := range fs {
+			text := line(f)
+			if withObject && f.Object.String() != "" {
+				text = f.Object.String() + ": " + text
+			}
 			if f.Level == finding.Deny {
-				fails = append(fails, line(f))
+				fails = append(fails, text)
 			} else {
-				other = append(other, label(f.Level)+"  "+line(f))
+				other = append(other, label(f.Level)+"  "+text)
 			}
 		}
 		if len(fails) > 0 && c.Error == nil {
@@ -116,19 +120,19 @@ func writeJUnit(w io.Writer, r *Report) error {
 		case sub.Name != "" || len(sub.Rules) == 0:
 			c := base
 			c.Name = cmp.Or(sub.Name, sub.Object.Name)
-			add(s, c, take(r.Findings, used, func(k key) bool { return ofSubject(k) && ofRules(k) }), sub.Output)
+			add(s, c, take(r.Findings, used, func(k key) bool { return ofSubject(k) && ofRules(k) }), sub.Output, sub.AnyObject)
 		default:
 			for _, rule := range sub.Rules {
 				c := base
 				c.Name = sub.Object.String() + " " + rule
-				add(s, c, take(r.Findings, used, func(k key) bool { return ofSubject(k) && finding.Matches(rule, k.rule) }), sub.Output)
+				add(s, c, take(r.Findings, used, func(k key) bool { return ofSubject(k) && finding.Matches(rule, k.rule) }), sub.Output, sub.AnyObject)
 			}
 		}
 	}
 	// The findings no judged subject's case holds: a case per object and rule, in order.
 	for _, f := range r.Findings {
 		k := key{f.Object, f.Rule}
-		if used[k] {
+		if used[k] || r.OnlyJudged {
 			continue
 		}
 		used[k] = true
@@ -136,7 +140,7 @@ func writeJUnit(w io.Writer, r *Report) error {
 		if name == "" {
 			name = "run"
 		}
-		add(suite(""), junitCase{Name: name + " " + f.Rule, Classname: name}, byCase[k], nil)
+		add(suite(""), junitCase{Name: name + " " + f.Rule, Classname: name}, byCase[k], nil, false)
 	}
 	if r.Omitted > 0 {
 		s := suite("")

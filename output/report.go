@@ -19,6 +19,9 @@ type Report struct {
 	Judged []Subject
 	// Rules knows the rules findings name: titles and SARIF rule metadata.
 	Rules *finding.Registry
+	// OnlyJudged: JUnit lists the judged subjects' cases only, not a case for each other
+	// finding (a test run's uncovered rules are coverage, not cases).
+	OnlyJudged bool
 	// Omitted counts findings the run counted without listing them.
 	Omitted int
 	// Properties are facts about the run (what the cluster was read from, ...): SARIF run

@@ -108,7 +108,7 @@ func TestAuditUnusableInput(t *testing.T) {
 	}{
 		{"nothing to audit", []string{"audit"}, "nothing to audit: read the cluster with --live or --kubeconfig, or give it as files with --nodes and --drivers"},
 		{"live and files", []string{"audit", "--live", "--nodes", exampleNodes}, "--live/--kubeconfig reads the cluster, and --nodes read files of it: use one or the other"},
-		{"a bad -o", []string{"audit", "--nodes", exampleNodes, "-o", "markdown"}, `unsupported output format "markdown": use one of table, json, yaml`},
+		{"a bad -o", []string{"audit", "--nodes", exampleNodes, "-o", "xml"}, `unsupported output format "xml": use one of table, json, yaml, junit, sarif, markdown, github`},
 		{"a missing file", []string{"audit", "--nodes", "nope.yaml"}, "nope.yaml"},
 		{"no results", []string{"audit", "--nodes", exampleNodes, "--max-results", "0"}, "--max-results 0: a report lists at least one result (its summary counts every one); give 1 or more (default 100)"},
 		{"negative results", []string{"audit", "--nodes", exampleNodes, "--max-results", "-1"}, "--max-results -1: a report lists at least one result"},

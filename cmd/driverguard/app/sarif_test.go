@@ -176,9 +176,9 @@ deny contains msg if {
 		// a potential tie: the instance's own selector key, in the second file
 		{"PotentialConflict", "warning", "RBLNDriver/rbln-driver-atom", "team.yaml:4:7"}: "RBLNDriver/rbln-driver-atom: spec.nodeSelector: could tie",
 		// a policy denial: the instance's key
-		{"driverguard.team.names", "error", "RBLNDriver/rbln-driver-legacy", "team.yaml:6:5"}: "legacy drivers are retired",
+		{"driverguard.team.names.deny", "error", "RBLNDriver/rbln-driver-legacy", "team.yaml:6:5"}: "legacy drivers are retired",
 		// audit enforcement: a note, at the default driver's key in the last file that writes it
-		{"driverguard.team.trial", "note", "RBLNDriver/rbln-driver", "team.yaml:1:1"}: "driver rbln-driver: on trial",
+		{"driverguard.team.trial.deny", "note", "RBLNDriver/rbln-driver", "team.yaml:1:1"}: "driver rbln-driver: on trial",
 		// an instance only --set wrote: no line, and the result says so
 		{"IdenticalNodeSelector", "error", "RBLNDriver/rbln-driver-twin", ""}: "written on the command line (--set driver.instances.twin.nodeSelector.env=prod): no file line",
 	}
@@ -216,7 +216,7 @@ func TestCheckSARIFInvalidValues(t *testing.T) {
 	require.Equal(t, 1, res.code)
 	assert.Contains(t, res.stderr, "invalid values")
 	got := sarifResults(validSARIF(t, schema, res.stdout))
-	msg, ok := got[sarifAt{rule: "InvalidValues", level: "error", object: "driver.instances.canary.imagee", at: "bad.yaml:5:7"}]
+	msg, ok := got[sarifAt{rule: "InvalidValues", level: "error", object: "Values/values", at: "bad.yaml:5:7"}]
 	require.True(t, ok, "results: %v", got)
 	assert.Contains(t, msg, "unknown field")
 }
@@ -287,7 +287,7 @@ func TestTestSARIF(t *testing.T) {
 	// finding the case did not list (exhaustive), at the case's line.
 	require.Len(t, blocks, 2)
 	assert.Contains(t, blocks[0], `message: "legacy drivers are welcome"`)
-	assert.Contains(t, blocks[0], "=> legacy drivers are retired: expected fail RBLNDriver/rbln-driver-legacy driverguard.team.names matching /legacy drivers are welcome/")
+	assert.Contains(t, blocks[0], "=> TestCase/legacy drivers are retired: expected fail RBLNDriver/rbln-driver-legacy driverguard.team.names matching /legacy drivers are welcome/")
 	assert.Contains(t, blocks[1], "- name: legacy drivers are retired")
 	assert.Contains(t, blocks[1], "expected nothing else (exhaustive)")
 	assert.Positive(t, uncovered, "the library's rules no case fires")

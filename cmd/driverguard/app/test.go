@@ -14,7 +14,6 @@ import (
 	"github.com/driverguard/driverguard/output"
 )
 
-
 func newTestCommand(s Streams) *cobra.Command {
 	job := action.NewTest(s.cfg)
 	formats := output.NewFlag(output.Table, judgingFormats...)
@@ -75,7 +74,7 @@ file: named with its line) or a policy does not compile.`,
 // file), failed by the expectations it missed.
 func testReport(res *action.TestRunResult) *output.Report {
 	r := &output.Report{Tool: "driverguard test", Findings: res.Findings, Document: res, Rules: action.Rules(nil),
-		Table: func(w io.Writer) error { return printTestTable(w, res) }}
+		OnlyJudged: true, Table: func(w io.Writer) error { return printTestTable(w, res) }}
 	for _, c := range res.Cases {
 		r.Judged = append(r.Judged, output.Subject{Object: finding.Object{Kind: finding.KindTestCase, Name: c.Name},
 			Name: c.Name, Group: c.Suite, Location: &finding.Location{File: c.Suite, Line: c.Line}, Duration: max(c.Duration, 1), Error: c.Error})
@@ -132,4 +131,3 @@ func printTestTable(w io.Writer, res *action.TestRunResult) error {
 		len(res.Cases), res.Failed, res.CoveragePct, len(res.Coverage), verdict)
 	return err
 }
-

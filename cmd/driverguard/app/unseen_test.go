@@ -313,7 +313,7 @@ func TestCheckCIFormatsListTheDrift(t *testing.T) {
 		}
 	}
 	for _, d := range rep.Drift {
-		assert.Contains(t, drift, d.Node+": "+d.Kind+": "+d.Detail)
+		assert.Contains(t, drift, "AUDIT  Node/"+d.Node+": "+d.Kind+": drift now, not caused by these values: "+d.Detail)
 	}
 }
 
