@@ -120,12 +120,15 @@ func (f Finding) Text() string {
 	return f.Message
 }
 
-// String is the finding on one line: its object, then its Text.
+// String is the finding on one line: its object, then its Text (a message that starts with
+// the object, as policies' often do, does not repeat it).
 func (f Finding) String() string {
-	if o := f.Object.String(); o != "" {
-		return o + ": " + f.Text()
+	o := f.Object.String()
+	if o == "" {
+		return f.Text()
 	}
-	return f.Text()
+	f.Message = strings.TrimPrefix(f.Message, o+": ")
+	return o + ": " + f.Text()
 }
 
 // The bodies of a Rego policy, each a rule of the registry.

@@ -70,6 +70,9 @@ func NewFlag(def Format, allowed ...Format) *Flag { return &Flag{def: def, allow
 
 func (o *Flag) Type() string { return "format" }
 
+// Repeatable: -o is given once per format.
+func (o *Flag) Repeatable() bool { return true }
+
 func (o *Flag) String() string {
 	if len(o.targets) == 0 {
 		return string(o.def)

@@ -28,6 +28,9 @@ func (o *onceValue) Set(s string) error {
 
 // repeatable reports whether a flag's value accumulates (-f, --set, --policy, --enforcement).
 func repeatable(v pflag.Value) bool {
+	if r, ok := v.(interface{ Repeatable() bool }); ok && r.Repeatable() {
+		return true // -o: a format each, checked by the value itself
+	}
 	t := v.Type()
 	return strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array") || t == "stringToString" || t == "count"
 }
