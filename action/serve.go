@@ -11,13 +11,14 @@ import (
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/webhook"
 )
 
 // ServerOptions configure the admission webhook server; AuditOptions its audit.
 type (
-	ServerOptions = webhook.ServerOptions
-	AuditOptions  = webhook.AuditOptions
+	ServerOptions = serve.Options
+	AuditOptions  = serve.AuditOptions
 )
 
 // Defaults of serve's audit.
@@ -28,7 +29,7 @@ const (
 
 // WebhooksAnnotation is the annotation of a webhook configuration that holds the webhooks
 // Serve registers (ServerOptions.RegisterWebhooks).
-const WebhooksAnnotation = webhook.AnnotationWebhooks
+const WebhooksAnnotation = serve.AnnotationWebhooks
 
 // Serve runs the admission webhook (`driverguard serve`): it loads the policies (refusing to
 // start when they do not compile), watches the cluster of Kubeconfig and serves until ctx
@@ -49,7 +50,7 @@ type Serve struct {
 }
 
 // CertRotation configures the self-signed certificate Serve bootstraps and rotates.
-type CertRotation = webhook.CertRotation
+type CertRotation = serve.CertRotation
 
 // NewServe returns a Serve with the server's default limits.
 func NewServe() *Serve {
@@ -98,5 +99,5 @@ func (s *Serve) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	return webhook.Run(ctx, cfg, s.Server)
+	return serve.Run(ctx, cfg, s.Server)
 }
