@@ -2,11 +2,9 @@ package action
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
@@ -77,13 +75,10 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = s.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := apiServerOf(cluster.Target{Kubeconfig: s.Kubeconfig}).restConfig("watch", "driverguard-webhook", 0)
 	if err != nil {
-		return fmt.Errorf("no cluster to watch (in-cluster config, --kubeconfig or KUBECONFIG): %w", err)
+		return err
 	}
-	cfg.UserAgent = "driverguard-webhook"
 	s.Server.Logger = log.WithName("webhook")
 	s.Server.Policy, s.Server.PolicyStatus = engine, engine.Status
 	ctx, stop := context.WithCancel(ctx)
