@@ -51,26 +51,26 @@ type AuditResult struct {
 
 // Run audits. The result says whether a rule that denies fails (Outcome.Enforced).
 func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
-	live := a.Live.enabled()
-	if err := a.Live.check(a.Cluster, false); err != nil {
+	files := a.Cluster
+	files.Workloads = ""
+	src, err := a.Live.resolve(files, false)
+	if err != nil {
 		return nil, err
 	}
-	if !live && a.Cluster.Nodes == "" && a.Cluster.Drivers == "" {
+	if !src.live && a.Cluster.Nodes == "" && a.Cluster.Drivers == "" {
 		return nil, errors.New("nothing to audit: read the cluster with --live or --kubeconfig, or give it as files with --nodes and --drivers (and --cluster-policy)")
 	}
-	if err := a.RegistryCheck.check(live); err != nil {
+	if err := a.RegistryCheck.check(src.live); err != nil {
 		return nil, err
 	}
-	creds, err := a.RegistryCheck.credentials(live, a.Live.target())
+	creds, err := a.RegistryCheck.credentials(src)
 	if err != nil {
 		return nil, err
 	}
 	if err := oneStdin(stdinUser{"--nodes", a.Cluster.Nodes}, stdinUser{"--drivers", a.Cluster.Drivers}, stdinUser{"--cluster-policy", a.Cluster.ClusterPolicy}); err != nil {
 		return nil, err
 	}
-	files := a.Cluster
-	files.Workloads = ""
-	st, err := a.cfg.readCluster(ctx, files, a.Live.target(), live, cluster.LiveOptions{UserAgent: "driverguard-audit"})
+	st, err := a.cfg.readCluster(ctx, src, cluster.LiveOptions{UserAgent: "driverguard-audit"})
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	helmrelease "helm.sh/helm/v3/pkg/release"
-	"k8s.io/client-go/rest"
 
 	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/charts"
@@ -53,22 +52,12 @@ func readRelease(ctx context.Context, name string, target cluster.Target, limit 
 	if limit <= 0 {
 		limit = DefaultMaxReleaseBytes
 	}
-	cc := target.ClientConfig()
-	ns := target.Namespace
-	if ns == "" {
-		if cfgNS, _, err := cc.Namespace(); err == nil && cfgNS != "" {
-			ns = cfgNS
-		} else {
-			ns = "default"
-		}
-	}
-	cfg, err := cc.ClientConfig()
+	api := apiServerOf(target)
+	ns := api.namespace()
+	cfg, err := api.restConfig("read it from", "driverguard-plan", releaseTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("reading release %s: no cluster to read it from (in-cluster config, --kubeconfig or KUBECONFIG): %w", name, err)
+		return nil, fmt.Errorf("reading release %s: %w", name, err)
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = releaseTimeout
-	cfg.UserAgent = "driverguard-plan"
 	store, err := newReleaseStorage(cfg, helmStorageDriver(), ns, limit)
 	if err != nil {
 		return nil, fmt.Errorf("reading release %s in namespace %s: %w", name, ns, err)

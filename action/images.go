@@ -12,7 +12,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -90,28 +89,27 @@ type imageCredentials struct {
 	namespace string
 }
 
-// credentials sets up where c's credentials come from, or nothing without --check-images.
-func (c RegistryCheck) credentials(live bool, target cluster.Target) (*imageCredentials, error) {
+// credentials sets up where c's credentials come from, or nothing without --check-images: live,
+// the pull Secrets in src's cluster; with files, the user's own keyring.
+func (c RegistryCheck) credentials(src clusterSource) (*imageCredentials, error) {
 	if !c.CheckImages {
 		return nil, nil
 	}
-	if !live {
+	if !src.live {
 		k, err := registry.OfflineKeyring(c.RegistryConfig)
 		if err != nil {
 			return nil, err
 		}
 		return &imageCredentials{keyring: k}, nil
 	}
-	cc := target.ClientConfig()
-	cfg, err := cc.ClientConfig()
+	api := apiServerOf(src.target)
+	cfg, err := api.restConfig("read pull Secrets from", "", 0)
 	if err != nil {
-		return nil, fmt.Errorf("no cluster to read pull Secrets from: %w", err)
+		return nil, err
 	}
 	ns := c.PullSecretNamespace
 	if ns == "" {
-		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
-			ns = "default"
-		}
+		ns = api.namespace()
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

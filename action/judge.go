@@ -109,10 +109,11 @@ func (c *Configuration) judge(ctx context.Context, j *Judge) (*judged, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := j.Live.check(j.Cluster, false); err != nil {
+	src, err := j.Live.resolve(j.Cluster, false)
+	if err != nil {
 		return nil, err
 	}
-	st, err := c.readCluster(ctx, j.Cluster, j.Live.target(), j.Live.enabled(), cluster.LiveOptions{UserAgent: "driverguard"})
+	st, err := c.readCluster(ctx, src, cluster.LiveOptions{UserAgent: "driverguard"})
 	if err != nil {
 		return nil, err
 	}

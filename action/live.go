@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/driverguard/driverguard/cluster"
 )
 
@@ -46,20 +49,80 @@ func (l Live) check(files cluster.Files, usesTarget bool) error {
 	return nil
 }
 
-// target is Target with Helm's plugin environment as its defaults.
-func (l Live) target() cluster.Target { return l.Target.WithHelmPluginEnv(os.Getenv) }
+// clusterSource is where a job reads the cluster: the files given, or live (list only) the API
+// server of target.
+type clusterSource struct {
+	files  cluster.Files
+	live   bool
+	target cluster.Target
+}
 
-// readCluster reads the cluster from files or, live, from target's cluster (list only).
-func (c *Configuration) readCluster(ctx context.Context, files cluster.Files, target cluster.Target, live bool, o cluster.LiveOptions) (*cluster.State, error) {
-	if !live {
-		return cluster.FromFiles(ctx, files, c.readOptions())
+// source is the one "live or files" decision of the jobs that read a cluster (check, preview,
+// audit, plan): live with --live or a --kubeconfig, through Target with Helm's plugin
+// environment as its defaults; the files otherwise. It refuses nothing (see resolve).
+func (l Live) source(files cluster.Files) clusterSource {
+	return clusterSource{files: files, live: l.enabled(), target: l.Target.WithHelmPluginEnv(os.Getenv)}
+}
+
+// resolve is source after check: a cluster given both live and as files, or a --kube-context
+// nothing reads, is refused.
+func (l Live) resolve(files cluster.Files, usesTarget bool) (clusterSource, error) {
+	if err := l.check(files, usesTarget); err != nil {
+		return clusterSource{}, err
 	}
-	cfg, err := target.ClientConfig().ClientConfig()
+	return l.source(files), nil
+}
+
+// clusterSources says, in "no cluster to ..." errors, where a cluster is looked for (client-go's
+// loading rules, in their order).
+const clusterSources = "--kubeconfig, KUBECONFIG, ~/.kube/config or the in-cluster config"
+
+// apiServer is the one way a job reaches an API server: target's client configuration, loaded
+// as kubectl and Helm load it.
+type apiServer struct {
+	target cluster.Target
+	cc     clientcmd.ClientConfig
+}
+
+func apiServerOf(target cluster.Target) apiServer {
+	return apiServer{target: target, cc: target.ClientConfig()}
+}
+
+// restConfig is a REST config of the caller's own (a copy) with userAgent and timeout (0: none
+// but the context's); use says what the cluster was wanted for when there is none ("no cluster
+// to <use> (...)").
+func (a apiServer) restConfig(use, userAgent string, timeout time.Duration) (*rest.Config, error) {
+	cfg, err := a.cc.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("no cluster to read (in-cluster config, --kubeconfig or KUBECONFIG): %w", err)
+		return nil, fmt.Errorf("no cluster to %s (%s): %w", use, clusterSources, err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent, cfg.Timeout = userAgent, timeout
+	return cfg, nil
+}
+
+// namespace is the target's namespace, else its context's, else "default".
+func (a apiServer) namespace() string {
+	if a.target.Namespace != "" {
+		return a.target.Namespace
+	}
+	if ns, _, err := a.cc.Namespace(); err == nil && ns != "" {
+		return ns
+	}
+	return "default"
+}
+
+// readCluster reads the cluster of src: its files, or live its API server (list only).
+func (c *Configuration) readCluster(ctx context.Context, src clusterSource, o cluster.LiveOptions) (*cluster.State, error) {
+	if !src.live {
+		return cluster.FromFiles(ctx, src.files, c.readOptions())
+	}
+	cfg, err := apiServerOf(src.target).restConfig("read", o.UserAgent, 0)
+	if err != nil {
+		return nil, err
 	}
 	if o.Name == "" {
-		o.Name = target.Describe(cfg)
+		o.Name = src.target.Describe(cfg)
 	}
 	if o.Timeout == 0 {
 		o.Timeout = liveTimeout

@@ -61,11 +61,12 @@ type PlanResult struct {
 
 // Run makes the plan; the plan says whether it can proceed.
 func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
-	live := p.Live.enabled()
 	files := p.Cluster
-	if err := p.Live.check(files, p.Release != ""); err != nil {
+	src, err := p.Live.resolve(files, p.Release != "")
+	if err != nil {
 		return nil, err
 	}
+	live := src.live
 	if !live && files.Nodes == "" {
 		return nil, errNoNodes
 	}
@@ -76,12 +77,11 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 		return nil, err
 	}
 	res := &PlanResult{ReleaseName: p.ReleaseName}
-	target := p.Live.target()
-	creds, err := p.RegistryCheck.credentials(live, target)
+	creds, err := p.RegistryCheck.credentials(src)
 	if err != nil {
 		return nil, err
 	}
-	deployed, rel, err := p.readRelease(ctx, target, live)
+	deployed, rel, err := p.readRelease(ctx, src.target, live)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (p *Plan) Run(ctx context.Context) (*PlanResult, error) {
 		ro := release.FromRender(rendered, res.ReleaseName)
 		objs = &ro
 	}
-	st, err := p.readCluster(ctx, target, live)
+	st, err := p.readCluster(ctx, src)
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +265,6 @@ func (p *Plan) readRelease(ctx context.Context, target cluster.Target, live bool
 }
 
 // readCluster reads the cluster now: live, or from the files given.
-func (p *Plan) readCluster(ctx context.Context, target cluster.Target, live bool) (*cluster.State, error) {
-	return p.cfg.readCluster(ctx, p.Cluster, target, live, cluster.LiveOptions{UserAgent: "driverguard-plan", Timeout: liveTimeout, Workloads: true})
+func (p *Plan) readCluster(ctx context.Context, src clusterSource) (*cluster.State, error) {
+	return p.cfg.readCluster(ctx, src, cluster.LiveOptions{UserAgent: "driverguard-plan", Timeout: liveTimeout, Workloads: true})
 }

@@ -131,14 +131,13 @@ func (p *PostRender) cluster(ctx context.Context) (st *cluster.State, against st
 	// Only Helm runs a post-renderer, and Helm 3 runs it outside its plugin environment (and
 	// Helm 4 without its own --kube-context): the variables Helm reads are read here too.
 	target := p.Target.WithHelmEnv(os.Getenv)
-	cfg, err := target.ClientConfig().ClientConfig()
+	cfg, err := apiServerOf(target).restConfig("read", "driverguard-post-render", p.LiveTimeout)
 	if err != nil {
 		if p.Live == LiveTrue {
-			return nil, "", fmt.Errorf("--live: no cluster to read (--kubeconfig, KUBECONFIG, ~/.kube/config or the in-cluster config): %w", err)
+			return nil, "", fmt.Errorf("--live: %w", err)
 		}
 		return &cluster.State{}, alone + " (no cluster configured)", nil
 	}
-	cfg.Timeout = p.LiveTimeout
 	name := target.Describe(cfg)
 	st, err = cluster.ReadLive(ctx, cfg, cluster.LiveOptions{UserAgent: "driverguard-post-render", Timeout: p.LiveTimeout})
 	var refusal *cluster.RefusedError

@@ -30,14 +30,15 @@ func NewPreview(cfg *Configuration) *Preview {
 
 // Run previews the values; the report's Verdict says whether they pass.
 func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
-	withNodes := p.Cluster.Nodes != "" || p.Live.enabled()
+	src := p.Live.source(p.Cluster)
+	withNodes := p.Cluster.Nodes != "" || src.live
 	if p.CheckImages && !withNodes {
 		return nil, errors.New("--check-images needs the nodes (--nodes or --live): images are composed per node pool")
 	}
-	if err := p.RegistryCheck.check(p.Live.enabled()); err != nil {
+	if err := p.RegistryCheck.check(src.live); err != nil {
 		return nil, err
 	}
-	creds, err := p.RegistryCheck.credentials(p.Live.enabled(), p.Live.target())
+	creds, err := p.RegistryCheck.credentials(src)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
 	})
 	res := &RouteResult{Routing: routing.Route(drivers, nodes), InputWarnings: st.InputWarnings(), ImageCheck: registry.NotChecked()}
 	if r.CheckImages {
-		creds, err := r.RegistryCheck.credentials(false, cluster.Target{})
+		creds, err := r.RegistryCheck.credentials(clusterSource{})
 		if err != nil {
 			return nil, err
 		}

@@ -2,22 +2,21 @@ package action
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/webhook"
 )
 
 // ServerOptions configure the admission webhook server; AuditOptions its audit.
 type (
-	ServerOptions = webhook.ServerOptions
-	AuditOptions  = webhook.AuditOptions
+	ServerOptions = serve.Options
+	AuditOptions  = serve.AuditOptions
 )
 
 // Defaults of serve's audit.
@@ -28,7 +27,7 @@ const (
 
 // WebhooksAnnotation is the annotation of a webhook configuration that holds the webhooks
 // Serve registers (ServerOptions.RegisterWebhooks).
-const WebhooksAnnotation = webhook.AnnotationWebhooks
+const WebhooksAnnotation = serve.AnnotationWebhooks
 
 // Serve runs the admission webhook (`driverguard serve`): it loads the policies (refusing to
 // start when they do not compile), watches the cluster of Kubeconfig and serves until ctx
@@ -49,7 +48,7 @@ type Serve struct {
 }
 
 // CertRotation configures the self-signed certificate Serve bootstraps and rotates.
-type CertRotation = webhook.CertRotation
+type CertRotation = serve.CertRotation
 
 // NewServe returns a Serve with the server's default limits.
 func NewServe() *Serve {
@@ -76,13 +75,10 @@ func (s *Serve) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = s.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := apiServerOf(cluster.Target{Kubeconfig: s.Kubeconfig}).restConfig("watch", "driverguard-webhook", 0)
 	if err != nil {
-		return fmt.Errorf("no cluster to watch (in-cluster config, --kubeconfig or KUBECONFIG): %w", err)
+		return err
 	}
-	cfg.UserAgent = "driverguard-webhook"
 	s.Server.Logger = log.WithName("webhook")
 	s.Server.Policy, s.Server.PolicyStatus = engine, engine.Status
 	ctx, stop := context.WithCancel(ctx)
@@ -98,5 +94,5 @@ func (s *Serve) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	return webhook.Run(ctx, cfg, s.Server)
+	return serve.Run(ctx, cfg, s.Server)
 }

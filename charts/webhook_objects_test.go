@@ -23,7 +23,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/charts"
-	"github.com/driverguard/driverguard/webhook"
+	"github.com/driverguard/driverguard/serve"
 )
 
 // manifest renders the chart (helm's install action, client-only) and returns its documents
@@ -81,7 +81,7 @@ func TestWebhookConfigurationsAreReleaseObjects(t *testing.T) {
 	v := one[admissionregistrationv1.ValidatingWebhookConfiguration](t, docs, "ValidatingWebhookConfiguration")
 	assert.Empty(t, v.Annotations["helm.sh/hook"])
 	assert.Empty(t, v.Webhooks, "Helm writes no webhooks: serve registers them once it serves")
-	webhooks, err := webhook.ValidatingWebhooksOf(v, []byte("CA"))
+	webhooks, err := serve.ValidatingWebhooksOf(v, []byte("CA"))
 	require.NoError(t, err)
 	require.Len(t, webhooks, 2)
 	for _, w := range webhooks {
@@ -105,7 +105,7 @@ func TestWebhookConfigurationsAreReleaseObjects(t *testing.T) {
 	}
 	m := one[admissionregistrationv1.MutatingWebhookConfiguration](t, docs, "MutatingWebhookConfiguration")
 	assert.Empty(t, m.Webhooks)
-	mutating, err := webhook.MutatingWebhooksOf(m, nil)
+	mutating, err := serve.MutatingWebhooksOf(m, nil)
 	require.NoError(t, err)
 	require.Len(t, mutating, 1)
 	assert.Equal(t, admissionregistrationv1.IfNeededReinvocationPolicy, *mutating[0].ReinvocationPolicy)
@@ -115,11 +115,11 @@ func TestWebhookConfigurationsAreReleaseObjects(t *testing.T) {
 	docs, _ = manifest(t, map[string]any{"webhook": map[string]any{
 		"failurePolicy": "Ignore", "daemonSetNamespaceSelector": map[string]any{"matchLabels": map[string]any{"npu": "yes"}}}})
 	v = one[admissionregistrationv1.ValidatingWebhookConfiguration](t, docs, "ValidatingWebhookConfiguration")
-	webhooks, err = webhook.ValidatingWebhooksOf(v, nil)
+	webhooks, err = serve.ValidatingWebhooksOf(v, nil)
 	require.NoError(t, err)
 	assert.Equal(t, admissionregistrationv1.Ignore, *webhooks[0].FailurePolicy)
 	m = one[admissionregistrationv1.MutatingWebhookConfiguration](t, docs, "MutatingWebhookConfiguration")
-	mutating, err = webhook.MutatingWebhooksOf(m, nil)
+	mutating, err = serve.MutatingWebhooksOf(m, nil)
 	require.NoError(t, err)
 	require.NotNil(t, mutating[0].NamespaceSelector)
 	assert.Equal(t, map[string]string{"npu": "yes"}, mutating[0].NamespaceSelector.MatchLabels)

@@ -136,6 +136,26 @@ func (s *tlsServer) StartedChecker() healthz.Checker {
 	}
 }
 
+// ServeBounded serves h on ln within limits until ctx ends, then shuts down within
+// shutdownTimeout: over TLS when tlsConfig is set (every handshake done by the listener, within
+// the header timeout), plain otherwise. The connections are bounded as the webhook server's
+// are (Limits.MaxConnections, Limits.MaxConnectionsPerClient, the header, body and idle
+// timeouts, 16 KiB of headers); serve's health and metrics endpoints run on it.
+func ServeBounded(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, h http.Handler, limits Limits, shutdownTimeout time.Duration, log logr.Logger) error {
+	bl := newBoundedListener(ln, tlsConfig, limits.connLimits())
+	srv := boundedServer(ctx, bl, h, limits, log)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(bl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
 // connLimits are the connection limits of the webhook's listener: half the connections (and
 // half of a client's share) may be in their TLS handshake.
 func (l Limits) connLimits() connLimits {
@@ -172,6 +192,14 @@ type logrWriter struct{ log logr.Logger }
 func (w logrWriter) Write(p []byte) (int, error) {
 	w.log.Info(string(p))
 	return len(p), nil
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 var (

@@ -31,6 +31,7 @@ import (
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -103,18 +104,18 @@ func setup() error {
 	if suite.engine, err = policy.New(context.Background(), policy.Options{Dirs: []string{suite.policyDir}, Metrics: prometheus.NewRegistry()}); err != nil {
 		return err
 	}
-	suite.plane, err = controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{Options: webhook.Options{Policy: suite.engine}}})
+	suite.plane, err = controlplane.Start(controlplane.Options{Server: serve.Options{Options: webhook.Options{Policy: suite.engine}}})
 	return err
 }
 
 // start resets the cluster and runs an audit (serve's, in-process, every replica auditing)
 // against the suite's control plane, with passes at least 100 ms apart and a full pass every
 // 300 ms; each tune changes its options. It stops with the test.
-func start(t *testing.T, tune ...func(*webhook.AuditOptions)) (*controlplane.Plane, *passes) {
+func start(t *testing.T, tune ...func(*serve.AuditOptions)) (*controlplane.Plane, *passes) {
 	t.Helper()
 	prepare(t)
 	p := &passes{}
-	a := &webhook.AuditOptions{Interval: 300 * time.Millisecond, MinGap: 100 * time.Millisecond, OnPass: p.add}
+	a := &serve.AuditOptions{Interval: 300 * time.Millisecond, MinGap: 100 * time.Millisecond, OnPass: p.add}
 	for _, f := range tune {
 		f(a)
 	}
@@ -127,7 +128,7 @@ func start(t *testing.T, tune ...func(*webhook.AuditOptions)) (*controlplane.Pla
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- webhook.Run(ctx, suite.plane.Config, webhook.ServerOptions{
+		done <- serve.Run(ctx, suite.plane.Config, serve.Options{
 			Options: webhook.Options{Policy: suite.engine}, Audit: a,
 			Host: wio.LocalServingHost, Port: port, CertDir: wio.LocalServingCertDir, HealthAddr: health, MetricsAddr: "0",
 			OnReady: func() { once.Do(func() { close(ready) }) },
@@ -454,7 +455,7 @@ func TestTrialPolicy(t *testing.T) {
 // TestStatusTotals: status.audit follows the totals and is written only when they change (or
 // at the full pass of every interval, here an hour away).
 func TestStatusTotals(t *testing.T) {
-	plane, p := start(t, func(a *webhook.AuditOptions) { a.Interval = time.Hour })
+	plane, p := start(t, func(a *serve.AuditOptions) { a.Interval = time.Hour })
 	c := newClient(t, plane, nil)
 	create(t, c,
 		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),

@@ -12,7 +12,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
-	"github.com/driverguard/driverguard/webhook"
+	"github.com/driverguard/driverguard/serve"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -48,7 +48,7 @@ func gauge(t *testing.T, name string, labels map[string]string) float64 {
 // stale owner labels of two nodes listed, a node without a family label omitted — counts
 // every finding and every node in its metrics, and the report says what it left out.
 func TestServedMetricsCountEveryFinding(t *testing.T) {
-	plane, _ := start(t, func(a *webhook.AuditOptions) { a.MaxResults = 1 })
+	plane, _ := start(t, func(a *serve.AuditOptions) { a.MaxResults = 1 })
 	c := newClient(t, plane, nil)
 	noFamily := withOwner(wt.CandidateLabels(), "rbln-driver")
 	delete(noFamily, v1alpha1.LabelFamily)

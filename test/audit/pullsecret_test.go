@@ -21,7 +21,7 @@ import (
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/registry/registrytest"
 	"github.com/driverguard/driverguard/routing"
-	"github.com/driverguard/driverguard/webhook"
+	"github.com/driverguard/driverguard/serve"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -34,7 +34,7 @@ import (
 func TestPrivateRegistryPullSecrets(t *testing.T) {
 	const ns, secretName = "rbln-system", "drivercred"
 	reg := registrytest.New(t, "robot", "s3cret-pa55", true)
-	plane, _ := start(t, func(a *webhook.AuditOptions) {
+	plane, _ := start(t, func(a *serve.AuditOptions) {
 		a.CheckImages, a.ImageInterval, a.PullSecretNamespace = true, 500*time.Millisecond, ns
 	})
 	c := newClient(t, plane, nil)

@@ -28,8 +28,8 @@ import (
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
-	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -135,7 +135,7 @@ func TestImageDeletedFromTheRegistry(t *testing.T) {
 	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	plane, _ := start(t, func(a *webhook.AuditOptions) { a.CheckImages, a.ImageInterval = true, 500*time.Millisecond })
+	plane, _ := start(t, func(a *serve.AuditOptions) { a.CheckImages, a.ImageInterval = true, 500*time.Millisecond })
 	c := newClient(t, plane, nil)
 	d := wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom"))
 	d.Spec.Registry, d.Spec.SMD.Registry = host, host

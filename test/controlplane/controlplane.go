@@ -1,7 +1,7 @@
 // Package controlplane starts what driverguard's integration suites test against: a real
 // kube-apiserver and etcd (envtest, binaries built by hack/tools.sh into bin/), the project's
 // CRDs, the chart's own webhook configurations (rewritten by envtest to call this process),
-// and `driverguard serve`'s server (webhook.Run: informer caches, TLS, health, metrics)
+// and `driverguard serve`'s server (serve.Run: informer caches, TLS, health, metrics)
 // in-process. Every request a suite makes goes through the API server, which calls the
 // webhook over TLS. Suites that need a controller run it themselves (DisruptionControllerBinary:
 // test/plan runs Kubernetes' disruption controller).
@@ -40,7 +40,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/cluster"
-	"github.com/driverguard/driverguard/webhook"
+	"github.com/driverguard/driverguard/serve"
 )
 
 const (
@@ -78,7 +78,7 @@ type Plane struct {
 type Options struct {
 	// Server configures the webhook server; the host, port, certificates, health and metrics
 	// addresses and OnReady are set by Start.
-	Server webhook.ServerOptions
+	Server serve.Options
 	// Restartable keeps the API server's certificates in a directory of the Plane's own, so
 	// that RestartAPIServer brings it back on the same address with the same certificates
 	// (and every client keeps working).
@@ -179,7 +179,7 @@ func Start(opts Options) (*Plane, error) {
 	}
 	go func() {
 		defer close(stopped)
-		if err := webhook.Run(ctx, p.Config, so); err != nil {
+		if err := serve.Run(ctx, p.Config, so); err != nil {
 			fmt.Fprintln(os.Stderr, "the webhook server stopped:", err)
 		}
 	}()
@@ -423,7 +423,7 @@ func ChartWebhookConfigurations() ([]*admissionregistrationv1.ValidatingWebhookC
 				if err := yaml.UnmarshalStrict(doc, &v); err != nil {
 					return nil, nil, err
 				}
-				if v.Webhooks, err = webhook.ValidatingWebhooksOf(&v, nil); err != nil {
+				if v.Webhooks, err = serve.ValidatingWebhooksOf(&v, nil); err != nil {
 					return nil, nil, err
 				}
 				val = append(val, &v)
@@ -432,7 +432,7 @@ func ChartWebhookConfigurations() ([]*admissionregistrationv1.ValidatingWebhookC
 				if err := yaml.UnmarshalStrict(doc, &m); err != nil {
 					return nil, nil, err
 				}
-				if m.Webhooks, err = webhook.MutatingWebhooksOf(&m, nil); err != nil {
+				if m.Webhooks, err = serve.MutatingWebhooksOf(&m, nil); err != nil {
 					return nil, nil, err
 				}
 				mut = append(mut, &m)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -31,7 +32,7 @@ import (
 
 // runServer serves the webhook in-process with opts (the host, ports and certificates of the
 // suite filled in) until the test ends, and returns the webhook and metrics ports.
-func runServer(t *testing.T, opts webhook.ServerOptions) (port, metrics int) {
+func runServer(t *testing.T, opts serve.Options) (port, metrics int) {
 	t.Helper()
 	port, metrics, health := controlplane.FreePort(t, nil), controlplane.FreePort(t, nil), controlplane.FreePort(t, nil)
 	opts.Host, opts.Port = "127.0.0.1", port
@@ -45,7 +46,7 @@ func runServer(t *testing.T, opts webhook.ServerOptions) (port, metrics int) {
 	opts.OnReady = func() { once.Do(func() { close(ready) }) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- webhook.Run(ctx, suite.cfg, opts) }()
+	go func() { done <- serve.Run(ctx, suite.cfg, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -66,7 +67,7 @@ func runServer(t *testing.T, opts webhook.ServerOptions) (port, metrics int) {
 // ClusterRole); anyone else gets 401 or 403.
 func TestSecureMetrics(t *testing.T) {
 	requireEnv(t)
-	_, metrics := runServer(t, webhook.ServerOptions{MetricsSecure: true, PolicyStatus: func() policy.Status { return policy.Status{Generation: 1} }})
+	_, metrics := runServer(t, serve.Options{MetricsSecure: true, PolicyStatus: func() policy.Status { return policy.Status{Generation: 1} }})
 	cs, err := kubernetes.NewForConfig(suite.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestClientCertificateRequired(t *testing.T) {
 	}
 	client := ca.Issue(t, "kube-apiserver", x509.ExtKeyUsageClientAuth)
 
-	port, _ := runServer(t, webhook.ServerOptions{ClientCAFile: caFile})
+	port, _ := runServer(t, serve.Options{ClientCAFile: caFile})
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(suite.env.WebhookInstallOptions.LocalServingCAData)
 	body := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver", nil), nil)))

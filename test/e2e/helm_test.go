@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
-	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -234,7 +234,7 @@ func TestHelmLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registrar := &webhook.Registrar{Client: cs, Names: webhook.WebhookConfigurationNames{Validating: name, Mutating: name},
+	registrar := &serve.Registrar{Client: cs, Names: serve.WebhookConfigurationNames{Validating: name, Mutating: name},
 		CAFile: filepath.Join(t.TempDir(), "ca.crt"), Log: logr.Discard()}
 	if err := registrar.Sync(t.Context()); err != nil {
 		t.Fatalf("registering the release's webhooks: %v", err)

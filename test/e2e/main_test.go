@@ -26,6 +26,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -34,7 +35,7 @@ import (
 // The suite starts one control plane (kube-apiserver + etcd from KUBEBUILDER_ASSETS or
 // <repo>/bin) per `go test` run, installs the CRDs and the chart's own webhook configurations
 // (rewritten by envtest to point at this process), and runs `driverguard serve`'s server
-// (webhook.Run: informer caches, TLS, health, metrics) in-process. Every test talks to the API
+// (serve.Run: informer caches, TLS, health, metrics) in-process. Every test talks to the API
 // server; none calls a handler.
 
 const (
@@ -101,7 +102,7 @@ func setup() error {
 	}
 	suite.engine = engine
 	go func() { _ = engine.Start(ctx) }() // watches policyDir until ctx ends
-	plane, err := controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{
+	plane, err := controlplane.Start(controlplane.Options{Server: serve.Options{
 		Options: webhook.Options{Policy: wt.Combine(engine, suite.policy)},
 		Logger:  log,
 	}})

@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
-	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -50,12 +50,12 @@ func TestRegistrar(t *testing.T) {
 	require.NoError(t, os.WriteFile(caFile, []byte("the CA"), 0o600))
 	sideEffects := admissionregistrationv1.SideEffectClassNone
 	annotation := func(webhookName string, timeout int32) map[string]string {
-		return map[string]string{webhook.AnnotationWebhooks: string(wt.MustJSON([]map[string]any{{
+		return map[string]string{serve.AnnotationWebhooks: string(wt.MustJSON([]map[string]any{{
 			"name": webhookName, "admissionReviewVersions": []string{"v1"}, "sideEffects": sideEffects, "timeoutSeconds": timeout,
 			"rules": inertRules, "clientConfig": map[string]any{"service": map[string]any{"namespace": "x", "name": "y"}},
 		}}))}
 	}
-	r := &webhook.Registrar{Client: cs, Names: webhook.WebhookConfigurationNames{Validating: name, Mutating: name}, CAFile: caFile, Log: logr.Discard()}
+	r := &serve.Registrar{Client: cs, Names: serve.WebhookConfigurationNames{Validating: name, Mutating: name}, CAFile: caFile, Log: logr.Discard()}
 
 	// No configuration yet: an error that says so; nothing is created.
 	err = r.Sync(t.Context())
@@ -87,7 +87,7 @@ func TestRegistrar(t *testing.T) {
 	}
 	assert.Equal(t, before, versions(), "a steady configuration is not written")
 	// A second replica (no memory of its own writes) writes nothing either.
-	require.NoError(t, (&webhook.Registrar{Client: cs, Names: r.Names, CAFile: caFile, Log: logr.Discard()}).Sync(t.Context()))
+	require.NoError(t, (&serve.Registrar{Client: cs, Names: r.Names, CAFile: caFile, Log: logr.Discard()}).Sync(t.Context()))
 	assert.Equal(t, before, versions(), "another replica finds nothing to write")
 
 	// An injected caBundle is kept.
@@ -154,9 +154,9 @@ func newRegistration(t *testing.T, c client.Client, ns string, nsRules ...rbacv1
 	hooks := string(wt.MustJSON([]map[string]any{{"name": "inert." + ns + ".invalid", "admissionReviewVersions": []string{"v1"},
 		"sideEffects": "None", "rules": inertRules, "clientConfig": map[string]any{"service": map[string]any{"namespace": ns, "name": f.name}}}}))
 	create(t, c, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: f.name,
-		Annotations: map[string]string{webhook.AnnotationWebhooks: hooks}}})
+		Annotations: map[string]string{serve.AnnotationWebhooks: hooks}}})
 	create(t, c, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: f.name,
-		Annotations: map[string]string{webhook.AnnotationWebhooks: hooks}}})
+		Annotations: map[string]string{serve.AnnotationWebhooks: hooks}}})
 	// The pod serve runs in (its Events land on it; the chart passes the downward API).
 	f.pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name + "-0"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "webhook", Image: "driverguard.invalid/driverguard"}}}}
@@ -477,9 +477,9 @@ func TestEveryReplicaRegisters(t *testing.T) {
 	hooks := string(wt.MustJSON([]map[string]any{{"name": "inert.replicas-e2e.invalid", "admissionReviewVersions": []string{"v1"},
 		"sideEffects": "None", "rules": inertRules, "clientConfig": map[string]any{"service": map[string]any{"namespace": ns, "name": name}}}}))
 	create(t, c, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Annotations: map[string]string{webhook.AnnotationWebhooks: hooks}}})
+		Annotations: map[string]string{serve.AnnotationWebhooks: hooks}}})
 	create(t, c, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Annotations: map[string]string{webhook.AnnotationWebhooks: hooks}}})
+		Annotations: map[string]string{serve.AnnotationWebhooks: hooks}}})
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := controlplane.WriteKubeconfig(suite.env, envtest.User{Name: "replicas-e2e", Groups: []string{"system:masters"}}, kubeconfig); err != nil {

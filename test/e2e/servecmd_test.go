@@ -27,6 +27,7 @@ import (
 
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -67,10 +68,10 @@ func TestServeCommandSelfSignedCertificates(t *testing.T) {
 		}}))
 	}
 	create(t, c, &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{webhook.AnnotationWebhooks: inert()}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{serve.AnnotationWebhooks: inert()}},
 	})
 	create(t, c, &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{webhook.AnnotationWebhooks: inert()}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{serve.AnnotationWebhooks: inert()}},
 	})
 
 	dir := t.TempDir()
@@ -209,7 +210,7 @@ func TestGracefulShutdown(t *testing.T) {
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		done <- webhook.Run(ctx, suite.cfg, webhook.ServerOptions{
+		done <- serve.Run(ctx, suite.cfg, serve.Options{
 			Options:       webhook.Options{Policy: slow},
 			Host:          "127.0.0.1",
 			Port:          port,

@@ -1,7 +1,9 @@
 // Package layout_test holds the repository's layering rules (docs/development.md, "Map"): no
 // import circle between top-level folders (render, release, webhook, ...), which Go would not
-// refuse on its own — it forbids circles between packages, not between folders of packages —
-// and the commands reach the core only through package action.
+// refuse on its own — it forbids circles between packages, not between folders of packages —;
+// every import points down the layers of the map or within a layer; the commands reach the
+// core only through package action; and webhook/ is the admission handlers and their
+// transport, not the serve process (no audit, leader election or manager).
 package layout_test
 
 import (
@@ -24,9 +26,38 @@ const module = "github.com/driverguard/driverguard"
 // writers.
 var commandImports = []string{"action", "cluster", "api/decode", "api/v1alpha1", "api/validation", "finding", "output"}
 
+// layers are the top-level folders from the top of docs/development.md's map down. An import
+// goes to a lower layer or stays within its own layer (TestNoCircleBetweenTopLevelFolders keeps
+// those acyclic).
+var layers = [][]string{
+	{"cmd", "hack", "test"},
+	{"action"},
+	{"serve"},
+	{"webhook", "cluster", "plan", "release", "audit", "suite"},
+	{"decision"},
+	{"routing", "policy", "render", "registry"},
+	{"api", "charts"},
+}
+
+// notInWebhook are imports that belong to the serve process (package serve), not to the
+// admission handlers and transport of webhook/: the audit, the manager (whose options hold the
+// leader election), leader election itself and the certificate rotator. (controller-runtime's
+// metrics package, which the transport's metrics use, links client-go's leader election for its
+// metrics provider: a dependency of webhook/, not something it does — the direct imports are
+// checked, and the module's own packages transitively.)
+var notInWebhook = []string{
+	module + "/audit",
+	module + "/serve",
+	"k8s.io/client-go/tools/leaderelection",
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection",
+	"sigs.k8s.io/controller-runtime/pkg/manager",
+	"github.com/open-policy-agent/cert-controller/pkg/rotator",
+}
+
 type pkg struct {
 	ImportPath string
 	Imports    []string
+	Deps       []string
 }
 
 // folderGraph maps each top-level folder to the top-level folders its packages import
@@ -53,7 +84,7 @@ func folderGraph(t *testing.T) map[string][]string {
 
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", module+"/...")
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -149,4 +180,50 @@ func TestCommandsReachTheCoreThroughActions(t *testing.T) {
 		return
 	}
 	t.Fatal("go list did not list cmd/driverguard/app")
+}
+
+func TestImportsPointDownTheLayers(t *testing.T) {
+	layerOf := map[string]int{}
+	for i, l := range layers {
+		for _, f := range l {
+			layerOf[f] = i
+		}
+	}
+	graph := folderGraph(t)
+	for from, tos := range graph {
+		lf, ok := layerOf[from]
+		if !ok {
+			t.Errorf("top-level folder %s has no layer: add it to layers in test/layout and to the map in docs/development.md", from)
+			continue
+		}
+		for _, to := range tos {
+			if lt, ok := layerOf[to]; ok && lt < lf {
+				t.Errorf("%s imports %s, a layer above it (docs/development.md, Map): move what %s needs down, or the importing code up", from, to, from)
+			}
+		}
+	}
+}
+
+func TestWebhookIsHandlersAndTransport(t *testing.T) {
+	seen := false
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module+"/")
+		if rel != "webhook" && !strings.HasPrefix(rel, "webhook/") {
+			continue
+		}
+		seen = seen || rel == "webhook"
+		for _, imp := range p.Imports {
+			for _, banned := range notInWebhook {
+				if imp == banned || strings.HasPrefix(imp, banned+"/") {
+					t.Errorf("%s imports %s: the serve process (manager, leader election, certificates, audit) is package serve's; webhook/ keeps the handlers and the transport", rel, imp)
+				}
+			}
+		}
+		for _, dep := range p.Deps {
+			if dep == module+"/audit" || dep == module+"/serve" {
+				t.Errorf("%s depends on %s: the admission path does not link the audit or the serve assembly", rel, strings.TrimPrefix(dep, module+"/"))
+			}
+		}
+	}
+	require.True(t, seen, "go list listed webhook")
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/webhook"
+	"github.com/driverguard/driverguard/serve"
 )
 
 // variant is one way users run Helm.
@@ -92,7 +92,7 @@ func lifecycle(t *testing.T, v variant, release string) {
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
 	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, &vwc))
 	assert.Empty(t, vwc.Webhooks, "webhooks before any pod serves")
-	assert.NotEmpty(t, vwc.Annotations[webhook.AnnotationWebhooks])
+	assert.NotEmpty(t, vwc.Annotations[serve.AnnotationWebhooks])
 
 	// The webhook pod runs and registers the webhooks (it is ready only once they are): every
 	// write is judged, the release's own objects included.

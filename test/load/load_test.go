@@ -34,6 +34,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -139,7 +140,7 @@ func TestSustainedLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _ = engine.Start(ctx) }()
-	plane, err := controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{Options: webhook.Options{Policy: engine}}, Restartable: true})
+	plane, err := controlplane.Start(controlplane.Options{Server: serve.Options{Options: webhook.Options{Policy: engine}}, Restartable: true})
 	if errors.Is(err, controlplane.ErrNoAssets) {
 		t.Fatalf("%v (make test builds them)", err)
 	}

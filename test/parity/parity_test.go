@@ -37,6 +37,7 @@ import (
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -75,7 +76,7 @@ func setup() error {
 	if err != nil {
 		return err
 	}
-	suite.plane, err = controlplane.Start(controlplane.Options{Server: webhook.ServerOptions{
+	suite.plane, err = controlplane.Start(controlplane.Options{Server: serve.Options{
 		Options:      webhook.Options{Policy: engine},
 		RebuildDelay: 5 * time.Millisecond,
 	}})

@@ -1,4 +1,4 @@
-package webhook
+package serve
 
 import (
 	"bytes"
@@ -454,7 +454,7 @@ func jsonOf(v any) string {
 }
 
 // newRegistrar is the registrar of o, or nil when o does not register.
-func newRegistrar(cfg *rest.Config, o ServerOptions, log logr.Logger) (*Registrar, error) {
+func newRegistrar(cfg *rest.Config, o Options, log logr.Logger) (*Registrar, error) {
 	if !o.RegisterWebhooks {
 		return nil, nil
 	}

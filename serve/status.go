@@ -1,12 +1,13 @@
-package webhook
+package serve
 
 import (
 	"context"
 	"crypto/tls"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"path/filepath"
 	"time"
 
@@ -17,13 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+
+	"github.com/driverguard/driverguard/webhook"
 )
 
 // statusLimits bound the health and metrics endpoints: a kubelet probe and a Prometheus scrape
 // need a few connections; controller-runtime's own servers take any number, each with up to
 // 1 MiB of headers for 32 s (a few hundred such connections exhaust a 256 MiB pod).
-var statusLimits = Limits{
-	HeaderTimeout: DefaultHeaderTimeout, BodyTimeout: DefaultBodyTimeout, IdleTimeout: DefaultIdleTimeout,
+var statusLimits = webhook.Limits{
+	HeaderTimeout: webhook.DefaultHeaderTimeout, BodyTimeout: webhook.DefaultBodyTimeout, IdleTimeout: webhook.DefaultIdleTimeout,
 	MaxConnections: 64, MaxConnectionsPerClient: 16,
 }
 
@@ -61,19 +64,8 @@ func (s *statusServer) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the %s endpoint: %w", s.name, err)
 	}
-	bl := newBoundedListener(ln, s.tls, statusLimits.connLimits())
-	srv := boundedServer(ctx, bl, s.handler, statusLimits, s.log)
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
 	s.log.Info("serving", "endpoint", s.name, "addr", s.addr, "tls", s.tls != nil)
-	if err := srv.Serve(bl); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return webhook.ServeBounded(ctx, ln, s.tls, s.handler, statusLimits, 5*time.Second, s.log)
 }
 
 // healthServer serves /healthz (liveness) and /readyz (readiness), each check also on its own
@@ -93,7 +85,7 @@ func healthServer(addr string, live, ready map[string]healthz.Checker, log logr.
 // changes, once certs is closed), only for callers whose bearer token the API server
 // authenticates and authorizes for the path (controller-runtime's filter: TokenReview,
 // SubjectAccessReview).
-func metricsServer(o ServerOptions, cfg *rest.Config, certs <-chan struct{}, tlsConfig func(*tls.Config), log logr.Logger) (*statusServer, error) {
+func metricsServer(o Options, cfg *rest.Config, certs <-chan struct{}, tlsConfig func(*tls.Config), log logr.Logger) (*statusServer, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
 	for path, h := range statusHandlers(o) {
@@ -130,4 +122,30 @@ func metricsServer(o ServerOptions, cfg *rest.Config, certs <-chan struct{}, tls
 		return nil
 	}
 	return s, nil
+}
+
+// statusHandlers are the extra endpoints of the metrics server.
+func statusHandlers(o Options) map[string]http.Handler {
+	out := map[string]http.Handler{}
+	if o.PolicyStatus != nil {
+		out["/policyz"] = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			st := o.PolicyStatus()
+			w.Header().Set("Content-Type", "application/json")
+			if !st.Healthy() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+			_ = json.NewEncoder(w).Encode(st)
+		})
+	}
+	if o.EnableProfiling {
+		out["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		out["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		out["/debug/pprof/heap"] = pprof.Handler("heap")
+		out["/debug/pprof/allocs"] = pprof.Handler("allocs")
+		out["/debug/pprof/goroutine"] = pprof.Handler("goroutine")
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package webhook
+package serve
 
 import (
 	"bytes"
@@ -399,7 +399,7 @@ func reasonOf(err error) string {
 }
 
 // podOf is the Pod the registrar's Events are about, or nil when o does not name one.
-func podOf(o ServerOptions) *corev1.Pod {
+func podOf(o Options) *corev1.Pod {
 	if o.Pod.Name == "" || o.Pod.Namespace == "" {
 		return nil
 	}

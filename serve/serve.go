@@ -1,14 +1,12 @@
-package webhook
+package serve
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"sync/atomic"
 	"time"
@@ -32,16 +30,15 @@ import (
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
-	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/webhook"
 )
 
-// ServerOptions configure Run (`driverguard serve`).
-type ServerOptions struct {
-	// Options configure the decisions (the policy hook).
-	Options
+// Options configure Run (`driverguard serve`).
+type Options struct {
+	// Options configure the webhooks' decisions (the policy hook) and their request limits.
+	webhook.Options
 
 	// Host and Port the webhook server listens on (all addresses and 9443 by default).
 	Host string
@@ -120,33 +117,6 @@ type ServerOptions struct {
 	Audit *AuditOptions
 }
 
-// AuditOptions configure serve's audit (see audit.Loop).
-type AuditOptions struct {
-	// Interval of the full passes, ImageInterval of the registry checks (CheckImages), MinGap
-	// the least time between two passes; PassTimeout bounds one. Zero: audit's defaults.
-	Interval, ImageInterval, MinGap, PassTimeout time.Duration
-	CheckImages                                  bool
-	ImageTimeout                                 time.Duration
-	// PullSecretNamespace is where the registry checks read the drivers' spec.imagePullSecrets
-	// (SPEC §12): the namespace the driver DaemonSets run in. Each pass reads each Secret it
-	// needs once (get, never list: the chart grants get on Secrets in that namespace alone).
-	PullSecretNamespace string
-	// InsecureRegistries may be asked over plain HTTP (besides loopback).
-	InsecureRegistries []string
-	// MaxResults caps the results of a report (audit.DefaultMaxResults when zero).
-	MaxResults int
-	// LeaderElection makes one replica audit, chosen by a Lease named LeaseName in
-	// LeaseNamespace; without it every replica this runs in audits.
-	LeaderElection bool
-	LeaseNamespace string
-	LeaseName      string
-	// LeaseDuration, RenewDeadline and RetryPeriod time the election (controller-runtime's
-	// defaults when zero: 15s, 10s, 2s): a leader that dies is replaced after LeaseDuration.
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// OnPass, when set, is told about every pass.
-	OnPass func(audit.PassStats)
-}
-
 // CertRotation configures the self-signed certificate bootstrap (cert-controller).
 type CertRotation struct {
 	// Namespace and SecretName locate the Secret that holds ca.crt, ca.key, tls.crt, tls.key.
@@ -170,7 +140,7 @@ type WebhookConfigurationNames struct {
 
 // Run serves the admission webhooks until ctx ends, then drains: it reports not ready for
 // ShutdownDelay, stops accepting connections and lets in-flight requests finish.
-func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	log := o.Logger
 	if log.GetSink() == nil {
 		log = logr.Discard()
@@ -200,7 +170,7 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 			return fmt.Errorf("the client CA file %s holds no PEM certificate", o.ClientCAFile)
 		}
 	}
-	srv := NewServer(ctrlwebhook.Options{
+	srv := webhook.NewServer(ctrlwebhook.Options{
 		Host: o.Host, Port: o.Port, CertDir: o.CertDir, CertName: o.CertName, KeyName: o.KeyName,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
 			c.MinVersion = minTLS
@@ -255,7 +225,7 @@ func Run(ctx context.Context, cfg *rest.Config, o ServerOptions) error {
 	if err := mgr.Add(state); err != nil {
 		return err
 	}
-	New(state, o.Options).Register(srv)
+	webhook.New(state, o.Options).Register(srv)
 	if a := o.Audit; a != nil {
 		if err := addAudit(mgr, state, o, log.WithName("audit")); err != nil {
 			return err
@@ -463,66 +433,4 @@ func waitReady(ctx context.Context, server healthz.Checker, view healthz.Checker
 		case <-tick.C:
 		}
 	}
-}
-
-// statusHandlers are the extra endpoints of the metrics server.
-func statusHandlers(o ServerOptions) map[string]http.Handler {
-	out := map[string]http.Handler{}
-	if o.PolicyStatus != nil {
-		out["/policyz"] = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			st := o.PolicyStatus()
-			w.Header().Set("Content-Type", "application/json")
-			if !st.Healthy() {
-				w.WriteHeader(http.StatusServiceUnavailable)
-			}
-			_ = json.NewEncoder(w).Encode(st)
-		})
-	}
-	if o.EnableProfiling {
-		out["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
-		out["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
-		out["/debug/pprof/heap"] = pprof.Handler("heap")
-		out["/debug/pprof/allocs"] = pprof.Handler("allocs")
-		out["/debug/pprof/goroutine"] = pprof.Handler("goroutine")
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-// auditWriteQPS is the rate of the audit's report writes.
-const auditWriteQPS = 50
-
-// addAudit adds serve's audit to mgr: a leader-elected runnable over the cluster view.
-func addAudit(mgr manager.Manager, state *cluster.Informed, o ServerOptions, log logr.Logger) error {
-	a := o.Audit
-	pol, ok := o.Policy.(audit.Policies)
-	if !ok {
-		return errors.New("the audit judges with the policy engine: serve's Policy must be one")
-	}
-	// The reports are written with a client of their own, allowed auditWriteQPS: the first
-	// pass of a cluster with 500 drivers writes 501 reports, which the manager's client (20
-	// a second) would spread over half a minute.
-	cfg := rest.CopyConfig(mgr.GetConfig())
-	cfg.QPS, cfg.Burst = auditWriteQPS, 2*auditWriteQPS
-	writer, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return fmt.Errorf("the audit's client: %w", err)
-	}
-	loop := &audit.Loop{
-		Source: state, Policies: pol, PolicyFailOpen: o.PolicyFailOpen,
-		Writer:   &audit.Writer{Client: writer, Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("driverguard-audit")},
-		Interval: a.Interval, ImageInterval: a.ImageInterval, MinGap: a.MinGap, PassTimeout: a.PassTimeout,
-		MaxResults: a.MaxResults, Log: log, OnPass: a.OnPass,
-	}
-	if a.CheckImages {
-		checker := registry.NewChecker(registry.Options{Timeout: a.ImageTimeout, InsecureRegistries: a.InsecureRegistries})
-		secrets := mgr.GetAPIReader()
-		loop.CheckImages = func(ctx context.Context, snap *cluster.Snapshot) map[string]registry.ImageResult {
-			route := snap.Route()
-			return checker.Check(ctx, audit.Images(snap), registry.PullSecrets(ctx, secrets, a.PullSecretNamespace, registry.SecretsOf(snap.Drivers()), route))
-		}
-	}
-	return mgr.Add(loop)
 }

@@ -1,4 +1,4 @@
-package webhook
+package serve
 
 import (
 	"encoding/json"
@@ -15,10 +15,10 @@ import (
 // TestPolicyStatusEndpoint: /policyz reports the active policy set, and a failed reload with
 // file and line as 503, without touching readiness.
 func TestPolicyStatusEndpoint(t *testing.T) {
-	assert.Nil(t, statusHandlers(ServerOptions{}), "no endpoint without a policy engine")
+	assert.Nil(t, statusHandlers(Options{}), "no endpoint without a policy engine")
 
 	st := policy.Status{Generation: 3, Policies: []string{"driverguard.team"}}
-	h := statusHandlers(ServerOptions{PolicyStatus: func() policy.Status { return st }})["/policyz"]
+	h := statusHandlers(Options{PolicyStatus: func() policy.Status { return st }})["/policyz"]
 	require.NotNil(t, h)
 
 	rec := httptest.NewRecorder()
