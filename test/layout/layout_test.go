@@ -31,12 +31,12 @@ var commandImports = []string{"action", "cluster", "api/decode", "api/v1alpha1",
 // those acyclic).
 var layers = [][]string{
 	{"cmd", "hack", "test"},
-	{"action"},
+	{"action", "output"},
 	{"serve"},
 	{"webhook", "cluster", "plan", "release", "audit", "suite"},
 	{"decision"},
 	{"routing", "policy", "render", "registry"},
-	{"api", "charts"},
+	{"api", "charts", "finding"},
 }
 
 // notInWebhook are imports that belong to the serve process (package serve), not to the
