@@ -10,7 +10,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -629,17 +628,13 @@ func objectBody(ctx context.Context, cfg *Configuration, s *suite.Suite, o *suit
 	return data, nil
 }
 
-// RuleAdmissionWarning is the rule of a warning of a review case that no policy gave: an
-// admission response carries warnings as text, without their rule.
-const RuleAdmissionWarning = "AdmissionWarning"
-
 // reviewOutcome answers body through the webhook's handler with inv as the cluster.
 func reviewOutcome(ctx context.Context, run *suiteRun, body []byte, inv inventory) (*suite.Outcome, error) {
 	js, err := yaml.YAMLToJSON(body)
 	if err != nil {
 		return nil, fmt.Errorf("the review is not YAML or JSON: %w", err)
 	}
-	review, err := webhook.New(cluster.NewStatic(inv.state()), webhook.Options{Policy: run.engine}).Review(ctx, js)
+	review, verdict, err := webhook.New(cluster.NewStatic(inv.state()), webhook.Options{Policy: run.engine}).Decide(ctx, js)
 	if err != nil {
 		return nil, err
 	}
@@ -655,29 +650,14 @@ func reviewOutcome(ctx context.Context, run *suiteRun, body []byte, inv inventor
 		}
 		out.Images = map[string]string{req.Name: image}
 	}
-	if r := resp.Result; r != nil && !resp.Allowed {
-		if r.Details == nil || len(r.Details.Causes) == 0 {
-			out.Results = append(out.Results, suite.Result{Object: name, Rule: string(r.Reason), Result: suite.ResultFail, Message: r.Message})
-		} else {
-			for _, c := range r.Details.Causes {
-				res := suite.Result{Object: name, Rule: string(c.Type), Result: suite.ResultFail, Message: c.Message}
-				if pkg, ok := strings.CutPrefix(c.Field, "policy:"); ok {
-					res.Rule, res.Message = pkg, "policy "+pkg+": "+c.Message
-				} else if c.Field != "" {
-					res.Message = c.Field + ": " + c.Message
-				}
-				out.Results = append(out.Results, res)
-			}
+	switch {
+	case verdict != nil: // the findings the response words, as the decision made them
+		out.Results = suiteResults(append(verdict.Findings(), verdict.OmittedFindings()...))
+		for i := range out.Results {
+			out.Results[i].Object = name // as the request names it (a DaemonSet without its namespace)
 		}
-	}
-	for _, w := range resp.Warnings {
-		res := suite.Result{Object: name, Rule: RuleAdmissionWarning, Result: suite.ResultWarn, Message: w}
-		if rest, ok := strings.CutPrefix(w, "policy "); ok {
-			if pkg, _, ok := strings.Cut(rest, ": "); ok {
-				res.Rule = pkg
-			}
-		}
-		out.Results = append(out.Results, res)
+	case !resp.Allowed && resp.Result != nil: // a request the webhook could not decide on
+		out.Results = append(out.Results, suite.Result{Object: name, Rule: string(resp.Result.Reason), Result: suite.ResultFail, Message: resp.Result.Message})
 	}
 	return out, nil
 }

@@ -93,6 +93,13 @@ type Verdict struct {
 	OmittedAudit int       `json:"omittedAudit,omitempty"`
 }
 
+// Denied is a verdict on an object that denies it for fs.
+func Denied(kind, name string, fs ...Finding) *Verdict {
+	v := &Verdict{Kind: kind, Name: name}
+	v.deny(fs...)
+	return v
+}
+
 // deny adds denials, keeping at most MaxFindings and counting the rest.
 func (v *Verdict) deny(fs ...Finding) {
 	v.Denials, v.OmittedDenials = v.appendBounded(v.Denials, v.OmittedDenials, fs, finding.Deny)
@@ -118,6 +125,23 @@ func (v *Verdict) appendBounded(list []Finding, omitted int, fs []Finding, level
 		list[i].Level, list[i].Object = level, finding.Object{Kind: v.Kind, Name: v.Name}
 	}
 	return list, omitted + len(fs) - n
+}
+
+// OmittedFindings say how many findings of each level the verdict counted without listing
+// them: an OmittedFindings finding per level.
+func (v *Verdict) OmittedFindings() []Finding {
+	var out []Finding
+	for _, g := range []struct {
+		level, word finding.Level
+		n           int
+	}{{finding.Deny, "fail", v.OmittedDenials}, {finding.Warn, finding.Warn, v.OmittedWarnings}, {finding.Audit, finding.Audit, v.OmittedAudit}} {
+		if g.n > 0 {
+			out = append(out, Finding{Rule: finding.RuleOmittedFindings, Level: g.level, Count: g.n,
+				Object:  finding.Object{Kind: v.Kind, Name: v.Name},
+				Message: fmt.Sprintf("%d more %s findings not listed: the decision lists the first %d of each kind per object", g.n, g.word, MaxFindings)})
+		}
+	}
+	return out
 }
 
 // Findings are the verdict's findings, denials first, then warnings and audit findings.

@@ -131,7 +131,7 @@ func (r *Result) Report(o ReportOptions) *Report {
 		or := ObjectReport{Kind: j.Kind, Name: j.Name, Operation: j.Operation, Allowed: v.Allowed(),
 			OmittedDeny: v.OmittedDenials, OmittedWarn: v.OmittedWarnings, OmittedAudit: v.OmittedAudit}
 		rep.Findings = append(rep.Findings, v.Findings()...)
-		rep.Findings = append(rep.Findings, omittedFindings(j.Kind, j.Name, v)...)
+		rep.Findings = append(rep.Findings, v.OmittedFindings()...)
 		rep.Failures += len(v.Denials) + or.OmittedDeny
 		rep.Warnings += len(v.Warnings) + or.OmittedWarn
 		rep.Audited += len(v.Audit) + or.OmittedAudit
@@ -180,30 +180,6 @@ func (r *Result) Report(o ReportOptions) *Report {
 	}
 	rep.Passed = rep.Failures == 0 && (!o.FailOnWarn || rep.Warnings == 0)
 	return rep
-}
-
-// suiteWord is a level as results name it: fail, warn, audit.
-func suiteWord(l finding.Level) string {
-	if l == finding.Deny {
-		return "fail"
-	}
-	return string(l)
-}
-
-// omittedFindings say how many findings of each level a verdict counted without listing them.
-func omittedFindings(kind, name string, v *decision.Verdict) []finding.Finding {
-	var out []finding.Finding
-	for _, g := range []struct {
-		level finding.Level
-		n     int
-	}{{finding.Deny, v.OmittedDenials}, {finding.Warn, v.OmittedWarnings}, {finding.Audit, v.OmittedAudit}} {
-		if g.n > 0 {
-			out = append(out, finding.Finding{Rule: finding.RuleOmittedFindings, Level: g.level, Count: g.n,
-				Object:  finding.Object{Kind: kind, Name: name},
-				Message: fmt.Sprintf("%d more %s findings not listed: the decision lists the first %d of each kind per object", g.n, suiteWord(g.level), decision.MaxFindings)})
-		}
-	}
-	return out
 }
 
 // renderWarningObject is the object a render warning is about.

@@ -225,7 +225,10 @@ func (h *daemonSetHandler) Handle(ctx context.Context, req admission.Request) ad
 	case err != nil:
 		return response(daemonSetGVK.Group, nil, err)
 	case denial != nil:
-		v := &decision.Verdict{Kind: daemonSetGVK.Kind, Name: ds.Namespace + "/" + ds.Name, Denials: decision.FieldFindings(denial)}
+		v := decision.Denied(daemonSetGVK.Kind, ds.Namespace+"/"+ds.Name, decision.FieldFindings(denial)...)
+		if sink, ok := ctx.Value(verdictSinkKey{}).(*verdictSink); ok {
+			sink.verdict = v
+		}
 		return response(daemonSetGVK.Group, v, nil)
 	case plan == nil:
 		return admission.Allowed("not a driver DaemonSet (no " + v1alpha1.LabelDriverComponent + "=driver|smd label): unchanged")

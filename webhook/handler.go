@@ -31,8 +31,17 @@ func (h *validating[T]) Handle(ctx context.Context, ar admission.Request) admiss
 		return response(h.gvk.Group, nil, err)
 	}
 	v, err := h.decide(ctx, *req)
+	if sink, ok := ctx.Value(verdictSinkKey{}).(*verdictSink); ok {
+		sink.verdict = v
+	}
 	return response(h.gvk.Group, v, err)
 }
+
+// verdictSink receives the verdict of an offline review (Webhooks.Decide): its findings, as
+// the decision made them, beside the response that words them.
+type verdictSink struct{ verdict *decision.Verdict }
+
+type verdictSinkKey struct{}
 
 // decisionRequest decodes an admission request into the decision's request: the typed
 // objects, their JSON as received (policies read it as sent), the operation and the user. It

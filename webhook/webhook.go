@@ -169,31 +169,40 @@ func PathFor(group, kind string) string {
 // response (and the request it was given). An error means the input is not a usable
 // AdmissionReview; a request the handler cannot decode is answered (400), not an error.
 func (w *Webhooks) Review(ctx context.Context, body []byte) (*admissionv1.AdmissionReview, error) {
+	review, _, err := w.Decide(ctx, body)
+	return review, err
+}
+
+// Decide is Review that also returns the verdict the response was made from: its findings are
+// what the response words. It is nil when nothing was judged: a DaemonSet mutated (not
+// denied), a request the handler could not decode, a decision that could not be made.
+func (w *Webhooks) Decide(ctx context.Context, body []byte) (*admissionv1.AdmissionReview, *decision.Verdict, error) {
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
-		return nil, fmt.Errorf("not an AdmissionReview JSON document: %w", err)
+		return nil, nil, fmt.Errorf("not an AdmissionReview JSON document: %w", err)
 	}
 	if review.Kind != "" && review.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("kind is %q, expected AdmissionReview (admission.k8s.io/v1)", validation.Truncate(review.Kind, validation.MaxQuotedValue))
+		return nil, nil, fmt.Errorf("kind is %q, expected AdmissionReview (admission.k8s.io/v1)", validation.Truncate(review.Kind, validation.MaxQuotedValue))
 	}
 	if review.Request == nil {
-		return nil, fmt.Errorf("the AdmissionReview has no request")
+		return nil, nil, fmt.Errorf("the AdmissionReview has no request")
 	}
 	path := PathFor(review.Request.Kind.Group, review.Request.Kind.Kind)
 	if path == "" {
-		return nil, fmt.Errorf("request.kind %s is not handled by driverguard (RBLNDriver, RBLNClusterPolicy and DaemonSet are)", formatGVK(review.Request.Kind))
+		return nil, nil, fmt.Errorf("request.kind %s is not handled by driverguard (RBLNDriver, RBLNClusterPolicy and DaemonSet are)", formatGVK(review.Request.Kind))
 	}
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))
+	sink := &verdictSink{}
+	req := httptest.NewRequestWithContext(context.WithValue(ctx, verdictSinkKey{}, sink), http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	w.hooks[path].ServeHTTP(rec, req)
 	var answer admissionv1.AdmissionReview
 	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil || answer.Response == nil {
-		return nil, fmt.Errorf("the webhook wrote no AdmissionReview response (HTTP %d): %s", rec.Code, validation.Truncate(rec.Body.String(), maxMessageBytes))
+		return nil, nil, fmt.Errorf("the webhook wrote no AdmissionReview response (HTTP %d): %s", rec.Code, validation.Truncate(rec.Body.String(), maxMessageBytes))
 	}
 	review.Response = answer.Response
 	if review.APIVersion == "" {
 		review.APIVersion, review.Kind = admissionv1.SchemeGroupVersion.String(), "AdmissionReview"
 	}
-	return &review, nil
+	return &review, sink.verdict, nil
 }

@@ -252,10 +252,19 @@ func runCase(t *testing.T, c client.Client, warn *controlplane.Warnings, dir str
 		args = append(args, "--cluster-policy", curPolicy)
 	}
 	code, stdout, stderr := cli(args...)
-	if code == app.ExitInvalid && stdout == "" {
+	if code == app.ExitInvalid && strings.Contains(stderr, "invalid values, nothing rendered") {
 		// Invalid values: nothing rendered, nothing to apply (helm template refuses them too,
-		// as test/differential proves).
-		require.Contains(t, stderr, "invalid values, nothing rendered", "%s: check exit 1 without a report", name)
+		// as test/differential proves); -o json lists them as InvalidValues findings.
+		var doc struct {
+			Findings []finding.Finding `json:"findings"`
+			Passed   bool              `json:"passed"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "%s: %s", name, stdout)
+		require.NotEmpty(t, doc.Findings, "%s: invalid values are findings", name)
+		for _, f := range doc.Findings {
+			require.Equal(t, finding.RuleInvalidValues, f.Rule, name)
+		}
+		require.False(t, doc.Passed, name)
 		s.renderRejected++
 		return s
 	}
