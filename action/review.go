@@ -9,6 +9,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/webhook"
 )
 
@@ -25,12 +26,20 @@ type Review struct {
 	PolicyFailOpen bool
 }
 
+// ReviewResult is an answered AdmissionReview (its JSON: the AdmissionReview's fields, still
+// one to any reader of AdmissionReviews, which ignores unknown fields) with the findings of
+// the decision its response words.
+type ReviewResult struct {
+	*admissionv1.AdmissionReview
+	Findings []finding.Finding `json:"findings"`
+}
+
 // NewReview returns a Review.
 func NewReview(cfg *Configuration) *Review { return &Review{cfg: cfg} }
 
 // Run answers the review: the AdmissionReview with its response. An error means there is no
 // answer: unusable input, or a request the webhook cannot read at all.
-func (r *Review) Run(ctx context.Context) (*admissionv1.AdmissionReview, error) {
+func (r *Review) Run(ctx context.Context) (*ReviewResult, error) {
 	if r.File == "" {
 		return nil, errors.New("-f is required: the AdmissionReview JSON file ('-' for stdin)")
 	}
@@ -53,9 +62,13 @@ func (r *Review) Run(ctx context.Context) (*admissionv1.AdmissionReview, error) 
 		return nil, err
 	}
 	state := cluster.NewStatic(st)
-	review, err := webhook.New(state, webhook.Options{Policy: engine, PolicyFailOpen: r.PolicyFailOpen}).Review(ctx, body)
+	review, verdict, err := webhook.New(state, webhook.Options{Policy: engine, PolicyFailOpen: r.PolicyFailOpen}).Decide(ctx, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.File, err)
 	}
-	return review, nil
+	res := &ReviewResult{AdmissionReview: review, Findings: []finding.Finding{}}
+	if verdict != nil {
+		res.Findings = append(verdict.Findings(), verdict.OmittedFindings()...)
+	}
+	return res, nil
 }

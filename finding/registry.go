@@ -24,7 +24,7 @@ type Rule struct {
 	Level Level `json:"level"`
 	// Enforcement is what its findings do: the Level, or what a policy's enforcement makes
 	// of it (a deny body of a policy that warns warns; a policy on trial audits).
-	Enforcement Level `json:"enforcement"`
+	Enforcement Level  `json:"enforcement"`
 	Title       string `json:"title"`
 	// Home is where the rule is written: a Go package of driverguard, or file:line of the
 	// Rego rule body.

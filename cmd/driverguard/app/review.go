@@ -9,11 +9,13 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/output"
 )
 
 func newReviewCommand(s Streams) *cobra.Command {
 	job := action.NewReview(s.cfg)
-	output := newOutput(formatJSON, formatJSON, formatYAML, formatTable)
+	formats := output.NewFlag(output.JSON, judgingFormats...)
 	cmd := &cobra.Command{
 		Use:   "review -f admissionreview.json [--drivers drivers.yaml] [--nodes nodes.yaml] [--cluster-policy cp.yaml] [--policy DIR]",
 		Short: "Answer one AdmissionReview offline, exactly as the webhook would",
@@ -31,7 +33,10 @@ RBLNDriver and RBLNClusterPolicy requests are evaluated by the bundled policy li
 request unless --policy-fail-open is set.
 
 The AdmissionReview is printed with its response (-o json, the default, or yaml; -o table
-summarises the verdict, its causes, warnings and patch). Exit code: 0 allowed, 1 denied, 2
+summarises the verdict, its causes, warnings and patch) and a top-level "findings" list: the
+findings of the decision the response words, as 'check' reports them (a reader of
+AdmissionReviews ignores the extra field). -o junit, sarif, markdown and github write the
+findings. Exit code: 0 allowed, 1 denied, 2
 unusable input or no decision (unreadable files, not an AdmissionReview, a request the webhook
 cannot read — malformed or larger than the webhook's 7 MiB limit — or a policy evaluation that
 failed while fail-closed; the review is still printed then, but for a file over 7 MiB, which is
@@ -45,7 +50,12 @@ not read past the limit).`,
 			if err != nil {
 				return err
 			}
-			if err := output.print(s.Out, review, func(w io.Writer) error { return printReview(w, review) }); err != nil {
+			r := &output.Report{Tool: "driverguard review", Findings: review.Findings, Document: review, Rules: action.Rules(nil),
+				Table: func(w io.Writer) error { return printReview(w, review.AdmissionReview) }}
+			if req := review.Request; req != nil {
+				r.Judged = []output.Subject{{Object: finding.Object{Kind: req.Kind.Kind, Name: req.Name}, Name: req.Kind.Kind + "/" + req.Name}}
+			}
+			if err := output.Write(s.Out, formats.Targets(), r); err != nil {
 				return err
 			}
 			return reviewExit(review.Response)
@@ -58,7 +68,7 @@ not read past the limit).`,
 	f.StringVar(&job.Cluster.ClusterPolicy, "cluster-policy", "", "the RBLNClusterPolicy ('-' for stdin)")
 	addPolicyFlags(f, &job.Policy, "policy")
 	f.BoolVar(&job.PolicyFailOpen, "policy-fail-open", false, "admit (with a warning) a request whose policy evaluation fails, as serve --policy-fail-open does")
-	output.register(f)
+	registerOutput(f, formats)
 	return cmd
 }
 
