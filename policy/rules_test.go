@@ -1,0 +1,87 @@
+package policy_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/policy"
+)
+
+// TestEngineRules: every rule body of every package is one rule of the registry, with its
+// level (the body), its enforcement (as configured for that body), its title (METADATA above
+// the body, else the package's, else a default), its home (file:line of its first
+// definition; the library's by its path in the repository) and its source; a disabled
+// package's bodies are listed disabled.
+func TestEngineRules(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "team.rego", `# METADATA
+# title: Team conventions
+package driverguard.team
+
+# METADATA
+# title: Drivers name a contact
+# custom:
+#   enforcement: audit
+deny contains "no contact"
+
+warn contains "a warning"
+`)
+	writeFile(t, dir, "untitled.rego", `package driverguard.untitled
+
+warn contains "w" if input.object.kind == "RBLNDriver"
+`)
+	writeFile(t, dir, "off.rego", `package driverguard.off
+
+deny contains "d"
+`)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, Disable: []string{"off"}})
+	byID := map[string]finding.Rule{}
+	var ids []string
+	for _, r := range e.Rules() {
+		byID[r.ID] = r
+		ids = append(ids, r.ID)
+	}
+	assert.IsNonDecreasing(t, ids)
+	assert.Equal(t, finding.Rule{ID: "driverguard.team.deny", Level: finding.Deny, Enforcement: finding.Audit,
+		Title: "Drivers name a contact", Home: dir + "/team.rego:9", Source: finding.SourcePolicy}, byID["driverguard.team.deny"])
+	assert.Equal(t, finding.Rule{ID: "driverguard.team.warn", Level: finding.Warn, Enforcement: finding.Deny,
+		Title: "Team conventions", Home: dir + "/team.rego:11", Source: finding.SourcePolicy}, byID["driverguard.team.warn"])
+	assert.Equal(t, finding.Rule{ID: "driverguard.untitled.warn", Level: finding.Warn, Enforcement: finding.Deny,
+		Title: "Rego policy driverguard.untitled (warn)", Home: dir + "/untitled.rego:3", Source: finding.SourcePolicy}, byID["driverguard.untitled.warn"])
+	assert.NotContains(t, byID, "driverguard.untitled.deny", "a body the package does not define is no rule")
+	assert.True(t, byID["driverguard.off.deny"].Disabled)
+	assert.False(t, byID["driverguard.team.deny"].Disabled)
+
+	// The library: one rule per body, at its first definition.
+	assert.Equal(t, finding.Rule{ID: "driverguard.lib.manager_version.deny", Level: finding.Deny, Enforcement: finding.Deny,
+		Title: "Driver manager v0.2.2 or later when smd is configured", Home: "policy/library/manager_version.rego:16", Source: finding.SourceLibrary},
+		byID["driverguard.lib.manager_version.deny"])
+	assert.Equal(t, "policy/library/manager_version.rego:41", byID["driverguard.lib.manager_version.warn"].Home)
+	assert.Equal(t, finding.Warn, byID["driverguard.lib.drain_empty_dir.warn"].Level)
+	assert.NotContains(t, byID, "driverguard.lib.drain_empty_dir.deny")
+	assert.NotContains(t, byID, "driverguard.lib.util.deny", "the helpers are no rule")
+
+	// --enforcement on a package sets both its bodies.
+	e = newEngine(t, policy.Options{Dirs: []string{dir}, Enforcement: map[string]policy.Enforcement{"team": policy.EnforceWarn}})
+	for _, r := range e.Rules() {
+		if finding.PolicyOf(r.ID) == "driverguard.team" {
+			assert.Equal(t, finding.Warn, r.Enforcement, r.ID)
+		}
+	}
+}
+
+// TestLibraryRules: the library's rules, as an engine without directories lists them.
+func TestLibraryRules(t *testing.T) {
+	rules, err := policy.LibraryRules()
+	require.NoError(t, err)
+	e := newEngine(t, policy.Options{})
+	assert.Equal(t, e.Rules(), rules)
+	for _, r := range rules {
+		assert.Equal(t, finding.SourceLibrary, r.Source, r.ID)
+		assert.Regexp(t, `^policy/library/\w+\.rego:\d+$`, r.Home, r.ID)
+		assert.NotContains(t, r.Title, "Rego policy", r.ID)
+	}
+}
