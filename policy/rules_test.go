@@ -85,3 +85,30 @@ func TestLibraryRules(t *testing.T) {
 		assert.NotContains(t, r.Title, "Rego policy", r.ID)
 	}
 }
+
+// TestExcludeLibraryKeepsHelpers: without the library's rules, its helper packages stay
+// loaded, so a policy that imports data.driverguard.lib.util still fires.
+func TestExcludeLibraryKeepsHelpers(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "team.rego", `package driverguard.team
+
+import data.driverguard.lib.util
+
+deny contains msg if {
+	util.is_driver
+	msg := sprintf("%s: denied", [util.resource])
+}
+`)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true})
+	d, err := e.Evaluate(t.Context(), &policy.Input{Object: map[string]any{"kind": "RBLNDriver", "metadata": map[string]any{"name": "a"}},
+		Operation: "CREATE", Source: policy.SourceRender})
+	require.NoError(t, err)
+	require.Len(t, d.Deny, 1)
+	assert.Equal(t, "RBLNDriver/a: denied", d.Deny[0].Msg)
+	var ids []string
+	for _, r := range e.Rules() {
+		ids = append(ids, r.ID)
+	}
+	assert.Equal(t, []string{"driverguard.team.deny"}, ids, "none of the library's rules")
+	assert.Equal(t, []string{"driverguard.team"}, e.Status().Policies)
+}
