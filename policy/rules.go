@@ -16,7 +16,8 @@ import (
 const LibraryDir = "policy/library"
 
 // ruleBodies are the registry's rules of pkgs (SPEC §14): one per rule body a package
-// defines (its deny, its warn), with the enforcement configured for it, disabled when the
+// defines (its deny, its warn), with what the enforcement configured for it makes of its
+// findings (METADATA custom.enforcement, the caller's --enforcement), disabled when the
 // package is off, titled by its METADATA and homed at the body's first definition.
 func ruleBodies(pkgs []policyPackage, modules map[string]*ast.Module, disabled map[string]bool) []finding.Rule {
 	var out []finding.Rule
@@ -27,10 +28,16 @@ func ruleBodies(pkgs []policyPackage, modules map[string]*ast.Module, disabled m
 			if strings.HasPrefix(first.Location.File, bundledPrefix) {
 				source = finding.SourceLibrary
 			}
+			// What the body's findings do (as Decision.route files them): a warn body warns
+			// whatever its policy's enforcement unless the policy is on trial.
+			enforcement := finding.Level(p.modes[body])
+			if body == finding.BodyWarn && enforcement == finding.Deny {
+				enforcement = finding.Warn
+			}
 			out = append(out, finding.Rule{
 				ID:          finding.RegoRule(p.pkg, body),
 				Level:       finding.Level(body),
-				Enforcement: finding.Level(p.modes[body]),
+				Enforcement: enforcement,
 				Title:       ruleTitle(&p, body, first, modules),
 				Home:        ruleHome(first.Location),
 				Source:      source,

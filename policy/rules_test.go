@@ -47,9 +47,9 @@ deny contains "d"
 	assert.IsNonDecreasing(t, ids)
 	assert.Equal(t, finding.Rule{ID: "driverguard.team.deny", Level: finding.Deny, Enforcement: finding.Audit,
 		Title: "Drivers name a contact", Home: dir + "/team.rego:9", Source: finding.SourcePolicy}, byID["driverguard.team.deny"])
-	assert.Equal(t, finding.Rule{ID: "driverguard.team.warn", Level: finding.Warn, Enforcement: finding.Deny,
+	assert.Equal(t, finding.Rule{ID: "driverguard.team.warn", Level: finding.Warn, Enforcement: finding.Warn,
 		Title: "Team conventions", Home: dir + "/team.rego:11", Source: finding.SourcePolicy}, byID["driverguard.team.warn"])
-	assert.Equal(t, finding.Rule{ID: "driverguard.untitled.warn", Level: finding.Warn, Enforcement: finding.Deny,
+	assert.Equal(t, finding.Rule{ID: "driverguard.untitled.warn", Level: finding.Warn, Enforcement: finding.Warn,
 		Title: "Rego policy driverguard.untitled (warn)", Home: dir + "/untitled.rego:3", Source: finding.SourcePolicy}, byID["driverguard.untitled.warn"])
 	assert.NotContains(t, byID, "driverguard.untitled.deny", "a body the package does not define is no rule")
 	assert.True(t, byID["driverguard.off.deny"].Disabled)
@@ -64,12 +64,19 @@ deny contains "d"
 	assert.NotContains(t, byID, "driverguard.lib.drain_empty_dir.deny")
 	assert.NotContains(t, byID, "driverguard.lib.util.deny", "the helpers are no rule")
 
-	// --enforcement on a package sets both its bodies.
-	e = newEngine(t, policy.Options{Dirs: []string{dir}, Enforcement: map[string]policy.Enforcement{"team": policy.EnforceWarn}})
-	for _, r := range e.Rules() {
-		if finding.PolicyOf(r.ID) == "driverguard.team" {
-			assert.Equal(t, finding.Warn, r.Enforcement, r.ID)
+	// --enforcement on a package sets both its bodies: what their findings do.
+	for mode, want := range map[policy.Enforcement][2]finding.Level{
+		policy.EnforceDeny:  {finding.Deny, finding.Warn},
+		policy.EnforceWarn:  {finding.Warn, finding.Warn},
+		policy.EnforceAudit: {finding.Audit, finding.Audit},
+	} {
+		e = newEngine(t, policy.Options{Dirs: []string{dir}, Enforcement: map[string]policy.Enforcement{"team": mode}})
+		byID = map[string]finding.Rule{}
+		for _, r := range e.Rules() {
+			byID[r.ID] = r
 		}
+		assert.Equal(t, want[0], byID["driverguard.team.deny"].Enforcement, mode)
+		assert.Equal(t, want[1], byID["driverguard.team.warn"].Enforcement, mode)
 	}
 }
 

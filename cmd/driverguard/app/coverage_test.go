@@ -1,12 +1,16 @@
 package app
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/driverguard/driverguard/finding"
 )
 
 // writeFiles writes files (name → content) into a new folder and returns it.
@@ -61,4 +65,34 @@ tests:
 	assert.Equal(t, ExitOK, res.code, res.stdout+res.stderr)
 	assert.Contains(t, res.stdout, "1 cases, 0 failed")
 	assert.NotContains(t, res.stdout, "driverguard.lib.", "library: false counts none of the library's rules")
+}
+
+// TestPolicyListRules: policy list shows every rule, one per line: each policy's deny and
+// warn bodies (a disabled package's disabled) and the built-in rules; -o json prints them
+// as "rules" beside "policies".
+func TestPolicyListRules(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"team.rego": teamPolicy})
+	r := run(t, "", "policy", "list", "--policy", dir, "--disable", "lib.pinned_version")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	assert.Regexp(t, `^RULE\s+LEVEL\s+ENFORCEMENT\s+STATE\s+SOURCE\s+HOME\s+TITLE$`, lines[0])
+	assert.Len(t, lines, 1+len(finding.Builtin())+2+9, "a header, the built-in rules, team's two bodies, the library's nine")
+	assert.Regexp(t, `(?m)^driverguard\.lib\.manager_version\.warn\s+warn\s+warn\s+enabled\s+library\s+policy/library/manager_version\.rego:41\s+Driver manager`, r.stdout)
+	assert.Regexp(t, `(?m)^driverguard\.lib\.pinned_version\.deny\s+deny\s+deny\s+disabled\s+library\s+`, r.stdout)
+	assert.Regexp(t, `(?m)^IdenticalNodeSelector\s+deny\s+deny\s+enabled\s+builtin\s+routing\s+The selector is identical`, r.stdout)
+	assert.Regexp(t, `(?m)^FieldValueInvalid\s+deny\s+deny\s+enabled\s+builtin\s+api/validation\s+`, r.stdout)
+
+	r = run(t, "", "policy", "list", "--policy", dir, "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var doc struct {
+		Policies []map[string]any `json:"policies"`
+		Rules    []finding.Rule   `json:"rules"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	assert.Len(t, doc.Policies, 9, "the team's package and the library's eight")
+	require.Len(t, doc.Rules, len(finding.Builtin())+2+9)
+	assert.Equal(t, finding.Rule{ID: "driverguard.team.deny", Level: finding.Deny, Enforcement: finding.Audit,
+		Title: "Drivers carry the owning team", Home: filepath.Join(dir, "team.rego") + ":7", Source: finding.SourcePolicy}, doc.Rules[0])
+	assert.Equal(t, "driverguard.team.warn", doc.Rules[1].ID)
+	assert.Equal(t, finding.SourceBuiltin, doc.Rules[len(doc.Rules)-1].Source)
 }
