@@ -26,6 +26,7 @@ import (
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
@@ -92,7 +93,7 @@ func (t *Test) Run(ctx context.Context) (*TestRunResult, error) {
 	}
 	res := &TestRunResult{Cases: []TestCaseResult{}, MinCoverage: t.MinCoverage}
 	cov := suite.NewCoverage()
-	cov.Rules(BuiltInRules, true)
+	cov.Rules(builtInRules())
 	for _, s := range suites {
 		if err := t.runSuite(ctx, s, cov, res); err != nil {
 			return nil, err
@@ -117,6 +118,20 @@ var BuiltInRules = []string{
 	decision.RuleUpgradePolicy, decision.RuleClusterPolicyName, RuleDriverLoss,
 }
 
+// builtInRules are the registry's BuiltInRules.
+func builtInRules() []finding.Rule {
+	reg := finding.NewRegistry()
+	out := make([]finding.Rule, 0, len(BuiltInRules))
+	for _, id := range BuiltInRules {
+		r, ok := reg.Rule(id)
+		if !ok {
+			r = finding.Rule{ID: id, Title: id, Source: finding.SourceBuiltin}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // Rules of results beyond the decision's.
 const (
 	// RuleDriverLoss: a node that carries a driver now would get none.
@@ -137,10 +152,13 @@ const (
 type suiteRun struct {
 	s      *suite.Suite
 	engine *policy.Engine
-	// rules are the suite's policy packages; judgedBy those and the built-in rules, which
-	// every judged object passes unless a result says otherwise.
+	// rules are the IDs of the rule bodies of the suite's enabled policies; judgedBy those
+	// and the built-in rules, which every judged object passes unless a result says
+	// otherwise.
 	rules, judgedBy []string
-	inventory       inventory
+	// bodies are the rule bodies of the enabled policies, by package.
+	bodies    map[string][]finding.Rule
+	inventory inventory
 }
 
 // inventory is a cluster read from a suite.
@@ -169,9 +187,17 @@ func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.File, err)
 	}
-	run := &suiteRun{s: s, engine: engine, rules: slices.Clone(engine.Status().Policies)}
+	run := &suiteRun{s: s, engine: engine, bodies: map[string][]finding.Rule{}}
+	var rules []finding.Rule
+	for _, r := range engine.Rules() {
+		if !r.Disabled {
+			rules = append(rules, r)
+			run.rules = append(run.rules, r.ID)
+			run.bodies[finding.PolicyOf(r.ID)] = append(run.bodies[finding.PolicyOf(r.ID)], r)
+		}
+	}
 	run.judgedBy = append(slices.Clone(run.rules), BuiltInRules...)
-	cov.Rules(run.rules, false)
+	cov.Rules(rules)
 	if run.inventory, err = t.readInventory(ctx, s, &s.Inventory, inventory{}); err != nil {
 		return err
 	}
@@ -564,14 +590,40 @@ func lossMessage(l release.NodeLoss) string {
 	return fmt.Sprintf("owned by %s now, would get no driver (%s)", l.From, l.Reason)
 }
 
-// findingResult is a finding as a suite result: its rule is the policy's package, else the
-// built-in rule; the message is the finding as the webhook words it.
+// findingResult is a finding as a suite result: its rule is the policy's rule body
+// (<package>.deny, <package>.warn), else the built-in rule; the message is the finding as the
+// webhook words it.
 func findingResult(object, result string, f decision.Finding) suite.Result {
 	rule := f.Rule
 	if f.Package != "" {
-		rule = f.Package
+		// A warning of a warn body; a deny body's message whatever list its enforcement
+		// (warn) or an update (preexisting) put it in.
+		body := finding.BodyDeny
+		if f.Rule == decision.RulePolicyWarning && f.Enforcement != policy.EnforceWarn {
+			body = finding.BodyWarn
+		}
+		rule = finding.RegoRule(f.Package, body)
 	}
 	return suite.Result{Object: object, Rule: rule, Result: result, Message: f.String()}
+}
+
+// warningBody is the rule body of a policy's warning in an admission response, which names
+// the package only: its warn body, unless the package's deny body is the one that warns (a
+// deny body in warn enforcement and no warn body that could have).
+func (run *suiteRun) warningBody(pkg string) string {
+	var deny, warn *finding.Rule
+	for i, r := range run.bodies[pkg] {
+		switch finding.BodyOf(r.ID) {
+		case finding.BodyDeny:
+			deny = &run.bodies[pkg][i]
+		case finding.BodyWarn:
+			warn = &run.bodies[pkg][i]
+		}
+	}
+	if warn == nil && deny != nil {
+		return deny.ID
+	}
+	return finding.RegoRule(pkg, finding.BodyWarn)
 }
 
 // invalidOutcome is values that do not render: denied, one InvalidValues result.
@@ -652,7 +704,7 @@ func reviewOutcome(ctx context.Context, run *suiteRun, body []byte, inv inventor
 			for _, c := range r.Details.Causes {
 				res := suite.Result{Object: name, Rule: string(c.Type), Result: suite.ResultFail, Message: c.Message}
 				if pkg, ok := strings.CutPrefix(c.Field, "policy:"); ok {
-					res.Rule, res.Message = pkg, "policy "+pkg+": "+c.Message
+					res.Rule, res.Message = finding.RegoRule(pkg, finding.BodyDeny), "policy "+pkg+": "+c.Message
 				} else if c.Field != "" {
 					res.Message = c.Field + ": " + c.Message
 				}
@@ -664,7 +716,7 @@ func reviewOutcome(ctx context.Context, run *suiteRun, body []byte, inv inventor
 		res := suite.Result{Object: name, Rule: RuleAdmissionWarning, Result: suite.ResultWarn, Message: w}
 		if rest, ok := strings.CutPrefix(w, "policy "); ok {
 			if pkg, _, ok := strings.Cut(rest, ": "); ok {
-				res.Rule = pkg
+				res.Rule = run.warningBody(pkg)
 			}
 		}
 		out.Results = append(out.Results, res)

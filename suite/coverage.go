@@ -2,16 +2,24 @@ package suite
 
 import (
 	"sort"
+
+	"github.com/driverguard/driverguard/finding"
 )
 
 // RuleCoverage is one rule with the cases that fired it and the cases that judged an object
 // by it without it firing.
 type RuleCoverage struct {
+	// Rule is the rule's ID: a built-in rule, or one rule body of a policy (<package>.deny,
+	// <package>.warn), each covered on its own (SPEC §10).
 	Rule string `json:"rule"`
 	// BuiltIn: a rule of the decision core, not a policy.
-	BuiltIn bool     `json:"builtIn,omitempty"`
-	Fired   []string `json:"fired"`
-	Passed  []string `json:"passed"`
+	BuiltIn bool `json:"builtIn,omitempty"`
+	// Title, Home and Source are the registry's (finding.Rule).
+	Title  string         `json:"title,omitempty"`
+	Home   string         `json:"home,omitempty"`
+	Source finding.Source `json:"source,omitempty"`
+	Fired  []string       `json:"fired"`
+	Passed []string       `json:"passed"`
 }
 
 // Covered reports whether the rule fired in at least one case.
@@ -27,10 +35,11 @@ func NewCoverage() *Coverage { return &Coverage{rules: map[string]*RuleCoverage{
 
 // Rules registers rules to cover: every rule registered counts, whether a case reaches it or
 // not.
-func (c *Coverage) Rules(rules []string, builtIn bool) {
+func (c *Coverage) Rules(rules []finding.Rule) {
 	for _, r := range rules {
-		if _, ok := c.rules[r]; !ok {
-			c.rules[r] = &RuleCoverage{Rule: r, BuiltIn: builtIn, Fired: []string{}, Passed: []string{}}
+		if _, ok := c.rules[r.ID]; !ok {
+			c.rules[r.ID] = &RuleCoverage{Rule: r.ID, BuiltIn: r.Source == finding.SourceBuiltin, Title: r.Title, Home: r.Home, Source: r.Source,
+				Fired: []string{}, Passed: []string{}}
 		}
 	}
 }

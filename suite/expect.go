@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/driverguard/driverguard/finding"
 )
 
 // Outcome is what the decision core made of a case, in the suite's terms.
@@ -17,8 +19,8 @@ type Outcome struct {
 	Objects []string
 	// Results are the findings: fail, warn and audit results, each of one rule on one object.
 	Results []Result
-	// Rules are the rules every object was judged by: a judged object passes each of them
-	// that produced no result on it.
+	// Rules are the IDs of the rules every object was judged by: a judged object passes each
+	// of them that produced no result on it.
 	Rules []string
 	// Plan are the plan's actions per node (nil: no plan was made).
 	Plan map[string]string
@@ -28,7 +30,9 @@ type Outcome struct {
 
 // Result is one finding.
 type Result struct {
-	Object  string `json:"object"`
+	Object string `json:"object"`
+	// Rule is the rule's ID: a built-in rule, or a Rego rule body (<package>.deny,
+	// <package>.warn), which an expectation may name by its package (finding.Matches).
 	Rule    string `json:"rule"`
 	Result  string `json:"result"`
 	Message string `json:"message"`
@@ -72,7 +76,7 @@ func Match(c *Case, out *Outcome) []Mismatch {
 		re := regexp.MustCompile(want.Message) // checked by Load
 		found := false
 		for i, got := range out.Results {
-			if got.Object == want.Object && got.Rule == want.Rule && got.Result == want.Result && re.MatchString(got.Message) {
+			if got.Object == want.Object && finding.Matches(want.Rule, got.Rule) && got.Result == want.Result && re.MatchString(got.Message) {
 				matched[i], found = true, true
 			}
 		}
@@ -115,13 +119,13 @@ func matchPass(want ResultExpect, out *Outcome) (Mismatch, bool) {
 	}
 	known := false
 	for _, r := range out.Rules {
-		known = known || r == want.Rule
+		known = known || finding.Matches(want.Rule, r)
 	}
 	if !known {
 		return Mismatch{Line: want.Line, Expected: describe(want), Got: "no rule " + want.Rule + " was loaded"}, false
 	}
 	for _, got := range out.Results {
-		if got.Object == want.Object && got.Rule == want.Rule {
+		if got.Object == want.Object && finding.Matches(want.Rule, got.Rule) {
 			return Mismatch{Line: want.Line, Expected: describe(want), Got: got.String()}, false
 		}
 	}
@@ -165,7 +169,7 @@ func closest(want ResultExpect, got []Result) string {
 	var same, object []string
 	for _, g := range got {
 		switch {
-		case g.Object == want.Object && g.Rule == want.Rule:
+		case g.Object == want.Object && finding.Matches(want.Rule, g.Rule):
 			same = append(same, g.String())
 		case g.Object == want.Object:
 			object = append(object, g.String())

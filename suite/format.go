@@ -84,7 +84,8 @@ type Expect struct {
 type ResultExpect struct {
 	// Object is Kind/name, e.g. RBLNDriver/rbln-driver-canary.
 	Object string `yaml:"object"`
-	// Rule is a policy package (driverguard.lib.canary_selector) or a built-in rule
+	// Rule is a policy package (driverguard.lib.canary_selector: either of its deny and warn
+	// rule bodies), one rule body (driverguard.lib.manager_version.warn) or a built-in rule
 	// (ConflictingNodeSelector, FieldValueInvalid, DriverLoss, ...).
 	Rule string `yaml:"rule"`
 	// Result is fail, warn, audit or pass.

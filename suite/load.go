@@ -401,7 +401,7 @@ func (s *Suite) checkCase(c *Case) error {
 			return fail(r.Line, "object %q: want Kind/name, e.g. RBLNDriver/rbln-driver-canary", r.Object)
 		}
 		if r.Rule == "" {
-			return fail(r.Line, "a result needs its rule: a policy package (driverguard.lib.canary_selector) or a built-in rule (ConflictingNodeSelector)")
+			return fail(r.Line, "a result needs its rule: a policy package (driverguard.lib.canary_selector, either of its deny and warn), one rule body (driverguard.lib.manager_version.warn) or a built-in rule (ConflictingNodeSelector)")
 		}
 		switch r.Result {
 		case ResultFail, ResultWarn, ResultAudit:

@@ -96,3 +96,98 @@ func TestPolicyListRules(t *testing.T) {
 	assert.Equal(t, "driverguard.team.warn", doc.Rules[1].ID)
 	assert.Equal(t, finding.SourceBuiltin, doc.Rules[len(doc.Rules)-1].Source)
 }
+
+// bodiesPolicy has a deny and a warn rule body: two rules, each covered on its own.
+const bodiesPolicy = `package driverguard.team.bodies
+
+deny contains msg if {
+	input.object.kind == "RBLNDriver"
+	endswith(input.object.metadata.name, "-legacy")
+	msg := "legacy drivers are retired"
+}
+
+warn contains msg if {
+	input.object.kind == "RBLNDriver"
+	endswith(input.object.metadata.name, "-old")
+	msg := "old drivers should be renamed"
+}
+`
+
+// bodiesSuite writes a suite of bodiesPolicy whose cases fire its deny body only (the
+// expectations name the package, or the body).
+func bodiesSuite(t *testing.T, extra string) string {
+	t.Helper()
+	dir := writeFiles(t, map[string]string{
+		"policies/bodies.rego": bodiesPolicy,
+		"values.yaml":          "driver:\n  instances:\n    legacy:\n      nodeSelector: {env: legacy}\n",
+		"team.dgtest.yaml": `apiVersion: driverguard.rebellions.ai/v1alpha1
+kind: TestSuite
+policies: [policies]
+` + extra + `tests:
+  - name: legacy drivers are retired
+    values: [values.yaml]
+    expect:
+      verdict: denied
+      results:
+        - object: RBLNDriver/rbln-driver-legacy
+          rule: driverguard.team.bodies
+          result: fail
+        - object: RBLNDriver/rbln-driver-legacy
+          rule: driverguard.team.bodies.deny
+          result: fail
+        - object: RBLNDriver/rbln-driver-legacy
+          rule: driverguard.team.bodies.warn
+          result: pass
+`,
+	})
+	return filepath.Join(dir, "team.dgtest.yaml")
+}
+
+// TestSuiteCoveragePerRuleBody: a package whose deny fired but whose warn never did has its
+// warn reported uncovered (SPEC §10: per rule); an expectation naming the package matches
+// either body's result, one naming a body only that body's.
+func TestSuiteCoveragePerRuleBody(t *testing.T) {
+	path := bodiesSuite(t, "library: false\n")
+	res := run(t, "", "test", path)
+	require.Equal(t, ExitOK, res.code, res.stdout+res.stderr)
+	assert.Regexp(t, `(?m)^driverguard\.team\.bodies\.deny\s+1\s+0$`, res.stdout)
+	assert.Regexp(t, `(?m)^driverguard\.team\.bodies\.warn\s+0\s+1$`, res.stdout)
+	assert.Regexp(t, `(?m)^never fired: driverguard\.team\.bodies\.warn, `, res.stdout)
+
+	res = run(t, "", "test", "-o", "json", path)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var doc struct {
+		Cases []struct {
+			Results []struct{ Rule string } `json:"results"`
+		} `json:"cases"`
+		Coverage []struct {
+			Rule   string   `json:"rule"`
+			Source string   `json:"source"`
+			Home   string   `json:"home"`
+			Fired  []string `json:"fired"`
+		} `json:"coverage"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc))
+	require.Len(t, doc.Cases, 1)
+	assert.Equal(t, "driverguard.team.bodies.deny", doc.Cases[0].Results[0].Rule, "a result carries the rule body")
+	covered := map[string]bool{}
+	for _, c := range doc.Coverage {
+		covered[c.Rule] = len(c.Fired) > 0
+		if c.Rule == "driverguard.team.bodies.warn" {
+			assert.Equal(t, "policy", c.Source)
+			assert.Regexp(t, `bodies\.rego:9$`, c.Home)
+		}
+	}
+	assert.Equal(t, map[string]bool{"driverguard.team.bodies.deny": true, "driverguard.team.bodies.warn": false,
+		"ClusterPolicyName": false, "ConflictingNodeSelector": false, "DriverLoss": false, "IdenticalNodeSelector": false,
+		"PotentialConflict": false, "UpgradePolicy": false}, covered)
+
+	// An expectation naming the warn body does not match the deny body's result.
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(data), "rule: driverguard.team.bodies.deny\n          result: fail",
+		"rule: driverguard.team.bodies.warn\n          result: fail", 1)), 0o644))
+	res = run(t, "", "test", path)
+	assert.Equal(t, ExitInvalid, res.code, res.stdout+res.stderr)
+	assert.Contains(t, res.stdout, "expected fail RBLNDriver/rbln-driver-legacy driverguard.team.bodies.warn")
+}

@@ -31,8 +31,10 @@ would judge it; its expectations (verdict, results by object, rule, result and m
 plan's node actions) are compared with what came of it. docs/policy-authoring.md, "Test suites",
 describes the format.
 
-Coverage lists every policy (a Rego package with deny or warn rules) and every built-in rule with
-the cases that made it fire and those that judged an object by it without it firing.
+Coverage lists every rule — each policy's deny and warn rule bodies on their own
+(<package>.deny, <package>.warn) and every built-in rule — with the cases that made it fire and
+those that judged an object by it without it firing. An expected result's rule may name the
+package (either body) or one body.
 
 -o junit writes one test case per suite case; -o sarif one error per missed expectation (at its
 line in the suite file) or case that could not be judged, and a note per rule that never fired.
