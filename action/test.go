@@ -2,6 +2,7 @@ package action
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,10 @@ type Test struct {
 	Select *regexp.Regexp
 	// MinCoverage fails the run when fewer rules than this share (percent) fired.
 	MinCoverage float64
+	// CoverageOf, when set, are the rules coverage counts (--coverage-of): globs on rule IDs
+	// (path.Match; a Rego package matches both its bodies). Each must match a rule of the
+	// run.
+	CoverageOf []string
 }
 
 // NewTest returns a Test.
@@ -71,8 +76,11 @@ type (
 		Coverage    []suite.RuleCoverage `json:"coverage"`
 		CoveragePct float64              `json:"coveragePercent"`
 		MinCoverage float64              `json:"minCoverage,omitempty"`
-		Passed      bool                 `json:"passed"`
-		Failed      int                  `json:"failed"`
+		// CoverageOf are the patterns of --coverage-of that scoped the coverage (suites may
+		// scope theirs too, with coverageOf).
+		CoverageOf []string `json:"coverageOf,omitempty"`
+		Passed     bool     `json:"passed"`
+		Failed     int      `json:"failed"`
 	}
 )
 
@@ -91,13 +99,21 @@ func (t *Test) Run(ctx context.Context) (*TestRunResult, error) {
 		}
 		suites = append(suites, s)
 	}
-	res := &TestRunResult{Cases: []TestCaseResult{}, MinCoverage: t.MinCoverage}
+	for _, p := range t.CoverageOf {
+		if err := suite.CheckPattern(p); err != nil {
+			return nil, fmt.Errorf("--coverage-of: %w", err)
+		}
+	}
+	res := &TestRunResult{Cases: []TestCaseResult{}, MinCoverage: t.MinCoverage, CoverageOf: t.CoverageOf}
 	cov := suite.NewCoverage()
-	cov.Rules(builtInRules())
+	known := map[string]bool{} // the IDs of every rule coverage could count
 	for _, s := range suites {
-		if err := t.runSuite(ctx, s, cov, res); err != nil {
+		if err := t.runSuite(ctx, s, cov, known, res); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkCoverageOf("--coverage-of", t.CoverageOf, ruleIDs(known)); err != nil {
+		return nil, err
 	}
 	if t.Select != nil && len(res.Cases) == 0 {
 		n := 0
@@ -171,7 +187,33 @@ type inventory struct {
 	sources cluster.Sources
 }
 
-func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage, res *TestRunResult) error {
+// ruleIDs are the IDs of known: the policies' rule bodies first, then the built-in rules.
+func ruleIDs(known map[string]bool) []string {
+	builtIn := func(id string) int {
+		if finding.PolicyOf(id) == "" {
+			return 1
+		}
+		return 0
+	}
+	return slices.SortedFunc(maps.Keys(known), func(a, b string) int {
+		return cmp.Or(cmp.Compare(builtIn(a), builtIn(b)), cmp.Compare(a, b))
+	})
+}
+
+// checkCoverageOf reports the first of patterns (of where) that matches none of the rules.
+func checkCoverageOf(where string, patterns, rules []string) error {
+	for _, p := range patterns {
+		if !slices.ContainsFunc(rules, func(r string) bool { return suite.MatchRule(p, r) }) {
+			return fmt.Errorf("%s %q matches no rule coverage counts; the rules are %s (a glob on rule IDs such as driverguard.team.*, or a policy package for its deny and warn; driverguard policy list shows them)",
+				where, truncateValue(p), capList(rules))
+		}
+	}
+	return nil
+}
+
+// runSuite judges the selected cases of s, registering the rules coverage counts (those its
+// coverageOf and --coverage-of name) and adding every rule it could count to known.
+func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage, known map[string]bool, res *TestRunResult) error {
 	var selected []*suite.Case
 	for i := range s.Tests {
 		if t.Select == nil || t.Select.MatchString(s.File+"/"+s.Tests[i].Name) {
@@ -197,7 +239,24 @@ func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage
 		}
 	}
 	run.judgedBy = append(slices.Clone(run.rules), BuiltInRules...)
-	cov.Rules(rules)
+	counted := append(rules, builtInRules()...)
+	ids := map[string]bool{}
+	for _, r := range counted {
+		ids[r.ID] = true
+		known[r.ID] = true
+	}
+	scope := make([]string, 0, len(s.CoverageOf))
+	for _, p := range s.CoverageOf {
+		if err := checkCoverageOf("coverageOf", []string{p.Value}, ruleIDs(ids)); err != nil {
+			return &suite.Error{File: s.File, Line: p.Line, Msg: err.Error()}
+		}
+		scope = append(scope, p.Value)
+	}
+	for _, r := range counted {
+		if suite.MatchAny(scope, r.ID) && suite.MatchAny(t.CoverageOf, r.ID) {
+			cov.Rules([]finding.Rule{r})
+		}
+	}
 	if run.inventory, err = t.readInventory(ctx, s, &s.Inventory, inventory{}); err != nil {
 		return err
 	}

@@ -1,7 +1,11 @@
 package suite
 
 import (
+	"errors"
+	"fmt"
+	"path"
 	"sort"
+	"strings"
 
 	"github.com/driverguard/driverguard/finding"
 )
@@ -20,6 +24,43 @@ type RuleCoverage struct {
 	Source finding.Source `json:"source,omitempty"`
 	Fired  []string       `json:"fired"`
 	Passed []string       `json:"passed"`
+}
+
+// CheckPattern reports a pattern of --coverage-of or coverageOf that is not a glob
+// (path.Match syntax).
+func CheckPattern(pattern string) error {
+	if strings.TrimSpace(pattern) == "" {
+		return errors.New("an empty pattern: give a rule ID, a policy package or a glob such as driverguard.team.*")
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("%q is not a glob (path.Match syntax: * ? [a-z] \\): %w", pattern, err)
+	}
+	return nil
+}
+
+// MatchRule reports whether a pattern of --coverage-of or coverageOf (a glob, checked by
+// CheckPattern) names a rule ID: the ID matches it, or the Rego package of a rule body does
+// (a package names both its bodies).
+func MatchRule(pattern, rule string) bool {
+	if ok, _ := path.Match(pattern, rule); ok {
+		return true
+	}
+	pkg := finding.PolicyOf(rule)
+	ok, _ := path.Match(pattern, pkg)
+	return pkg != "" && ok
+}
+
+// MatchAny reports whether rule matches one of patterns (every rule when there are none).
+func MatchAny(patterns []string, rule string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if MatchRule(p, rule) {
+			return true
+		}
+	}
+	return false
 }
 
 // Covered reports whether the rule fired in at least one case.

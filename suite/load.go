@@ -313,6 +313,11 @@ func (s *Suite) check() error {
 			return err
 		}
 	}
+	for _, p := range s.CoverageOf {
+		if err := CheckPattern(p.Value); err != nil {
+			return fail(p.Line, "coverageOf: %v", err)
+		}
+	}
 	if err := s.checkInventory(&s.Inventory); err != nil {
 		return err
 	}

@@ -191,3 +191,66 @@ func TestSuiteCoveragePerRuleBody(t *testing.T) {
 	assert.Equal(t, ExitInvalid, res.code, res.stdout+res.stderr)
 	assert.Contains(t, res.stdout, "expected fail RBLNDriver/rbln-driver-legacy driverguard.team.bodies.warn")
 }
+
+// TestSuiteCoverageOf: --coverage-of and a suite's coverageOf count only the rules they
+// match (a package names both bodies), so --min-coverage 100 is reachable for a team's own
+// rules with the library loaded; a pattern that matches no rule is exit 2, named, with the
+// rules it could match.
+func TestSuiteCoverageOf(t *testing.T) {
+	path := bodiesSuite(t, "")
+	res := run(t, "", "test", "--min-coverage", "100", path)
+	assert.Equal(t, ExitInvalid, res.code, "the library's rules and the team's warn never fired")
+
+	res = run(t, "", "test", "--min-coverage", "100", "--coverage-of", "driverguard.team.bodies.deny", path)
+	assert.Equal(t, ExitOK, res.code, res.stdout+res.stderr)
+	assert.Contains(t, res.stdout, "coverage 100.0% of 1 rules matching --coverage-of driverguard.team.bodies.deny; passed")
+	assert.NotContains(t, res.stdout, "driverguard.lib.")
+	assert.NotContains(t, res.stdout, "IdenticalNodeSelector")
+
+	// A package matches both bodies; a glob matches IDs; patterns add up.
+	for _, args := range [][]string{
+		{"--coverage-of", "driverguard.team.bodies"},
+		{"--coverage-of", "driverguard.team.*"},
+		{"--coverage-of", "*.bodies.deny", "--coverage-of", "driverguard.team.bodies.warn"},
+	} {
+		res = run(t, "", append(append([]string{"test", "--min-coverage", "100"}, args...), path)...)
+		assert.Equal(t, ExitInvalid, res.code, "%v: %s", args, res.stdout+res.stderr)
+		assert.Contains(t, res.stdout, "coverage 50.0% of 2 rules matching --coverage-of ", args)
+		assert.Contains(t, res.stdout, "never fired: driverguard.team.bodies.warn\n", args)
+	}
+	res = run(t, "", "test", "--coverage-of", "IdenticalNodeSelector", "--coverage-of", "driverguard.team.bodies.deny", "-o", "json", path)
+	require.Equal(t, ExitOK, res.code, res.stderr)
+	var doc struct {
+		Coverage []struct {
+			Rule string `json:"rule"`
+		} `json:"coverage"`
+		CoverageOf []string `json:"coverageOf"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc))
+	assert.Equal(t, []string{"IdenticalNodeSelector", "driverguard.team.bodies.deny"}, doc.CoverageOf)
+	require.Len(t, doc.Coverage, 2)
+	assert.Equal(t, "driverguard.team.bodies.deny", doc.Coverage[0].Rule)
+	assert.Equal(t, "IdenticalNodeSelector", doc.Coverage[1].Rule)
+
+	// The suite's own scope.
+	scoped := bodiesSuite(t, "coverageOf: [driverguard.team.bodies.deny]\n")
+	res = run(t, "", "test", "--min-coverage", "100", scoped)
+	assert.Equal(t, ExitOK, res.code, res.stdout+res.stderr)
+	assert.Contains(t, res.stdout, "coverage 100.0% of 1 rules; passed")
+
+	// Patterns that match nothing, or are no glob.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--coverage-of", "driverguard.tema.*", path}, `--coverage-of "driverguard.tema.*" matches no rule coverage counts; the rules are driverguard.lib.allowed_registries.deny, `},
+		{[]string{"--coverage-of", "driverguard.[team", path}, `--coverage-of: "driverguard.[team" is not a glob`},
+		{[]string{bodiesSuite(t, "coverageOf: [driverguard.team.bodies.deny, driverguard.lib.*]\nlibrary: false\n")},
+			`team.dgtest.yaml:4: coverageOf "driverguard.lib.*" matches no rule coverage counts; the rules are driverguard.team.bodies.deny, driverguard.team.bodies.warn, ClusterPolicyName, `},
+	} {
+		res = run(t, "", append([]string{"test"}, tc.args...)...)
+		assert.Equal(t, ExitUsage, res.code, "%v: %s", tc.args, res.stdout+res.stderr)
+		assert.Contains(t, res.stderr, tc.want, tc.args)
+		assert.Empty(t, res.stdout, tc.args)
+	}
+}
