@@ -254,3 +254,40 @@ func TestSuiteCoverageOf(t *testing.T) {
 		assert.Empty(t, res.stdout, tc.args)
 	}
 }
+
+// TestTestSARIFScopedNotes: test -o sarif notes only the rules coverage counts: with
+// --coverage-of (or coverageOf) a team's run notes its own rules, not the library's, each at
+// its rule body's line; the tool's rules are described by the registry's titles.
+func TestTestSARIFScopedNotes(t *testing.T) {
+	schema := sarifSchema(t)
+	path := bodiesSuite(t, "")
+	notes := func(args ...string) (map[string]sarifResult, sarifDoc) {
+		t.Helper()
+		res := run(t, "", append([]string{"test", "-o", "sarif", path}, args...)...)
+		require.Equal(t, ExitOK, res.code, res.stderr)
+		doc := validSARIF(t, schema, res.stdout)
+		out := map[string]sarifResult{}
+		for _, r := range doc.Runs[0].Results {
+			require.Equal(t, finding.RuleNeverFired, r.RuleID)
+			out[r.Message.Text] = r
+		}
+		return out, doc
+	}
+	all, _ := notes()
+	assert.Contains(t, all, "no case makes driverguard.lib.pinned_version.deny fire (Driver versions are pinned)")
+	assert.Len(t, all, 9+6+1, "unscoped: the library's nine bodies, six built-in rules, the team's warn")
+
+	scoped, doc := notes("--coverage-of", "driverguard.team.*")
+	require.Len(t, scoped, 1, "%v", scoped)
+	note, ok := scoped["no case makes driverguard.team.bodies.warn fire"]
+	require.True(t, ok, "%v", scoped)
+	assert.Equal(t, "note", note.Level)
+	require.NotNil(t, note.Locations[0].PhysicalLocation)
+	assert.Equal(t, fileURI(filepath.Join(filepath.Dir(path), "policies", "bodies.rego")), note.Locations[0].PhysicalLocation.ArtifactLocation.URI)
+	assert.Equal(t, 9, note.Locations[0].PhysicalLocation.Region.StartLine, "the warn body's line")
+	var described []string
+	for _, r := range doc.Runs[0].Tool.Driver.Rules {
+		described = append(described, r.ID)
+	}
+	assert.Equal(t, []string{finding.RuleNeverFired}, described)
+}

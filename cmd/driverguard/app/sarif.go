@@ -7,9 +7,12 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/suite"
 )
 
 // formatSARIF is SARIF 2.1.0 (OASIS Static Analysis Results Interchange Format), what code
@@ -83,6 +86,8 @@ const (
 type sarifBuilder struct {
 	run   sarifRun
 	index map[string]int
+	// titles, when set, give the rules' descriptions (else ruleDescription).
+	titles *finding.Registry
 }
 
 func newSARIF(rules []string) *sarifBuilder {
@@ -101,7 +106,11 @@ func (b *sarifBuilder) rule(id string) int {
 		return i
 	}
 	b.index[id] = len(b.run.Tool.Driver.Rules)
-	b.run.Tool.Driver.Rules = append(b.run.Tool.Driver.Rules, sarifRule{ID: id, ShortDescription: sarifText{Text: ruleDescription(id)}})
+	text := ruleDescription(id)
+	if b.titles != nil {
+		text = b.titles.Title(id)
+	}
+	b.run.Tool.Driver.Rules = append(b.run.Tool.Driver.Rules, sarifRule{ID: id, ShortDescription: sarifText{Text: text}})
 	return b.index[id]
 }
 
@@ -182,14 +191,8 @@ func (b *sarifBuilder) write(w io.Writer, omitted int) error {
 	return writeJSON(w, sarifLog{Version: "2.1.0", Runs: []sarifRun{b.run}})
 }
 
-// ruleDescription is a rule's one-line description: a test run's own rules here, the others
-// the action layer's.
-func ruleDescription(rule string) string {
-	if d, ok := testRuleDescriptions[rule]; ok {
-		return d
-	}
-	return action.RuleDescription(rule)
-}
+// ruleDescription is a rule's one-line description.
+func ruleDescription(rule string) string { return action.RuleDescription(rule) }
 
 // writeCheckSARIF writes a check as SARIF: every denial, warning and audit finding, each
 // driver loss and render warning, located at the values key the object or field came from;
@@ -307,22 +310,19 @@ func auditRule(f action.AuditFinding) string {
 
 // Rules of a test run's SARIF results.
 const (
-	ruleCaseFailed = "TestCaseFailed"
-	ruleCaseError  = "TestCaseError"
-	ruleUncovered  = "RuleNeverFired"
+	ruleCaseFailed = finding.RuleTestCaseFailed
+	ruleCaseError  = finding.RuleTestCaseError
+	ruleUncovered  = finding.RuleNeverFired
 )
-
-var testRuleDescriptions = map[string]string{
-	ruleCaseFailed: "A test case missed an expectation",
-	ruleCaseError:  "A test case could not be judged",
-	ruleUncovered:  "No test case makes the rule fire",
-}
 
 // writeTestSARIF writes a test run as SARIF: an error per expectation a case missed, at its
 // line in the suite file; an error per case that could not be judged, at the case's line; a
-// note per rule no case made fire.
+// note per rule coverage counts (--coverage-of, coverageOf) that no case made fire, at the
+// rule body's line for a rule of the suites' policies. The rules' descriptions are the
+// registry's titles.
 func writeTestSARIF(w io.Writer, res *action.TestRunResult) error {
 	b := newSARIF(nil)
+	b.titles = finding.NewRegistry()
 	at := func(suite string, line int) sarifLocation {
 		return sarifLocation{PhysicalLocation: &sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(suite)}, Region: sarifRegion{StartLine: max(line, 1)}}}
 	}
@@ -335,9 +335,35 @@ func writeTestSARIF(w io.Writer, res *action.TestRunResult) error {
 		}
 	}
 	for _, r := range res.Coverage {
-		if !r.Covered() {
-			b.push(ruleUncovered, sarifNote, "no case makes "+r.Rule+" fire", sarifLocation{LogicalLocations: []sarifLogical{{FullyQualifiedName: r.Rule, Kind: "module"}}}, nil)
+		if r.Covered() {
+			continue
 		}
+		l := sarifLocation{LogicalLocations: []sarifLogical{{FullyQualifiedName: r.Rule, Kind: "module"}}}
+		if file, line, ok := ruleHome(r); ok {
+			l.PhysicalLocation = at(file, line).PhysicalLocation
+		}
+		msg := "no case makes " + r.Rule + " fire"
+		if r.Title != "" && !strings.HasPrefix(r.Title, "Rego policy ") { // a title of its own
+			msg += " (" + r.Title + ")"
+		}
+		b.push(ruleUncovered, sarifNote, msg, l, nil)
 	}
 	return b.write(w, 0)
+}
+
+// ruleHome is the file and line of a rule of the suites' policies (not the library's, whose
+// files are driverguard's, nor a built-in rule's Go package).
+func ruleHome(r suite.RuleCoverage) (string, int, bool) {
+	if r.Source != finding.SourcePolicy {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(r.Home, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	line, err := strconv.Atoi(r.Home[i+1:])
+	if err != nil || line < 1 {
+		return "", 0, false
+	}
+	return r.Home[:i], line, true
 }

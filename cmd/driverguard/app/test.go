@@ -41,7 +41,8 @@ list scope coverage, and --min-coverage, to the rules they match: rule IDs, or g
 that matches no rule is an error (exit 2).
 
 -o junit writes one test case per suite case; -o sarif one error per missed expectation (at its
-line in the suite file) or case that could not be judged, and a note per rule that never fired.
+line in the suite file) or case that could not be judged, and a note per rule coverage counts that
+never fired (at the rule body's line for the suites' own policies).
 
 Exit codes: 0 every case passed (and coverage reached --min-coverage); 1 a case failed, could not
 be judged, or coverage is below --min-coverage; 2 a suite cannot be read (unknown field, missing
