@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/finding"
 )
 
 func newPolicyCommand(s Streams) *cobra.Command {
@@ -275,7 +274,7 @@ title, home, source, disabled). docs/rules.md lists the built-in and bundled rul
 }
 
 // printRules lists the rules one per line.
-func printRules(w io.Writer, rules []finding.Rule) error {
+func printRules(w io.Writer, rules []action.Rule) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "RULE\tLEVEL\tENFORCEMENT\tSTATE\tSOURCE\tHOME\tTITLE")
 	for _, r := range rules {

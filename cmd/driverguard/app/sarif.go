@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/finding"
-	"github.com/driverguard/driverguard/suite"
 )
 
 // formatSARIF is SARIF 2.1.0 (OASIS Static Analysis Results Interchange Format), what code
@@ -87,7 +85,7 @@ type sarifBuilder struct {
 	run   sarifRun
 	index map[string]int
 	// titles, when set, give the rules' descriptions (else ruleDescription).
-	titles *finding.Registry
+	titles *action.RuleRegistry
 }
 
 func newSARIF(rules []string) *sarifBuilder {
@@ -310,9 +308,9 @@ func auditRule(f action.AuditFinding) string {
 
 // Rules of a test run's SARIF results.
 const (
-	ruleCaseFailed = finding.RuleTestCaseFailed
-	ruleCaseError  = finding.RuleTestCaseError
-	ruleUncovered  = finding.RuleNeverFired
+	ruleCaseFailed = action.RuleTestCaseFailed
+	ruleCaseError  = action.RuleTestCaseError
+	ruleUncovered  = action.RuleNeverFired
 )
 
 // writeTestSARIF writes a test run as SARIF: an error per expectation a case missed, at its
@@ -322,7 +320,7 @@ const (
 // registry's titles.
 func writeTestSARIF(w io.Writer, res *action.TestRunResult) error {
 	b := newSARIF(nil)
-	b.titles = finding.NewRegistry()
+	b.titles = action.NewRuleRegistry()
 	at := func(suite string, line int) sarifLocation {
 		return sarifLocation{PhysicalLocation: &sarifPhysical{ArtifactLocation: sarifArtifact{URI: fileURI(suite)}, Region: sarifRegion{StartLine: max(line, 1)}}}
 	}
@@ -353,8 +351,8 @@ func writeTestSARIF(w io.Writer, res *action.TestRunResult) error {
 
 // ruleHome is the file and line of a rule of the suites' policies (not the library's, whose
 // files are driverguard's, nor a built-in rule's Go package).
-func ruleHome(r suite.RuleCoverage) (string, int, bool) {
-	if r.Source != finding.SourcePolicy {
+func ruleHome(r action.RuleCoverage) (string, int, bool) {
+	if r.Source != action.RuleSourcePolicy {
 		return "", 0, false
 	}
 	i := strings.LastIndexByte(r.Home, ':')
