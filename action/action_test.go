@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/finding"
 )
 
 const (
@@ -379,13 +379,19 @@ func TestPolicyTestAndList(t *testing.T) {
 
 	list := action.NewPolicyList(config(""))
 	list.Policy = action.Policy{Dirs: []string{examplePolicy}, Disable: []string{"lib.drain_empty_dir"}}
-	infos, err := list.Run(t.Context())
+	listed, err := list.Run(t.Context())
 	require.NoError(t, err)
 	disabled := map[string]bool{}
-	for _, p := range infos {
+	for _, p := range listed.Policies {
 		disabled[p.Name] = p.Disabled
 	}
 	assert.True(t, disabled["lib.drain_empty_dir"])
+	for _, r := range listed.Rules {
+		disabled[r.ID] = r.Disabled
+	}
+	assert.True(t, disabled["driverguard.lib.drain_empty_dir.warn"])
+	assert.Contains(t, disabled, "driverguard.platform.deny")
+	assert.Contains(t, disabled, "IdenticalNodeSelector")
 
 	broken := writeFile(t, "x.rego", "package driverguard.x\n\ndeny contains msg if {\n")
 	run.Dirs = []string{filepath.Dir(broken)}

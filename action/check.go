@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/render"
 )
 
@@ -15,6 +16,7 @@ type Check struct {
 	FailOnWarn bool
 
 	rendered *render.Result // the last Run's, for Locate
+	rules    *finding.Registry
 }
 
 // NewCheck returns a Check of the default release.
@@ -29,7 +31,17 @@ func (c *Check) Run(ctx context.Context) (*CheckReport, error) {
 		return nil, err
 	}
 	c.rendered = j.rendered
+	c.rules = finding.NewRegistry(j.rules...)
 	return j.report(c.FailOnWarn), nil
+}
+
+// Rules is the registry of the last Run: the built-in rules and the rule bodies of the
+// policies it evaluated.
+func (c *Check) Rules() *finding.Registry {
+	if c.rules == nil {
+		return finding.NewRegistry()
+	}
+	return c.rules
 }
 
 // Locate returns where the user wrote the values an object's field (a finding's Field, ""

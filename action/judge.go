@@ -10,6 +10,7 @@ import (
 
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
@@ -90,6 +91,8 @@ type Judge struct {
 type judged struct {
 	rendered *render.Result
 	status   policy.Status
+	// rules are the rule bodies of the policies evaluated (the registry's Rego rules).
+	rules    []finding.Rule
 	result   *release.Result
 	decision *Decision
 }
@@ -131,7 +134,7 @@ func (d *Decision) apply(ctx context.Context, objs release.Objects, r *render.Re
 	if err != nil {
 		return nil, judgeError(err)
 	}
-	return &judged{rendered: r, status: engine.Status(), result: res, decision: d}, nil
+	return &judged{rendered: r, status: engine.Status(), rules: engine.Rules(), result: res, decision: d}, nil
 }
 
 // judgeError is the error of a release that could not be judged.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
@@ -71,13 +72,22 @@ type PolicyList struct {
 // NewPolicyList returns a PolicyList.
 func NewPolicyList(cfg *Configuration) *PolicyList { return &PolicyList{cfg: cfg} }
 
-// Run loads the policies and describes them.
-func (p *PolicyList) Run(ctx context.Context) ([]PolicyInfo, error) {
+// PolicyListResult is every policy loaded and every rule of the registry (SPEC §14).
+type PolicyListResult struct {
+	// Policies are the Rego packages with deny or warn rules, by package.
+	Policies []PolicyInfo `json:"policies"`
+	// Rules are every rule that can fire: each Rego rule body (<package>.deny,
+	// <package>.warn) of the policies, then the built-in rules.
+	Rules []finding.Rule `json:"rules"`
+}
+
+// Run loads the policies and describes them and their rules.
+func (p *PolicyList) Run(ctx context.Context) (*PolicyListResult, error) {
 	engine, err := p.cfg.engine(ctx, p.Policy)
 	if err != nil {
 		return nil, err
 	}
-	return engine.Policies(), nil
+	return &PolicyListResult{Policies: engine.Policies(), Rules: finding.NewRegistry(engine.Rules()...).Rules()}, nil
 }
 
 // PolicyInput judges a release exactly as Check does and gives the input document of every

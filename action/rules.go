@@ -22,16 +22,3 @@ func RuleDescription(rule string) string {
 // DriftRules are the drift kinds: what is wrong with the nodes now, whatever a change does.
 var DriftRules = []string{finding.RuleUnowned, finding.RuleConflictingNodeSelector, finding.RuleDriverFamilyLabelMissing,
 	finding.RuleInvalidImageTag, finding.RuleStaleOwnerLabel}
-
-// Rules is the registry of a run: the built-in rules and the rule bodies of the policy
-// packages evaluated.
-func Rules(packages []string) *finding.Registry {
-	r := finding.NewRegistry()
-	for _, pkg := range packages {
-		for _, body := range []string{finding.BodyDeny, finding.BodyWarn} {
-			id := finding.RegoRule(pkg, body)
-			r.Add(finding.Rule{ID: id, Level: finding.Level(body), Enforcement: finding.Deny, Title: RuleDescription(id), Home: pkg, Source: finding.SourcePolicy})
-		}
-	}
-	return r
-}

@@ -1,8 +1,8 @@
 package action
 
 import (
-	"cmp"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -44,6 +46,10 @@ type Test struct {
 	Select *regexp.Regexp
 	// MinCoverage fails the run when fewer rules than this share (percent) fired.
 	MinCoverage float64
+	// CoverageOf, when set, are the rules coverage counts (--coverage-of): globs on rule IDs
+	// (path.Match; a Rego package matches both its bodies). Each must match a rule of the
+	// run.
+	CoverageOf []string
 }
 
 // NewTest returns a Test.
@@ -73,8 +79,11 @@ type (
 		Coverage    []suite.RuleCoverage `json:"coverage"`
 		CoveragePct float64              `json:"coveragePercent"`
 		MinCoverage float64              `json:"minCoverage,omitempty"`
-		Passed      bool                 `json:"passed"`
-		Failed      int                  `json:"failed"`
+		// CoverageOf are the patterns of --coverage-of that scoped the coverage (suites may
+		// scope theirs too, with coverageOf).
+		CoverageOf []string `json:"coverageOf,omitempty"`
+		Passed     bool     `json:"passed"`
+		Failed     int      `json:"failed"`
 	}
 )
 
@@ -93,13 +102,21 @@ func (t *Test) Run(ctx context.Context) (*TestRunResult, error) {
 		}
 		suites = append(suites, s)
 	}
-	res := &TestRunResult{Cases: []TestCaseResult{}, MinCoverage: t.MinCoverage}
+	for _, p := range t.CoverageOf {
+		if err := suite.CheckPattern(p); err != nil {
+			return nil, fmt.Errorf("--coverage-of: %w", err)
+		}
+	}
+	res := &TestRunResult{Cases: []TestCaseResult{}, MinCoverage: t.MinCoverage, CoverageOf: t.CoverageOf}
 	cov := suite.NewCoverage()
-	cov.Rules(BuiltInRules, true)
+	known := map[string]bool{} // the IDs of every rule coverage could count
 	for _, s := range suites {
-		if err := t.runSuite(ctx, s, cov, res); err != nil {
+		if err := t.runSuite(ctx, s, cov, known, res); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkCoverageOf("--coverage-of", t.CoverageOf, ruleIDs(known)); err != nil {
+		return nil, err
 	}
 	if t.Select != nil && len(res.Cases) == 0 {
 		n := 0
@@ -128,13 +145,37 @@ func testFindings(res *TestRunResult) []finding.Finding {
 				Location: &finding.Location{File: c.Suite, Line: max(cmp.Or(m.Line, c.Line), 1)}})
 		}
 	}
-	for _, r := range res.Coverage {
-		if !r.Covered() {
-			out = append(out, finding.Finding{Rule: finding.RuleNeverFired, Level: finding.Audit,
-				Object: finding.Object{Kind: "Rule", Name: r.Rule}, Message: "no case makes " + r.Rule + " fire"})
+	for _, r := range res.Coverage { // only the rules coverage counts (--coverage-of, coverageOf)
+		if r.Covered() {
+			continue
 		}
+		f := finding.Finding{Rule: finding.RuleNeverFired, Level: finding.Audit,
+			Object: finding.Object{Kind: "Rule", Name: r.Rule}, Message: "no case makes " + r.Rule + " fire"}
+		if r.Title != "" && !strings.HasPrefix(r.Title, "Rego policy ") { // a title of its own
+			f.Message += " (" + r.Title + ")"
+		}
+		if file, line, ok := ruleHome(r); ok { // a policy's rule body, at its line
+			f.Location = &finding.Location{File: file, Line: line}
+		}
+		out = append(out, f)
 	}
 	return out
+}
+
+// ruleHome is the file and line of a policy's rule body (its Home, file:line).
+func ruleHome(r suite.RuleCoverage) (string, int, bool) {
+	if r.Source != finding.SourcePolicy {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(r.Home, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	line, err := strconv.Atoi(r.Home[i+1:])
+	if err != nil || line < 1 {
+		return "", 0, false
+	}
+	return r.Home[:i], line, true
 }
 
 // BuiltInRules are the rules of the decision core a suite's coverage counts (syntax findings
@@ -142,6 +183,20 @@ func testFindings(res *TestRunResult) []finding.Finding {
 var BuiltInRules = []string{
 	finding.RuleIdenticalNodeSelector, finding.RuleConflictingNodeSelector, finding.RulePotentialConflict,
 	finding.RuleUpgradePolicy, finding.RuleClusterPolicyName, finding.RuleDriverLoss,
+}
+
+// builtInRules are the registry's BuiltInRules.
+func builtInRules() []finding.Rule {
+	reg := finding.NewRegistry()
+	out := make([]finding.Rule, 0, len(BuiltInRules))
+	for _, id := range BuiltInRules {
+		r, ok := reg.Rule(id)
+		if !ok {
+			r = finding.Rule{ID: id, Title: id, Source: finding.SourceBuiltin}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Rules of results beyond the decision's.
@@ -164,8 +219,9 @@ const (
 type suiteRun struct {
 	s      *suite.Suite
 	engine *policy.Engine
-	// rules are the suite's policy packages; judgedBy those and the built-in rules, which
-	// every judged object passes unless a result says otherwise.
+	// rules are the IDs of the rule bodies of the suite's enabled policies; judgedBy those
+	// and the built-in rules, which every judged object passes unless a result says
+	// otherwise.
 	rules, judgedBy []string
 	inventory       inventory
 }
@@ -180,7 +236,33 @@ type inventory struct {
 	sources cluster.Sources
 }
 
-func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage, res *TestRunResult) error {
+// ruleIDs are the IDs of known: the policies' rule bodies first, then the built-in rules.
+func ruleIDs(known map[string]bool) []string {
+	builtIn := func(id string) int {
+		if finding.PolicyOf(id) == "" {
+			return 1
+		}
+		return 0
+	}
+	return slices.SortedFunc(maps.Keys(known), func(a, b string) int {
+		return cmp.Or(cmp.Compare(builtIn(a), builtIn(b)), cmp.Compare(a, b))
+	})
+}
+
+// checkCoverageOf reports the first of patterns (of where) that matches none of the rules.
+func checkCoverageOf(where string, patterns, rules []string) error {
+	for _, p := range patterns {
+		if !slices.ContainsFunc(rules, func(r string) bool { return suite.MatchRule(p, r) }) {
+			return fmt.Errorf("%s %q matches no rule coverage counts; the rules are %s (a glob on rule IDs such as driverguard.team.*, or a policy package for its deny and warn; driverguard policy list shows them)",
+				where, truncateValue(p), capList(rules))
+		}
+	}
+	return nil
+}
+
+// runSuite judges the selected cases of s, registering the rules coverage counts (those its
+// coverageOf and --coverage-of name) and adding every rule it could count to known.
+func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage, known map[string]bool, res *TestRunResult) error {
 	var selected []*suite.Case
 	for i := range s.Tests {
 		if t.Select == nil || t.Select.MatchString(s.File+"/"+s.Tests[i].Name) {
@@ -196,9 +278,33 @@ func (t *Test) runSuite(ctx context.Context, s *suite.Suite, cov *suite.Coverage
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.File, err)
 	}
-	run := &suiteRun{s: s, engine: engine, rules: slices.Clone(engine.Status().Policies)}
+	run := &suiteRun{s: s, engine: engine}
+	var rules []finding.Rule
+	for _, r := range engine.Rules() {
+		if !r.Disabled {
+			rules = append(rules, r)
+			run.rules = append(run.rules, r.ID)
+		}
+	}
 	run.judgedBy = append(slices.Clone(run.rules), BuiltInRules...)
-	cov.Rules(run.rules, false)
+	counted := append(rules, builtInRules()...)
+	ids := map[string]bool{}
+	for _, r := range counted {
+		ids[r.ID] = true
+		known[r.ID] = true
+	}
+	scope := make([]string, 0, len(s.CoverageOf))
+	for _, p := range s.CoverageOf {
+		if err := checkCoverageOf("coverageOf", []string{p.Value}, ruleIDs(ids)); err != nil {
+			return &suite.Error{File: s.File, Line: p.Line, Msg: err.Error()}
+		}
+		scope = append(scope, p.Value)
+	}
+	for _, r := range counted {
+		if suite.MatchAny(scope, r.ID) && suite.MatchAny(t.CoverageOf, r.ID) {
+			cov.Rules([]finding.Rule{r})
+		}
+	}
 	if run.inventory, err = t.readInventory(ctx, s, &s.Inventory, inventory{}); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
+	"github.com/driverguard/driverguard/suite"
 )
 
 // The results of the actions are the core's own types: these names let a front end print
@@ -61,7 +62,25 @@ type (
 	AuditFinding = audit.Finding
 	// AuditOutcome is one audit pass: every report and the totals.
 	AuditOutcome = audit.Outcome
+	// Rule is one rule of the rule registry (SPEC §14); RuleRegistry knows every rule of a
+	// run.
+	Rule         = finding.Rule
+	RuleRegistry = finding.Registry
+	// RuleCoverage is one rule of a test run's coverage.
+	RuleCoverage = suite.RuleCoverage
 )
+
+// Rules of the registry and their sources, for the printers.
+const (
+	RuleTestCaseFailed = finding.RuleTestCaseFailed
+	RuleTestCaseError  = finding.RuleTestCaseError
+	RuleNeverFired     = finding.RuleNeverFired
+
+	RuleSourcePolicy = finding.SourcePolicy
+)
+
+// NewRuleRegistry returns a registry of the built-in rules and rules.
+func NewRuleRegistry(rules ...Rule) *RuleRegistry { return finding.NewRegistry(rules...) }
 
 // Values of the result types, for their printers.
 const (

@@ -13,6 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/finding"
 )
 
 const (
@@ -307,6 +308,8 @@ type policySet struct {
 	disabled   []string // disabled packages, sorted
 	files      []string // user module and data files, sorted
 	infos      []PolicyInfo
+	// rules are the registry's rules of every policy package (disabled ones too), by ID.
+	rules []finding.Rule
 }
 
 // PolicyInfo describes one policy of the active set.
@@ -400,7 +403,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		return nil, err
 	}
 	modules, pkgs, off := checked.modules, checked.pkgs, checked.disabled
-	set := &policySet{files: files}
+	set := &policySet{files: files, rules: ruleBodies(pkgs, modules, off)}
 	enabled := pkgs[:0:0]
 	for _, p := range pkgs {
 		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg],

@@ -38,7 +38,9 @@ type Options struct {
 	// Enforcement overrides the enforcement of policies, by name as Disable takes them
 	// (see [Enforcement]).
 	Enforcement map[string]Enforcement
-	// ExcludeLibrary leaves the bundled library out (only Dirs are evaluated).
+	// ExcludeLibrary leaves the bundled library's rules out (only Dirs' are evaluated); its
+	// helper packages (driverguard.lib.util, any library package without deny or warn
+	// rules), which policies import, stay loaded.
 	ExcludeLibrary bool
 	// Timeout bounds one evaluation (DefaultTimeout when zero); the caller's context may end
 	// it sooner.
@@ -106,12 +108,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if e.log.GetSink() == nil {
 		e.log = logr.Discard()
 	}
-	if !opts.ExcludeLibrary {
-		lib, err := library()
-		if err != nil {
-			return nil, fmt.Errorf("policy: the bundled library does not parse: %w", err)
-		}
-		e.lib = lib.policies
+	lib, err := library()
+	if err != nil {
+		return nil, fmt.Errorf("policy: the bundled library does not parse: %w", err)
+	}
+	e.lib = lib.policies
+	if opts.ExcludeLibrary {
+		e.lib = helperModules(lib.policies)
 	}
 	e.status.Dirs = slices.Clone(opts.Dirs)
 	if err := e.load(ctx, true); err != nil {

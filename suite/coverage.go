@@ -1,18 +1,66 @@
 package suite
 
 import (
-	"github.com/driverguard/driverguard/finding"
+	"errors"
+	"fmt"
+	"path"
 	"sort"
+	"strings"
+
+	"github.com/driverguard/driverguard/finding"
 )
 
 // RuleCoverage is one rule with the cases that fired it and the cases that judged an object
 // by it without it firing.
 type RuleCoverage struct {
+	// Rule is the rule's ID: a built-in rule, or one rule body of a policy (<package>.deny,
+	// <package>.warn), each covered on its own (SPEC §10).
 	Rule string `json:"rule"`
 	// BuiltIn: a rule of the decision core, not a policy.
-	BuiltIn bool     `json:"builtIn,omitempty"`
-	Fired   []string `json:"fired"`
-	Passed  []string `json:"passed"`
+	BuiltIn bool `json:"builtIn,omitempty"`
+	// Title, Home and Source are the registry's (finding.Rule).
+	Title  string         `json:"title,omitempty"`
+	Home   string         `json:"home,omitempty"`
+	Source finding.Source `json:"source,omitempty"`
+	Fired  []string       `json:"fired"`
+	Passed []string       `json:"passed"`
+}
+
+// CheckPattern reports a pattern of --coverage-of or coverageOf that is not a glob
+// (path.Match syntax).
+func CheckPattern(pattern string) error {
+	if strings.TrimSpace(pattern) == "" {
+		return errors.New("an empty pattern: give a rule ID, a policy package or a glob such as driverguard.team.*")
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("%q is not a glob (path.Match syntax: * ? [a-z] \\): %w", pattern, err)
+	}
+	return nil
+}
+
+// MatchRule reports whether a pattern of --coverage-of or coverageOf (a glob, checked by
+// CheckPattern) names a rule ID: the ID matches it, or the Rego package of a rule body does
+// (a package names both its bodies).
+func MatchRule(pattern, rule string) bool {
+	if ok, _ := path.Match(pattern, rule); ok {
+		return true
+	}
+	pkg := finding.PolicyOf(rule)
+	ok, _ := path.Match(pattern, pkg)
+	return pkg != "" && ok
+}
+
+// MatchAny reports whether rule matches one of patterns (every rule when there are none).
+func MatchAny(patterns []string, rule string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if MatchRule(p, rule) {
+			return true
+		}
+	}
+	return false
 }
 
 // Covered reports whether the rule fired in at least one case.
@@ -28,10 +76,11 @@ func NewCoverage() *Coverage { return &Coverage{rules: map[string]*RuleCoverage{
 
 // Rules registers rules to cover: every rule registered counts, whether a case reaches it or
 // not.
-func (c *Coverage) Rules(rules []string, builtIn bool) {
+func (c *Coverage) Rules(rules []finding.Rule) {
 	for _, r := range rules {
-		if _, ok := c.rules[r]; !ok {
-			c.rules[r] = &RuleCoverage{Rule: r, BuiltIn: builtIn, Fired: []string{}, Passed: []string{}}
+		if _, ok := c.rules[r.ID]; !ok {
+			c.rules[r.ID] = &RuleCoverage{Rule: r.ID, BuiltIn: r.Source == finding.SourceBuiltin, Title: r.Title, Home: r.Home, Source: r.Source,
+				Fired: []string{}, Passed: []string{}}
 		}
 	}
 }
@@ -42,9 +91,6 @@ func (c *Coverage) Add(name string, out *Outcome) {
 	fired := map[string]bool{}
 	for _, r := range out.Results {
 		fired[r.Rule] = true
-		if pkg := finding.PolicyOf(r.Rule); pkg != "" {
-			fired[pkg] = true // until coverage counts rule bodies
-		}
 	}
 	for rule := range fired {
 		if rc, ok := c.rules[rule]; ok && !last(rc.Fired, name) {

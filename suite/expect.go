@@ -2,12 +2,13 @@ package suite
 
 import (
 	"fmt"
-	"github.com/driverguard/driverguard/finding"
 	"maps"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/driverguard/driverguard/finding"
 )
 
 // Outcome is what the decision core made of a case, in the suite's terms.
@@ -18,8 +19,8 @@ type Outcome struct {
 	Objects []string
 	// Results are the findings: fail, warn and audit results, each of one rule on one object.
 	Results []Result
-	// Rules are the rules every object was judged by: a judged object passes each of them
-	// that produced no result on it.
+	// Rules are the IDs of the rules every object was judged by: a judged object passes each
+	// of them that produced no result on it.
 	Rules []string
 	// Plan are the plan's actions per node (nil: no plan was made).
 	Plan map[string]string
@@ -29,7 +30,9 @@ type Outcome struct {
 
 // Result is one finding.
 type Result struct {
-	Object  string `json:"object"`
+	Object string `json:"object"`
+	// Rule is the rule's ID: a built-in rule, or a Rego rule body (<package>.deny,
+	// <package>.warn), which an expectation may name by its package (finding.Matches).
 	Rule    string `json:"rule"`
 	Result  string `json:"result"`
 	Message string `json:"message"`
@@ -127,7 +130,7 @@ func matchPass(want ResultExpect, out *Outcome) (Mismatch, bool) {
 	}
 	known := false
 	for _, r := range out.Rules {
-		known = known || r == want.Rule
+		known = known || finding.Matches(want.Rule, r)
 	}
 	if !known {
 		return Mismatch{Line: want.Line, Expected: describe(want), Got: "no rule " + want.Rule + " was loaded"}, false

@@ -21,8 +21,13 @@ type Suite struct {
 	Kind       string `yaml:"kind"`
 	// Policies are Rego folders or files (and data documents), relative to the suite file.
 	Policies []Path `yaml:"policies"`
-	// Library loads the bundled library too (default true).
+	// Library loads the bundled library's rules too (default true); its helpers
+	// (driverguard.lib.util) are loaded either way.
 	Library *bool `yaml:"library"`
+	// CoverageOf, when set, are the rules this suite's coverage counts: globs on rule IDs
+	// (path.Match; a Rego package matches both its bodies), e.g. driverguard.team.*. Each
+	// must match a rule of the suite.
+	CoverageOf []Pattern `yaml:"coverageOf"`
 	// Inventory is the cluster every case is judged against, unless the case has its own.
 	Inventory Inventory `yaml:"inventory"`
 	Tests     []Case    `yaml:"tests"`
@@ -84,7 +89,8 @@ type Expect struct {
 type ResultExpect struct {
 	// Object is Kind/name, e.g. RBLNDriver/rbln-driver-canary.
 	Object string `yaml:"object"`
-	// Rule is a policy package (driverguard.lib.canary_selector) or a built-in rule
+	// Rule is a policy package (driverguard.lib.canary_selector: either of its deny and warn
+	// rule bodies), one rule body (driverguard.lib.manager_version.warn) or a built-in rule
 	// (ConflictingNodeSelector, FieldValueInvalid, DriverLoss, ...).
 	Rule string `yaml:"rule"`
 	// Result is fail, warn, audit or pass.
@@ -110,6 +116,21 @@ type Path struct {
 func (p *Path) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		return fmt.Errorf("line %d: want a file path (a string)", n.Line)
+	}
+	p.Value, p.Line = n.Value, n.Line
+	return nil
+}
+
+// Pattern is a glob on rule IDs named in a suite, with the line that names it.
+type Pattern struct {
+	Value string
+	Line  int
+}
+
+// UnmarshalYAML keeps the line.
+func (p *Pattern) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return fmt.Errorf("line %d: want a rule ID or a glob on rule IDs (a string), e.g. driverguard.team.*", n.Line)
 	}
 	p.Value, p.Line = n.Value, n.Line
 	return nil

@@ -313,6 +313,11 @@ func (s *Suite) check() error {
 			return err
 		}
 	}
+	for _, p := range s.CoverageOf {
+		if err := CheckPattern(p.Value); err != nil {
+			return fail(p.Line, "coverageOf: %v", err)
+		}
+	}
 	if err := s.checkInventory(&s.Inventory); err != nil {
 		return err
 	}
@@ -401,7 +406,7 @@ func (s *Suite) checkCase(c *Case) error {
 			return fail(r.Line, "object %q: want Kind/name, e.g. RBLNDriver/rbln-driver-canary", r.Object)
 		}
 		if r.Rule == "" {
-			return fail(r.Line, "a result needs its rule: a policy package (driverguard.lib.canary_selector) or a built-in rule (ConflictingNodeSelector)")
+			return fail(r.Line, "a result needs its rule: a policy package (driverguard.lib.canary_selector, either of its deny and warn), one rule body (driverguard.lib.manager_version.warn) or a built-in rule (ConflictingNodeSelector)")
 		}
 		switch r.Result {
 		case ResultFail, ResultWarn, ResultAudit:

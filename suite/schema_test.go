@@ -75,11 +75,12 @@ func TestSchemaKeysAreTheLoadersKeys(t *testing.T) {
 func TestSchemaRejectsWhatLoadRejects(t *testing.T) {
 	s, _ := suiteSchema(t)
 	for name, content := range map[string]string{
-		"unknown key":    header + "tests:\n  - name: a\n    valuse: [v.yaml]\n    expect: {verdict: allowed}\n",
-		"two inputs":     header + "tests:\n  - name: a\n    values: [v.yaml]\n    review: r.json\n    expect: {verdict: allowed}\n",
-		"bad result":     header + "tests:\n  - name: a\n    values: [v.yaml]\n    expect:\n      results: [{object: A/b, rule: X, result: warning}]\n",
-		"bad plan":       header + "tests:\n  - name: a\n    values: [v.yaml]\n    expect: {plan: {nodes: {n1: upgraded}}}\n",
-		"object no kind": header + "tests:\n  - name: a\n    values: [v.yaml]\n    expect:\n      results: [{object: rbln-driver, rule: X, result: fail}]\n",
+		"unknown key":            header + "tests:\n  - name: a\n    valuse: [v.yaml]\n    expect: {verdict: allowed}\n",
+		"two inputs":             header + "tests:\n  - name: a\n    values: [v.yaml]\n    review: r.json\n    expect: {verdict: allowed}\n",
+		"bad result":             header + "tests:\n  - name: a\n    values: [v.yaml]\n    expect:\n      results: [{object: A/b, rule: X, result: warning}]\n",
+		"bad plan":               header + "tests:\n  - name: a\n    values: [v.yaml]\n    expect: {plan: {nodes: {n1: upgraded}}}\n",
+		"coverageOf not strings": header + "coverageOf: [{a: b}]\ntests:\n  - name: a\n    values: [v.yaml]\n    expect: {verdict: allowed}\n",
+		"object no kind":         header + "tests:\n  - name: a\n    values: [v.yaml]\n    expect:\n      results: [{object: rbln-driver, rule: X, result: fail}]\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			js, err := yaml.YAMLToJSON([]byte(content))

@@ -126,7 +126,7 @@ func checkVerdict(rep *release.Report, o release.ObjectReport) verdict {
 	var denials, warnings []string
 	object := finding.Object{Kind: o.Kind, Name: o.Name}
 	for _, f := range rep.Findings {
-		if f.Object != object || f.Rule == finding.RuleOmittedFindings {
+		if f.Object != object || f.Rule == finding.RuleOmittedFindings || f.Rule == finding.RuleRenderWarning {
 			continue
 		}
 		switch f.Level {

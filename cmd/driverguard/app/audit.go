@@ -193,7 +193,7 @@ func printable(s string) string {
 // result a JUnit case of its report (a pass passes); -o yaml the ClusterReports.
 func auditReport(res *action.AuditResult) *output.Report {
 	fs := res.Findings()
-	r := &output.Report{Tool: "driverguard audit", Findings: fs, Rules: action.Rules(nil),
+	r := &output.Report{Tool: "driverguard audit", Findings: fs, Rules: action.NewRuleRegistry(),
 		Document:   auditJSON{fs, res.Outcome, res.Inputs, nonNilStrings(res.InputWarnings)},
 		Properties: map[string]any{"inputs": res.Inputs, "judgedAgainst": inputLines(res.Inputs, "")},
 		Table:      func(w io.Writer) error { return printAudit(w, res) },

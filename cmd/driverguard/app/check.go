@@ -67,7 +67,7 @@ or fails to evaluate.`,
 			if err != nil {
 				return writeInvalid(s, formats, "driverguard check", err)
 			}
-			report := checkReport("driverguard check", rep)
+			report := checkReport("driverguard check", rep, job.Rules())
 			report.Table = func(w io.Writer) error { return printCheck(w, rep) }
 			if err := output.Write(s.Out, formats.Targets(), report); err != nil {
 				return err
@@ -142,7 +142,7 @@ func printCheck(w io.Writer, rep *action.CheckReport) error {
 func printObjectFindings(w io.Writer, title string, res action.ObjectReport, all []action.Finding) {
 	var mine []action.Finding
 	for _, f := range all {
-		if f.Object.String() == title {
+		if f.Object.String() == title && f.Rule != finding.RuleRenderWarning { // those have their section
 			mine = append(mine, f)
 		}
 	}
@@ -168,7 +168,7 @@ func printObjectFindings(w io.Writer, title string, res action.ObjectReport, all
 func objectFindings(all []action.Finding, title string, level finding.Level) []action.Finding {
 	var out []action.Finding
 	for _, f := range all {
-		if f.Level == level && f.Rule != finding.RuleOmittedFindings && f.Object.String() == title {
+		if f.Level == level && f.Rule != finding.RuleOmittedFindings && f.Rule != finding.RuleRenderWarning && f.Object.String() == title {
 			out = append(out, f)
 		}
 	}
@@ -252,8 +252,8 @@ func plural(n int, noun string) string {
 // checkReport is a release's verdict for the writers: every finding, each object judged by
 // the policies and the built-in rules (a JUnit case each), the nodes judged by DriverLoss,
 // and what the release was judged against.
-func checkReport(tool string, rep *action.CheckReport) *output.Report {
-	r := &output.Report{Tool: tool, Findings: rep.Findings, Document: rep, Rules: action.Rules(rep.Policies),
+func checkReport(tool string, rep *action.CheckReport, registry *finding.Registry) *output.Report {
+	r := &output.Report{Tool: tool, Findings: rep.Findings, Document: rep, Rules: registry,
 		Properties: map[string]any{"inputs": rep.Inputs, "judgedAgainst": inputLines(rep.Inputs, rep.Basis)}}
 	rules := append(slices.Clone(rep.Policies), action.BuiltInRules...)
 	rules = slices.DeleteFunc(rules, func(r string) bool { return r == action.RuleDriverLoss })

@@ -304,8 +304,9 @@ func TestPolicyData(t *testing.T) {
 func TestPolicyList(t *testing.T) {
 	r := run(t, "", "policy", "list", "--policy", examplePolicy, "--disable", "lib.drain_empty_dir", "--enforcement", "platform=audit")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	assert.Regexp(t, `(?m)^lib\.drain_empty_dir\s+warn\s+disabled\s+deny\s+bundled:drain_empty_dir\.rego\s+Draining must not delete emptyDir data silently$`, r.stdout)
-	assert.Regexp(t, `(?m)^platform\s+deny,warn\s+enabled\s+audit\s+\.\./\.\./\.\./docs/examples/policy/platform\.rego\s+Pre-release drivers only on canary nodes`, r.stdout)
+	assert.Regexp(t, `(?m)^driverguard\.lib\.drain_empty_dir\.warn\s+warn\s+warn\s+disabled\s+library\s+policy/library/drain_empty_dir\.rego:10\s+Draining must not delete emptyDir data silently$`, r.stdout)
+	assert.Regexp(t, `(?m)^driverguard\.platform\.deny\s+deny\s+audit\s+enabled\s+policy\s+\.\./\.\./\.\./docs/examples/policy/platform\.rego:\d+\s+Pre-release drivers only on canary nodes`, r.stdout)
+	assert.Regexp(t, `(?m)^driverguard\.platform\.warn\s+warn\s+audit\s+enabled\s+policy\s+`, r.stdout)
 }
 
 // TestCheckCountsWhatItDoesNotList: an object with more than 50 findings lists the first 50 and

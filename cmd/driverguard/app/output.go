@@ -137,7 +137,7 @@ func writeInvalid(s Streams, formats *output.Flag, tool string, err error) error
 	}
 	fs, omitted := invalid.Findings()
 	doc := invalidDocument{Findings: fs, Passed: false}
-	r := &output.Report{Tool: tool, Findings: fs, Omitted: omitted, Document: doc, Rules: action.Rules(nil)}
+	r := &output.Report{Tool: tool, Findings: fs, Omitted: omitted, Document: doc, Rules: action.NewRuleRegistry()}
 	r.Table = func(w io.Writer) error { return nil } // the message on stderr is the table's
 	if werr := output.Write(s.Out, formats.Targets(), r); werr != nil {
 		return errors.Join(err, werr)

@@ -248,14 +248,24 @@ func newPolicyListCommand(s Streams) *cobra.Command {
 	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "list [--policy DIR] [--disable NAME]",
-		Short: "List the policies check and the webhook evaluate, with the names --disable takes",
-		Args:  cobra.NoArgs,
+		Short: "List every rule check and the webhook apply: the built-in ones and each policy's deny and warn",
+		Long: `list shows every rule of the registry, one line each: each Rego policy's deny and warn rule
+bodies (<package>.deny, <package>.warn; --disable and --enforcement take the package, without
+its driverguard. prefix or in full), then the built-in rules. LEVEL is what the rule says when
+it fires, ENFORCEMENT what its findings do (a deny body of a policy in warn enforcement warns,
+one in audit is reported only), SOURCE builtin, library (the bundled policies) or policy (your
+directories), HOME the Go package or the file:line of the rule body.
+
+-o json and -o yaml print {"policies": [...], "rules": [...]}: policies one entry per Rego
+package (name, rules, file, enforcement per rule), rules one per rule (id, level, enforcement,
+title, home, source, disabled). docs/rules.md lists the built-in and bundled rules.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			infos, err := job.Run(cmd.Context())
+			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return output.print(s.Out, infos, func(w io.Writer) error { return printPolicies(w, infos) })
+			return output.print(s.Out, res, func(w io.Writer) error { return printRules(w, res.Rules) })
 		},
 	}
 	addPolicyFlags(cmd.Flags(), &job.Policy, "policy")
@@ -263,31 +273,16 @@ func newPolicyListCommand(s Streams) *cobra.Command {
 	return cmd
 }
 
-func printPolicies(w io.Writer, infos []action.PolicyInfo) error {
+// printRules lists the rules one per line.
+func printRules(w io.Writer, rules []action.Rule) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tRULES\tSTATE\tENFORCEMENT\tFILE\tTITLE")
-	for _, p := range infos {
+	fmt.Fprintln(tw, "RULE\tLEVEL\tENFORCEMENT\tSTATE\tSOURCE\tHOME\tTITLE")
+	for _, r := range rules {
 		state := "enabled"
-		if p.Disabled {
+		if r.Disabled {
 			state = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, strings.Join(p.Rules, ","), state, ruleEnforcement(p), p.File, dash(p.Title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(r.ID), r.Level, r.Enforcement, state, r.Source, printable(r.Home), printable(dash(r.Title)))
 	}
 	return tw.Flush()
-}
-
-// ruleEnforcement is a policy's enforcement as the table shows it: the mode its rules share,
-// else each rule's, e.g. deny=audit,warn=deny.
-func ruleEnforcement(p action.PolicyInfo) string {
-	var each []string
-	same := true
-	for _, r := range p.Rules {
-		mode := p.RuleEnforcement[r]
-		same = same && mode == p.Enforcement
-		each = append(each, r+"="+string(mode))
-	}
-	if same {
-		return string(p.Enforcement)
-	}
-	return strings.Join(each, ",")
 }

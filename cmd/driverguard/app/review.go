@@ -50,7 +50,7 @@ not read past the limit).`,
 			if err != nil {
 				return err
 			}
-			r := &output.Report{Tool: "driverguard review", Findings: review.Findings, Document: review, Rules: action.Rules(nil),
+			r := &output.Report{Tool: "driverguard review", Findings: review.Findings, Document: review, Rules: action.NewRuleRegistry(),
 				Table: func(w io.Writer) error { return printReview(w, review.AdmissionReview) }}
 			if req := review.Request; req != nil {
 				r.Judged = []output.Subject{{Object: finding.Object{Kind: req.Kind.Kind, Name: req.Name}, Name: req.Kind.Kind + "/" + req.Name}}

@@ -105,17 +105,23 @@ metadata:
 	t.Run("policy list", func(t *testing.T) {
 		r := run(t, "", "policy", "list", "--policy", policies)
 		require.Equal(t, ExitOK, r.code, r.stderr)
-		assert.Regexp(t, `(?m)^team\s+deny,warn\s+enabled\s+deny=audit,warn=deny\s+`, r.stdout)
-		assert.Regexp(t, `(?m)^lib\.pinned_version\s+deny\s+enabled\s+deny\s+`, r.stdout)
+		assert.Regexp(t, `(?m)^driverguard\.team\.deny\s+deny\s+audit\s+enabled\s+policy\s+\S+team\.rego:7\s+Drivers carry the owning team$`, r.stdout)
+		assert.Regexp(t, `(?m)^driverguard\.team\.warn\s+warn\s+warn\s+enabled\s+policy\s+`, r.stdout)
+		assert.Regexp(t, `(?m)^driverguard\.lib\.pinned_version\.deny\s+deny\s+deny\s+enabled\s+library\s+`, r.stdout)
 
 		r = run(t, "", "policy", "list", "--policy", policies, "-o", "json")
 		require.Equal(t, ExitOK, r.code, r.stderr)
-		var infos []action.PolicyInfo
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &infos))
-		for _, p := range infos {
+		var res action.PolicyListResult
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+		for _, p := range res.Policies {
 			if p.Name == "team" {
 				assert.Equal(t, "audit", string(p.RuleEnforcement["deny"]))
 				assert.Equal(t, "deny", string(p.RuleEnforcement["warn"]))
+			}
+		}
+		for _, rule := range res.Rules {
+			if rule.ID == "driverguard.team.deny" {
+				assert.Equal(t, "audit", string(rule.Enforcement))
 			}
 		}
 	})

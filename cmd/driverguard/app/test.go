@@ -19,7 +19,7 @@ func newTestCommand(s Streams) *cobra.Command {
 	formats := output.NewFlag(output.Table, judgingFormats...)
 	var run string
 	cmd := &cobra.Command{
-		Use:   "test [PATH...] [--run REGEX] [--min-coverage PCT] [-o FORMAT[=FILE]]...",
+		Use:   "test [PATH...] [--run REGEX] [--min-coverage PCT] [--coverage-of PATTERN] [-o FORMAT[=FILE]]...",
 		Short: "Run declarative policy test suites (*.dgtest.yaml): values or objects against an inventory, with expected results",
 		Long: `test runs every suite file (*.dgtest.yaml) found under the paths (default: the current folder,
 recursively). A suite names its policies (and the bundled library unless library: false), an
@@ -30,17 +30,25 @@ would judge it; its expectations (verdict, results by object, rule, result and m
 plan's node actions) are compared with what came of it. docs/policy-authoring.md, "Test suites",
 describes the format.
 
-Coverage lists every policy (a Rego package with deny or warn rules) and every built-in rule with
-the cases that made it fire and those that judged an object by it without it firing.
+Coverage lists every rule — each policy's deny and warn rule bodies on their own
+(<package>.deny, <package>.warn) and every built-in rule — with the cases that made it fire and
+those that judged an object by it without it firing. An expected result's rule may name the
+package (either body) or one body. --coverage-of PATTERN (repeatable) and a suite's coverageOf
+list scope coverage, and --min-coverage, to the rules they match: rule IDs, or globs on them
+(path.Match: driverguard.team.*), a policy package matching its deny and warn. A team reaches
+--min-coverage 100 on its own policies without testing the bundled library again. A pattern
+that matches no rule is an error (exit 2).
 
 -o junit writes one test case per suite case; -o sarif one error per missed expectation (at its
-line in the suite file) or case that could not be judged, and a note per rule that never fired.
+line in the suite file) or case that could not be judged, and a note per rule coverage counts that
+never fired (at the rule body's line for the suites' own policies).
 
 Exit codes: 0 every case passed (and coverage reached --min-coverage); 1 a case failed, could not
 be judged, or coverage is below --min-coverage; 2 a suite cannot be read (unknown field, missing
 file: named with its line) or a policy does not compile.`,
 		Example: `  driverguard test policies/tests/
   driverguard test --run 'canary' --min-coverage 100
+  driverguard test --coverage-of 'driverguard.team.*' --min-coverage 100
   driverguard test -o junit > test-results.xml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if job.MinCoverage < 0 || job.MinCoverage > 100 || math.IsNaN(job.MinCoverage) {
@@ -66,6 +74,7 @@ file: named with its line) or a policy does not compile.`,
 	}
 	cmd.Flags().StringVar(&run, "run", "", `run only the cases whose "<suite file>/<case name>" matches this regular expression`)
 	cmd.Flags().Float64Var(&job.MinCoverage, "min-coverage", 0, "fail when fewer than this percentage of the rules fired in at least one case")
+	cmd.Flags().StringArrayVar(&job.CoverageOf, "coverage-of", nil, "count only these rules in coverage: a rule ID, a policy package (its deny and warn) or a glob such as 'driverguard.team.*' (can repeat)")
 	registerOutput(cmd.Flags(), formats)
 	return cmd
 }
@@ -73,7 +82,7 @@ file: named with its line) or a policy does not compile.`,
 // testReport is a test run for the writers: each case a subject (a JUnit case of its suite
 // file), failed by the expectations it missed.
 func testReport(res *action.TestRunResult) *output.Report {
-	r := &output.Report{Tool: "driverguard test", Findings: res.Findings, Document: res, Rules: action.Rules(nil),
+	r := &output.Report{Tool: "driverguard test", Findings: res.Findings, Document: res, Rules: action.NewRuleRegistry(),
 		OnlyJudged: true, Table: func(w io.Writer) error { return printTestTable(w, res) }}
 	for _, c := range res.Cases {
 		r.Judged = append(r.Judged, output.Subject{Object: finding.Object{Kind: finding.KindTestCase, Name: c.Name},
@@ -127,7 +136,11 @@ func printTestTable(w io.Writer, res *action.TestRunResult) error {
 			verdict = fmt.Sprintf("FAILED (coverage below --min-coverage %g%%)", res.MinCoverage)
 		}
 	}
-	_, err := fmt.Fprintf(w, "\n%d cases, %d failed; coverage %.1f%% of %d rules; %s\n",
-		len(res.Cases), res.Failed, res.CoveragePct, len(res.Coverage), verdict)
+	scope := ""
+	if len(res.CoverageOf) > 0 {
+		scope = " matching --coverage-of " + printable(strings.Join(res.CoverageOf, ", "))
+	}
+	_, err := fmt.Fprintf(w, "\n%d cases, %d failed; coverage %.1f%% of %d rules%s; %s\n",
+		len(res.Cases), res.Failed, res.CoveragePct, len(res.Coverage), scope, verdict)
 	return err
 }

@@ -105,7 +105,7 @@ func TestSuitePasses(t *testing.T) {
 	}
 	assert.Contains(t, res.stdout, "3 cases, 0 failed")
 	// The team policy fired in one case and passed in the two others.
-	assert.Regexp(t, `driverguard\.team\.names\s+1\s+2`, res.stdout)
+	assert.Regexp(t, `driverguard\.team\.names\.deny\s+1\s+2`, res.stdout)
 
 	// policies may name Rego files as well as folders.
 	path := writeSuite(t, passingCases)
@@ -114,7 +114,7 @@ func TestSuitePasses(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(data), "policies: [policies]", "policies: [policies/names.rego]", 1)), 0o644))
 	res = run(t, "", "test", path)
 	assert.Equal(t, 0, res.code, res.stdout+res.stderr)
-	assert.Regexp(t, `driverguard\.team\.names\s+1\s+2`, res.stdout)
+	assert.Regexp(t, `driverguard\.team\.names\.deny\s+1\s+2`, res.stdout)
 }
 
 // TestSuiteMutations: each expectation made false fails its case, named, with what was
