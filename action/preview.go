@@ -1,9 +1,12 @@
 package action
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
@@ -55,6 +58,7 @@ func (p *Preview) Run(ctx context.Context) (*PreviewReport, error) {
 		}
 	}
 	rep.Passed = rep.Verdict.Passed && rep.MissingImages() == 0
+	rep.Findings = append(slices.Clone(rep.Verdict.Findings), imageFindings(rep.Nodes)...)
 	return rep, nil
 }
 
@@ -66,8 +70,30 @@ func (rep *PreviewReport) MissingImages() int {
 	return rep.Nodes.ImageCheck.Missing
 }
 
+// imageFindings are the images of a registry check missing (deny) or not verified (warn).
+func imageFindings(n *NodeReport) []finding.Finding {
+	if n == nil {
+		return nil
+	}
+	var out []finding.Finding
+	for _, r := range n.Images {
+		switch r.Status {
+		case registry.NotFound:
+			out = append(out, finding.Finding{Rule: finding.RuleDriverImageNotFound, Level: finding.Deny,
+				Object: finding.Object{Kind: "Image", Name: r.Image}, Message: r.Message})
+		case registry.Warning:
+			out = append(out, finding.Finding{Rule: finding.RuleDriverImageNotVerified, Level: finding.Warn,
+				Object: finding.Object{Kind: "Image", Name: r.Image}, Message: cmp.Or(r.Cause(), r.Message)})
+		}
+	}
+	return out
+}
+
 // PreviewReport is the preview of one set of values.
 type PreviewReport struct {
+	// Findings are Check's findings (the Verdict's) and, with --check-images, each image
+	// missing (deny) or not verified (warn).
+	Findings  []finding.Finding `json:"findings"`
 	Resources []PreviewResource `json:"resources"`
 	Warnings  []render.Warning  `json:"warnings,omitempty"`
 	// Nodes is present when a node inventory was given.

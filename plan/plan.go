@@ -14,6 +14,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
@@ -76,7 +77,11 @@ type Inputs struct {
 // null.
 type Plan struct {
 	// Drivers are sorted by name.
-	Drivers []DriverPlan `json:"drivers"`
+	// Findings are the plan's findings (SPEC §14): each denial, each node that would lose
+	// its driver, each image missing (deny) or not verified (warn), the input warnings
+	// (warn) and the drift now (audit: it fails nothing).
+	Findings []finding.Finding `json:"findings"`
+	Drivers  []DriverPlan      `json:"drivers"`
 	// Nodes are sorted by name.
 	Nodes []NodePlan `json:"nodes"`
 	// Batches are the rollout with autoUpgrade: true, in order (owner, pool, node name);
@@ -305,10 +310,12 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 		if !j.Verdict.Allowed() {
 			d := Denial{Kind: j.Kind, Name: j.Name}
 			for _, f := range j.Verdict.Denials {
-				d.Findings = append(d.Findings, f.String())
+				d.Findings = append(d.Findings, f.Text())
 			}
 			p.Denials = append(p.Denials, d)
 		}
+		p.Findings = append(p.Findings, j.Verdict.Findings()...)
+		p.Findings = append(p.Findings, j.Verdict.OmittedFindings()...)
 	}
 
 	policy := effectivePolicy(res, current.ClusterPolicy())
@@ -345,6 +352,7 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 		p.checkImages(ctx, res, in.CheckImages)
 	}
 	p.summarize(res, in.AllowDriverLoss)
+	p.completeFindings(in.AllowDriverLoss)
 	return p, nil
 }
 
@@ -606,4 +614,41 @@ func (p *Plan) summarize(res *release.Result, allowLoss bool) {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("%d image(s) missing from their registry", len(p.MissingImages)))
 	}
 	p.Proceed = len(p.Reasons) == 0
+}
+
+// completeFindings adds to the plan's findings (its objects' verdicts) those of the nodes and
+// images it found: each node that would lose its driver (deny, warn when acknowledged), each
+// image missing (deny) or not verified (warn), the input warnings (warn), the drift now
+// (audit). It is the last step of Make.
+func (p *Plan) completeFindings(allowLoss bool) {
+	loss := finding.Deny
+	if allowLoss {
+		loss = finding.Warn
+	}
+	for _, n := range p.Nodes {
+		if n.Action == NodeLoseDriver {
+			p.Findings = append(p.Findings, finding.Finding{Rule: finding.RuleDriverLoss, Level: loss,
+				Object:  finding.Object{Kind: finding.KindNode, Name: n.Name},
+				Message: fmt.Sprintf("owned by %s now, would get no driver (%s)", n.OldOwner, cmp.Or(n.Reason, "-")), Nodes: []string{n.Name}})
+		}
+	}
+	for _, m := range p.MissingImages {
+		p.Findings = append(p.Findings, finding.Finding{Rule: finding.RuleDriverImageNotFound, Level: finding.Deny,
+			Object: finding.Object{Kind: "Pool", Name: m.Pool}, Message: "image " + m.Image + " is missing from its registry: " + m.Detail})
+	}
+	for _, m := range p.ImageWarnings {
+		p.Findings = append(p.Findings, finding.Finding{Rule: finding.RuleDriverImageNotVerified, Level: finding.Warn,
+			Object: finding.Object{Kind: "Pool", Name: m.Pool}, Message: "image " + m.Image + " was not verified: " + cmp.Or(m.Why, m.Detail)})
+	}
+	for _, w := range p.InputWarnings {
+		p.Findings = append(p.Findings, finding.Finding{Rule: finding.RuleInputWarning, Level: finding.Warn,
+			Object: finding.Object{Kind: finding.KindCluster, Name: "inputs"}, Message: w})
+	}
+	for _, d := range p.Drift {
+		p.Findings = append(p.Findings, finding.Finding{Rule: d.Kind, Level: finding.Audit,
+			Object: finding.Object{Kind: finding.KindNode, Name: d.Node}, Message: "drift now: " + d.Detail, Nodes: []string{d.Node}})
+	}
+	if p.Findings == nil {
+		p.Findings = []finding.Finding{}
+	}
 }

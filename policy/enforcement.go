@@ -202,6 +202,7 @@ func parseEnforcementValue(v any) (Enforcement, error) {
 // pkgs: a package's mode is every one of its rules' mode, whatever their METADATA says.
 func resolveEnforcement(pkgs []policyPackage, modes map[string]Enforcement, origin string) []Problem {
 	var problems []Problem
+	setBy := map[int]string{} // the name each package's mode was set by
 	for _, n := range sortedKeys(modes) {
 		mode := modes[n]
 		if !slices.Contains(Enforcements, mode) {
@@ -213,6 +214,12 @@ func resolveEnforcement(pkgs []policyPackage, modes map[string]Enforcement, orig
 			problems = append(problems, Problem{File: origin, Message: fmt.Sprintf("cannot set the enforcement of %q: no policy has that name; the policies are %s", quoteName(n), knownPolicies(pkgs))})
 			continue
 		}
+		if other, ok := setBy[i]; ok && modes[other] != mode {
+			problems = append(problems, Problem{File: origin, Message: fmt.Sprintf("the enforcement of %s is set twice, %s by %q and %s by %q: give the policy one enforcement",
+				pkgs[i].pkg, modes[other], quoteName(other), mode, quoteName(n))})
+			continue
+		}
+		setBy[i] = n
 		for rule := range pkgs[i].modes {
 			pkgs[i].modes[rule] = mode
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/output"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/output"
 )
 
 // Exit codes.

@@ -50,7 +50,7 @@ func addDecisionFlags(fs *pflag.FlagSet, d *action.Decision) {
 func addPolicyFlags(fs *pflag.FlagSet, p *action.Policy, dirFlag string) {
 	fs.StringArrayVar(&p.Dirs, dirFlag, nil, "directory of Rego policies (packages under driverguard.) and data documents, or one such file, evaluated with the bundled library (can repeat)")
 	fs.StringArrayVar(&p.Disable, "disable", nil, "turn off a policy by name, e.g. lib.max_parallel_upgrades (can repeat; 'driverguard policy list' shows the names)")
-	fs.StringToStringVar(&p.Enforcement, "enforcement", nil, "what a policy's messages do, by name: NAME=deny|warn|audit, e.g. team.new_rule=audit to trial a rule (sets every rule of the package, whatever its METADATA custom.enforcement says; can repeat)")
+	fs.Var((*enforcementFlag)(&p.Enforcement), "enforcement", "what a policy's messages do, by name: NAME=deny|warn|audit, e.g. team.new_rule=audit to trial a rule (sets every rule of the package, whatever its METADATA custom.enforcement says; can repeat)")
 	durationVar(fs, &p.Timeout, "policy-timeout", action.DefaultPolicyTimeout, policyTimeoutRange, "deadline of one policy evaluation (every policy on one object)")
 }
 

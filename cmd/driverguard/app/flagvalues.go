@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -94,6 +95,37 @@ func optionalValueWords(v pflag.Value) []string {
 		return []string{"true", "false"}
 	case strings.Contains(t, "|"):
 		return strings.Split(t, "|")
+	}
+	return nil
+}
+
+// enforcementFlag is --enforcement NAME=MODE, repeatable (or NAME=MODE,NAME=MODE): a policy
+// named twice is an error, not the last one silently winning.
+type enforcementFlag map[string]string
+
+func (e *enforcementFlag) Type() string { return "stringToString" } // repeatable
+
+func (e *enforcementFlag) String() string {
+	parts := make([]string, 0, len(*e))
+	for _, k := range slices.Sorted(maps.Keys(*e)) {
+		parts = append(parts, k+"="+(*e)[k])
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func (e *enforcementFlag) Set(s string) error {
+	if *e == nil {
+		*e = map[string]string{}
+	}
+	for _, pair := range strings.Split(s, ",") {
+		name, mode, ok := strings.Cut(pair, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%q is not NAME=MODE: give a policy and one of deny, warn, audit (e.g. team.new_rule=audit)", truncateValue(pair))
+		}
+		if prev, seen := (*e)[name]; seen {
+			return fmt.Errorf("--enforcement %s given twice (%s, then %s): give each policy one enforcement", truncateValue(name), truncateValue(prev), truncateValue(mode))
+		}
+		(*e)[name] = mode
 	}
 	return nil
 }

@@ -8,11 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/output"
 )
 
 func newPlanCommand(s Streams) *cobra.Command {
 	job := action.NewPlan(s.cfg)
-	output := newOutput(formatTable, formatTable, formatJSON, formatMarkdown)
+	formats := output.NewFlag(output.Table, judgingFormats...)
 	cmd := &cobra.Command{
 		Use:   "plan [-f values.yaml] (--live | --kubeconfig FILE | --nodes nodes.yaml [--drivers current.yaml] [--cluster-policy policy.yaml] [--pods pods.yaml]) [--check-images]",
 		Short: "What applying the values does to every node: actions, rollout batches, drain blockers, missing images",
@@ -74,7 +75,10 @@ unreachable cluster).`,
 			for _, w := range res.RenderWarnings {
 				fmt.Fprintln(s.Err, "Warning:", w)
 			}
-			if err := printPlanAs(s.Out, output.format, res); err != nil {
+			r := &output.Report{Tool: "driverguard plan", Findings: res.Plan.Findings, Document: res.Plan, Rules: action.NewRuleRegistry(),
+				Table:    func(w io.Writer) error { return printPlan(w, res.Plan) },
+				Markdown: func(w io.Writer) error { return printPlanMarkdown(w, res.Plan, res.ReleaseName) }}
+			if err := output.Write(s.Out, formats.Targets(), r); err != nil {
 				return err
 			}
 			return failedUnless(res.Plan.Proceed)
@@ -89,7 +93,7 @@ unreachable cluster).`,
 	f.Var((*sizeValue)(&job.MaxReleaseBytes), action.FlagMaxReleaseSize, "the largest --release revision read, decompressed (Helm stores it gzipped), in bytes or as a quantity (64Mi)")
 	f.StringVarP(&job.Target.Namespace, "namespace", "n", "", "namespace of the --release (default: the kubeconfig context's; as a Helm plugin, Helm's -n)")
 	addImageFlags(f, &job.RegistryCheck, true, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
-	output.register(f)
+	registerOutput(f, formats)
 	return cmd
 }
 
@@ -101,18 +105,6 @@ func printReleaseNotice(w io.Writer, d *action.DeployedRelease, live bool) {
 	if !d.Deployed() {
 		fmt.Fprintf(w, "Warning: revision %d of release %s is %s, not deployed: its values may not be what the cluster runs (`helm history %s -n %s`).\n", d.Revision, d.Name, d.Status, d.Name, d.Namespace)
 	}
-}
-
-// printPlanAs prints the plan in format: JSON (the contract), a Markdown change ticket or
-// tables.
-func printPlanAs(w io.Writer, format string, res *action.PlanResult) error {
-	switch format {
-	case formatJSON:
-		return writeJSON(w, res.Plan)
-	case formatMarkdown:
-		return printPlanMarkdown(w, res.Plan, res.ReleaseName)
-	}
-	return printPlan(w, res.Plan)
 }
 
 func printPlan(w io.Writer, p *action.PlanReport) error {

@@ -8,13 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/output"
 )
 
 func newPreviewCommand(s Streams) *cobra.Command {
 	job := action.NewPreview(s.cfg) // with provenance: preview explains where each field came from
-	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
+	formats := output.NewFlag(output.Table, judgingFormats...)
 	cmd := &cobra.Command{
 		Use:   "preview -f values.yaml [--live | --nodes nodes.yaml [--drivers current.yaml]] [--check-images] [--allow-driver-loss]",
 		Short: "Explain what values will render and, with a node inventory, which driver each node gets",
@@ -43,7 +44,9 @@ or, with --check-images, an image its registry does not have; 2 unusable input.`
 			if err != nil {
 				return err
 			}
-			if err := output.print(s.Out, rep, func(w io.Writer) error { return printPreview(w, rep) }); err != nil {
+			r := &output.Report{Tool: "driverguard preview", Findings: rep.Findings, Document: rep, Rules: action.NewRuleRegistry(),
+				Table: func(w io.Writer) error { return printPreview(w, rep) }}
+			if err := output.Write(s.Out, formats.Targets(), r); err != nil {
 				return err
 			}
 			return failedUnless(rep.Passed)
@@ -52,7 +55,7 @@ or, with --check-images, an image its registry does not have; 2 unusable input.`
 	addJudgeFlags(cmd.Flags(), &job.Judge)
 	addLiveFlags(cmd.Flags(), &job.Live, "Nodes, RBLNDrivers and the RBLNClusterPolicy")
 	addImageFlags(cmd.Flags(), &job.RegistryCheck, true, "HEAD every composed driver image in its registry (needs --nodes)", "timeout of one registry request")
-	output.register(cmd.Flags())
+	registerOutput(cmd.Flags(), formats)
 	return cmd
 }
 
