@@ -34,17 +34,17 @@ const (
 	RuleImageNotFound = routing.ReasonDriverImageNotFound
 	// RuleImageNotVerified: an image a pool pulls that no registry answered for (unreachable,
 	// timeout, TLS, DNS, 401/403): a warning, the pool proceeds.
-	RuleImageNotVerified = "DriverImageNotVerified"
+	RuleImageNotVerified = finding.RuleDriverImageNotVerified
 	// RuleImageCheck: what the registry check covered (the cluster report's one result: how
 	// many images were found, missing, not verified): a pass, or a warning when some images
 	// were not verified.
-	RuleImageCheck = "DriverImageCheck"
+	RuleImageCheck = finding.RuleDriverImageCheck
 	// RuleAdmission is the pass result of the built-in rules (syntax, selectors, upgrade
 	// policy) of an object that breaks none of them.
 	RuleAdmission = "admission"
 	// RuleInputWarning: an input the audit read that looks like a failed read, not a cluster
 	// (a node inventory without nodes, ...): a warning of the cluster report.
-	RuleInputWarning = "InputWarning"
+	RuleInputWarning = finding.RuleInputWarning
 )
 
 // Auditor judges snapshots. Its fields are read, never written, by Run.

@@ -3,6 +3,7 @@ package routing
 import (
 	"cmp"
 	"fmt"
+	"github.com/driverguard/driverguard/finding"
 	"slices"
 	"strings"
 
@@ -12,11 +13,11 @@ import (
 // Drift kinds: what is wrong with the cluster now, whatever any change would do (SPEC §8, §9).
 // `plan` lists them per node; the audit reports them per driver.
 const (
-	DriftUnowned            = "Unowned" // a candidate node no driver selects
+	DriftUnowned            = finding.RuleUnowned // a candidate node no driver selects
 	DriftTie                = ReasonConflictingNodeSelector
 	DriftFamilyLabelMissing = ReasonDriverFamilyLabelMissing
 	DriftInvalidImageTag    = ReasonInvalidImageTag
-	DriftStaleOwnerLabel    = "StaleOwnerLabel" // the owner label is not the driver routing gives
+	DriftStaleOwnerLabel    = finding.RuleStaleOwnerLabel // the owner label is not the driver routing gives
 )
 
 // Drift is one problem of one node now.

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"github.com/driverguard/driverguard/finding"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,16 +14,16 @@ const (
 	// "true") and must carry no owner label.
 	ReasonOutOfScope = "OutOfScope"
 	// ReasonConflictingNodeSelector: no unique most specific driver matches the node.
-	ReasonConflictingNodeSelector = "ConflictingNodeSelector"
+	ReasonConflictingNodeSelector = finding.RuleConflictingNodeSelector
 	// ReasonNoMatchingDriver: no valid driver matches the candidate node.
 	ReasonNoMatchingDriver = "NoMatchingDriver"
 	// ReasonDriverFamilyLabelMissing: the node is owned but has no valid
 	// rebellions.ai/npu.family label, so it joins no pool.
-	ReasonDriverFamilyLabelMissing = "DriverFamilyLabelMissing"
+	ReasonDriverFamilyLabelMissing = finding.RuleDriverFamilyLabelMissing
 	// ReasonInvalidImageTag: no valid driver image can be composed for the node: the tag is
 	// not a valid OCI tag, a repository path component is invalid, or a node-feature label
 	// the tag needs is missing.
-	ReasonInvalidImageTag = "InvalidImageTag"
+	ReasonInvalidImageTag = finding.RuleInvalidImageTag
 )
 
 // Resource and pool reasons.
@@ -31,7 +32,7 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonDriverImageNotFound: the registry answered 404 for the pool's composed image.
 	// Set on a [Pool] by the registry check, never by [Route].
-	ReasonDriverImageNotFound = "DriverImageNotFound"
+	ReasonDriverImageNotFound = finding.RuleDriverImageNotFound
 )
 
 // ConflictSampleSize is the largest number of node names a [Conflict] lists.
