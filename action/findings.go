@@ -97,7 +97,10 @@ func auditFinding(res audit.Finding) (finding.Finding, bool) {
 	if res.Result == audit.Pass {
 		return finding.Finding{}, false
 	}
-	f := finding.Finding{Rule: res.Rule, Message: res.Message}
+	f := finding.Finding{Rule: res.Rule, Field: res.Field, Message: res.Message}
+	if res.Field != "" { // the result's message starts with it, as a response's does
+		f.Message = strings.TrimPrefix(res.Message, res.Field+": ")
+	}
 	if res.Policy != audit.BuiltinPolicy {
 		f.Rule = finding.RegoRule(res.Policy, res.Rule)
 		f.Message = strings.TrimPrefix(res.Message, "policy "+res.Policy+": ")

@@ -427,7 +427,7 @@ func (b *builder) report() Report {
 // rule; enforcement is that of its policy rule (deny when not set).
 func resultOf(df decision.Finding, enforcement policy.Enforcement, subject Subject) Finding {
 	f := Finding{Policy: BuiltinPolicy, Rule: df.Rule, Result: Fail, Enforcement: policy.EnforceDeny,
-		Message: df.Text(), Subjects: []Subject{subject}}
+		Field: df.Field, Message: df.Text(), Subjects: []Subject{subject}}
 	if pkg := df.Policy(); pkg != "" {
 		f.Policy, f.Rule = pkg, finding.BodyOf(df.Rule)
 		f.Enforcement = cmp.Or(enforcement, policy.EnforceDeny)

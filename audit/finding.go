@@ -27,6 +27,9 @@ type Finding struct {
 	Policy string `json:"policy"`
 	Rule   string `json:"rule"`
 	Result Result `json:"result"`
+	// Field is the object's field the finding is about ("" for a policy's or the object's);
+	// Message starts with it, as an admission response words it.
+	Field string `json:"field,omitempty"`
 	// Enforcement is what the rule does at admission: deny, warn or audit (a policy on
 	// trial); drift and image findings are deny: they fail the audit.
 	Enforcement policy.Enforcement `json:"enforcement"`

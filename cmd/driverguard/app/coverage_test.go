@@ -84,12 +84,19 @@ func TestPolicyListRules(t *testing.T) {
 
 	r = run(t, "", "policy", "list", "--policy", dir, "-o", "json")
 	require.Equal(t, ExitOK, r.code, r.stderr)
+	var policies []map[string]any // a list scripts read: a --disable=NAME per entry
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &policies))
+	assert.Len(t, policies, 9, "the team's package and the library's eight")
+	for _, p := range policies {
+		assert.NotEmpty(t, p["name"])
+	}
+
+	r = run(t, "", "policy", "rules", "--policy", dir, "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
 	var doc struct {
-		Policies []map[string]any `json:"policies"`
-		Rules    []finding.Rule   `json:"rules"`
+		Rules []finding.Rule `json:"rules"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
-	assert.Len(t, doc.Policies, 9, "the team's package and the library's eight")
 	require.Len(t, doc.Rules, len(finding.Builtin())+2+9)
 	assert.Equal(t, finding.Rule{ID: "driverguard.team.deny", Level: finding.Deny, Enforcement: finding.Audit,
 		Title: "Drivers carry the owning team", Home: filepath.Join(dir, "team.rego") + ":7", Source: finding.SourcePolicy}, doc.Rules[0])

@@ -26,7 +26,7 @@ the same input document. See docs/policy-authoring.md.`,
 			return usageError(errors.New("name a subcommand: test, input, data or list"))
 		},
 	}
-	cmd.AddCommand(newPolicyTestCommand(s), newPolicyInputCommand(s), newPolicyDataCommand(s), newPolicyListCommand(s))
+	cmd.AddCommand(newPolicyTestCommand(s), newPolicyInputCommand(s), newPolicyDataCommand(s), newPolicyListCommand(s), newPolicyRulesCommand(s))
 	return cmd
 }
 
@@ -256,16 +256,45 @@ it fires, ENFORCEMENT what its findings do (a deny body of a policy in warn enfo
 one in audit is reported only), SOURCE builtin, library (the bundled policies) or policy (your
 directories), HOME the Go package or the file:line of the rule body.
 
--o json and -o yaml print {"policies": [...], "rules": [...]}: policies one entry per Rego
-package (name, rules, file, enforcement per rule), rules one per rule (id, level, enforcement,
-title, home, source, disabled). docs/rules.md lists the built-in and bundled rules.`,
+-o json and -o yaml print the policies, one entry per Rego package (name, package, rules,
+file, enforcement and each rule's), a list scripts read (a --disable=NAME per entry); 'policy
+rules -o json' prints every rule of the registry, built-in ones included. docs/rules.md lists
+the built-in and bundled rules.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return output.print(s.Out, res, func(w io.Writer) error { return printRules(w, res.Rules) })
+			return output.print(s.Out, res.Policies, func(w io.Writer) error { return printRules(w, res.Rules) })
+		},
+	}
+	addPolicyFlags(cmd.Flags(), &job.Policy, "policy")
+	output.register(cmd.Flags())
+	return cmd
+}
+
+func newPolicyRulesCommand(s Streams) *cobra.Command {
+	job := action.NewPolicyList(s.cfg)
+	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
+	cmd := &cobra.Command{
+		Use:   "rules [--policy DIR] [--disable NAME] [-o table|json|yaml]",
+		Short: "The rule registry: every rule that can fire, built-in and Rego, with its level, enforcement and home",
+		Long: `rules prints the rule registry (SPEC §14): every built-in rule and every Rego rule body
+(<package>.deny, <package>.warn) of the bundled library and the --policy directories, each with
+its ID (what findings name it by), level (what it says when it fires), enforcement (what its
+findings do), source (builtin, library, policy), home (Go package or file:line) and title. The
+table is the one 'policy list' prints; -o json prints {"rules": [...]}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := job.Run(cmd.Context())
+			if err != nil {
+				return err
+			}
+			doc := struct {
+				Rules []action.Rule `json:"rules"`
+			}{res.Rules}
+			return output.print(s.Out, doc, func(w io.Writer) error { return printRules(w, res.Rules) })
 		},
 	}
 	addPolicyFlags(cmd.Flags(), &job.Policy, "policy")

@@ -111,9 +111,9 @@ metadata:
 
 		r = run(t, "", "policy", "list", "--policy", policies, "-o", "json")
 		require.Equal(t, ExitOK, r.code, r.stderr)
-		var res action.PolicyListResult
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
-		for _, p := range res.Policies {
+		var policies []action.PolicyInfo
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &policies))
+		for _, p := range policies {
 			if p.Name == "team" {
 				assert.Equal(t, "audit", string(p.RuleEnforcement["deny"]))
 				assert.Equal(t, "deny", string(p.RuleEnforcement["warn"]))
