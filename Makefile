@@ -80,7 +80,7 @@ NOCGO_BUILD = CGO_ENABLED=0 $(GO)
 # go test starts packages in the order it is given them: the longest runs (mostly waiting on
 # an API server or on helm processes) first, so they overlap the compiles of the rest instead of
 # running alone at the end. The list only orders; ./... still selects every package.
-LONG_TESTS := ./test/parity ./test/differential ./test/image ./test/plugin ./test/lifecycle ./test/docs
+LONG_TESTS := ./test/parity ./test/differential ./test/findings ./test/image ./test/plugin ./test/lifecycle ./test/docs
 
 test: test-tools
 	@$(MAKE) --no-print-directory fmt-check
