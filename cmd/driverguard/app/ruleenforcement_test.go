@@ -111,14 +111,19 @@ metadata:
 
 		r = run(t, "", "policy", "list", "--policy", policies, "-o", "json")
 		require.Equal(t, ExitOK, r.code, r.stderr)
-		var policies []action.PolicyInfo
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &policies))
-		for _, p := range policies {
+		var listed []action.PolicyInfo
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed))
+		for _, p := range listed {
 			if p.Name == "team" {
 				assert.Equal(t, "audit", string(p.RuleEnforcement["deny"]))
 				assert.Equal(t, "deny", string(p.RuleEnforcement["warn"]))
 			}
 		}
+		r = run(t, "", "policy", "rules", "--policy", policies, "-o", "json")
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		var res struct{ Rules []action.Rule }
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+		require.NotEmpty(t, res.Rules)
 		for _, rule := range res.Rules {
 			if rule.ID == "driverguard.team.deny" {
 				assert.Equal(t, "audit", string(rule.Enforcement))
