@@ -54,7 +54,7 @@ func writeTable(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEVEL\tOBJECT\tRULE\tMESSAGE")
 	for _, f := range r.Findings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", label(f.Level), dash(f.Object.String()), f.Rule, oneLine(f.Text()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Label(f.Level), dash(f.Object.String()), f.Rule, oneLine(f.Text()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -80,7 +80,7 @@ func writeJUnit(w io.Writer, r *Report) error {
 			if f.Level == finding.Deny {
 				fails = append(fails, text)
 			} else {
-				other = append(other, label(f.Level)+"  "+text)
+				other = append(other, Label(f.Level)+"  "+text)
 			}
 		}
 		if len(fails) > 0 && c.Error == nil {

@@ -72,8 +72,8 @@ func sarifLevel(l finding.Level) string {
 	return "note"
 }
 
-// label is the word a human view prints for a level.
-func label(l finding.Level) string {
+// Label is the word a human view prints for a level: FAIL, WARN, AUDIT.
+func Label(l finding.Level) string {
 	switch l {
 	case finding.Deny:
 		return "FAIL"

@@ -640,14 +640,7 @@ func (p *Plan) completeFindings(allowLoss bool) {
 		p.Findings = append(p.Findings, finding.Finding{Rule: finding.RuleDriverImageNotVerified, Level: finding.Warn,
 			Object: finding.Object{Kind: "Pool", Name: m.Pool}, Message: "image " + m.Image + " was not verified: " + cmp.Or(m.Why, m.Detail)})
 	}
-	for _, w := range p.InputWarnings {
-		p.Findings = append(p.Findings, finding.Finding{Rule: finding.RuleInputWarning, Level: finding.Warn,
-			Object: finding.Object{Kind: finding.KindCluster, Name: "inputs"}, Message: w})
-	}
-	for _, d := range p.Drift {
-		p.Findings = append(p.Findings, finding.Finding{Rule: d.Kind, Level: finding.Audit,
-			Object: finding.Object{Kind: finding.KindNode, Name: d.Node}, Message: "drift now: " + d.Detail, Nodes: []string{d.Node}})
-	}
+	p.Findings = append(p.Findings, release.InputFindings(p.InputWarnings, p.Drift)...)
 	if p.Findings == nil {
 		p.Findings = []finding.Finding{}
 	}

@@ -157,14 +157,7 @@ func (r *Result) Report(o ReportOptions) *Report {
 		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleRenderWarning, Level: finding.Warn, Count: n,
 			Message: fmt.Sprintf("%d more render warnings", n)})
 	}
-	for _, w := range rep.InputWarnings {
-		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleInputWarning, Level: finding.Warn,
-			Object: finding.Object{Kind: finding.KindCluster, Name: "inputs"}, Message: w})
-	}
-	for _, d := range rep.Drift {
-		rep.Findings = append(rep.Findings, finding.Finding{Rule: d.Kind, Level: finding.Audit,
-			Object: finding.Object{Kind: finding.KindNode, Name: d.Node}, Message: "drift now, not caused by these values: " + d.Detail, Nodes: []string{d.Node}})
-	}
+	rep.Findings = append(rep.Findings, InputFindings(rep.InputWarnings, rep.Drift)...)
 	if n := rep.DriftOmitted; n > 0 {
 		rep.Findings = append(rep.Findings, finding.Finding{Rule: finding.RuleOmittedFindings, Level: finding.Audit, Count: n,
 			Message: fmt.Sprintf("%d more drift findings (driverguard audit lists every one)", n)})
@@ -180,6 +173,21 @@ func (r *Result) Report(o ReportOptions) *Report {
 	}
 	rep.Passed = rep.Failures == 0 && (!o.FailOnWarn || rep.Warnings == 0)
 	return rep
+}
+
+// InputFindings are the input warnings (warn: an input that looks like a failed read) and the
+// drift now (audit: not caused by the change, it fails nothing) as findings.
+func InputFindings(warnings []string, drift []routing.Drift) []finding.Finding {
+	out := make([]finding.Finding, 0, len(warnings)+len(drift))
+	for _, w := range warnings {
+		out = append(out, finding.Finding{Rule: finding.RuleInputWarning, Level: finding.Warn,
+			Object: finding.Object{Kind: finding.KindCluster, Name: "inputs"}, Message: w})
+	}
+	for _, d := range drift {
+		out = append(out, finding.Finding{Rule: d.Kind, Level: finding.Audit,
+			Object: finding.Object{Kind: finding.KindNode, Name: d.Node}, Message: "drift now, not caused by these values: " + d.Detail, Nodes: []string{d.Node}})
+	}
+	return out
 }
 
 // renderWarningObject is the object a render warning is about.

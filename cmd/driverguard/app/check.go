@@ -155,10 +155,10 @@ func printObjectFindings(w io.Writer, title string, res action.ObjectReport, all
 				continue
 			}
 			if f.Rule == finding.RuleOmittedFindings {
-				fmt.Fprintf(w, "  %s  ... and %d more\n", levelLabel(level), f.Count)
+				fmt.Fprintf(w, "  %s  ... and %d more\n", output.Label(level), f.Count)
 				continue
 			}
-			fmt.Fprintf(w, "  %s  %s\n", levelLabel(level), findingLine(f, title))
+			fmt.Fprintf(w, "  %s  %s\n", output.Label(level), findingLine(f, title))
 		}
 	}
 }
@@ -173,17 +173,6 @@ func objectFindings(all []action.Finding, title string, level finding.Level) []a
 		}
 	}
 	return out
-}
-
-// levelLabel is the word the tables print for a level.
-func levelLabel(l finding.Level) string {
-	switch l {
-	case finding.Deny:
-		return "FAIL"
-	case finding.Warn:
-		return "WARN"
-	}
-	return "AUDIT"
 }
 
 // findingLine is one finding under its object's title: the policy package or the rule, then

@@ -1,11 +1,10 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"github.com/driverguard/driverguard/output/sariftest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,38 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sarifSchemaModule holds the OASIS SARIF 2.1.0 JSON schema (gosec's tests validate against
-// it): downloaded through the module proxy like any dependency, never vendored here.
-const (
-	sarifSchemaModule = "github.com/securego/gosec/v2@v2.29.0"
-	sarifSchemaFile   = "report/sarif/testdata/sarif-schema-2.1.0.json"
-)
-
 // sarifSchema compiles the SARIF 2.1.0 schema, formats asserted.
-func sarifSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", sarifSchemaModule)
-	cmd.Dir = t.TempDir() // outside the module: nothing is added to go.mod
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GO111MODULE=on")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "go mod download %s: %s%s", sarifSchemaModule, out, stderr.String())
-	var mod struct{ Dir, Error string }
-	require.NoError(t, json.Unmarshal(out, &mod))
-	require.Empty(t, mod.Error)
-	f, err := os.Open(filepath.Join(mod.Dir, sarifSchemaFile))
-	require.NoError(t, err)
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	require.NoError(t, c.AddResource("sarif-schema-2.1.0.json", doc))
-	s, err := c.Compile("sarif-schema-2.1.0.json")
-	require.NoError(t, err)
-	return s
-}
+func sarifSchema(t *testing.T) *jsonschema.Schema { return sariftest.Schema(t) }
 
 // sarifDoc is what these tests read back of a SARIF log.
 type sarifDoc struct {
