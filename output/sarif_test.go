@@ -2,10 +2,11 @@ package output_test
 
 import (
 	"encoding/json"
-	"github.com/driverguard/driverguard/output/sariftest"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driverguard/driverguard/output/sariftest"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"

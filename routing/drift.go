@@ -3,9 +3,10 @@ package routing
 import (
 	"cmp"
 	"fmt"
-	"github.com/driverguard/driverguard/finding"
 	"slices"
 	"strings"
+
+	"github.com/driverguard/driverguard/finding"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 )

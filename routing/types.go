@@ -1,8 +1,9 @@
 package routing
 
 import (
-	"github.com/driverguard/driverguard/finding"
 	"slices"
+
+	"github.com/driverguard/driverguard/finding"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"

@@ -3,11 +3,12 @@ package app
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/driverguard/driverguard/finding"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driverguard/driverguard/finding"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

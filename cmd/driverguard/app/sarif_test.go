@@ -3,11 +3,12 @@ package app
 import (
 	"encoding/json"
 	"encoding/xml"
-	"github.com/driverguard/driverguard/output/sariftest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driverguard/driverguard/output/sariftest"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
