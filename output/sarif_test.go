@@ -6,14 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driverguard/driverguard/output/sariftest"
-
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/output"
+	"github.com/driverguard/driverguard/output/sariftest"
 )
 
 // sarifSchema compiles the SARIF 2.1.0 schema, formats asserted.

@@ -6,9 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driverguard/driverguard/finding"
-
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/finding"
 )
 
 // Drift kinds: what is wrong with the cluster now, whatever any change would do (SPEC §8, §9).

@@ -19,7 +19,6 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 
 	"github.com/driverguard/driverguard/api/validation"
-
 	"github.com/driverguard/driverguard/plan"
 )
 

@@ -8,11 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driverguard/driverguard/finding"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/release"
 )
 
