@@ -56,8 +56,9 @@ type Target struct {
 	Path   string
 }
 
-// Flag is -o/--output, repeatable: each `-o FORMAT` or `-o FORMAT=FILE`. At most one format
-// goes to standard output; a format may be given once. A pflag.Value: a bad value fails while
+// Flag is -o/--output, repeatable: each `-o FORMAT` or `-o FORMAT=FILE` (FILE "-" is standard
+// output). At most one format goes to standard output; a format may be given once, a file
+// named once (however spelled). A pflag.Value: a bad value fails while
 // the flags are parsed (exit 2), before anything runs.
 type Flag struct {
 	allowed []Format
@@ -90,6 +91,9 @@ func (o *Flag) String() string {
 // Set adds one target.
 func (o *Flag) Set(s string) error {
 	name, path, toFile := strings.Cut(s, "=")
+	if path == "-" { // standard output, as everywhere on the command line
+		path, toFile = "", false
+	}
 	f := Format(name)
 	if !slices.Contains(o.allowed, f) {
 		return fmt.Errorf("unsupported output format %q: use one of %s, each optionally =FILE (-o table -o sarif=results.sarif)", truncate(name), o.list())
@@ -103,12 +107,32 @@ func (o *Flag) Set(s string) error {
 			return fmt.Errorf("-o %s given twice: each format is written once (give it one destination)", name)
 		case t.Path == "" && !toFile:
 			return fmt.Errorf("-o %s and -o %s both write to standard output: send one to a file (-o %s=FILE)", t.Format, name, name)
-		case toFile && t.Path != "" && filepath.Clean(t.Path) == filepath.Clean(path):
+		case toFile && t.Path != "" && samePath(t.Path, path):
 			return fmt.Errorf("-o %s and -o %s both write %s: give each its own file", t.Format, name, path)
 		}
 	}
 	o.targets = append(o.targets, Target{Format: f, Path: path})
 	return nil
+}
+
+// samePath reports whether two -o files name one file, however spelled: relative or
+// absolute, through symbolic links (a file that does not exist yet by its directory).
+func samePath(a, b string) bool {
+	return canonical(a) == canonical(b)
+}
+
+func canonical(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
 }
 
 func (o *Flag) list() string {
