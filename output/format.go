@@ -184,13 +184,36 @@ func Write(stdout io.Writer, targets []Target, r *Report) error {
 	return errors.Join(errs...)
 }
 
+// writeFile writes a regular file whole, then renames it into place; through a symbolic
+// link, the file it points at (the link stays). What is not a regular file — a device such
+// as /dev/null, a FIFO a reader waits on — is written into as it is: a rename would replace
+// it (as root, /dev/null itself). /dev/stdout, /dev/stderr and /dev/fd/N are written through
+// the descriptor they name, wherever it points.
 func writeFile(t Target, r *Report) (err error) {
 	w, ok := For(t.Format)
 	if !ok {
 		return fmt.Errorf("unsupported output format %q", t.Format)
 	}
-	dir := filepath.Dir(t.Path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(t.Path)+".*")
+	if f, ok, err := openDescriptor(t.Path); ok {
+		if err != nil {
+			return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
+		}
+		return writeAndClose(w, f, t, r)
+	}
+	path := t.Path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if fi, err := os.Stat(path); err == nil {
+		switch {
+		case fi.IsDir():
+			return fmt.Errorf("writing -o %s=%s: %s is a directory: name a file in it, e.g. -o %s=%s", t.Format, t.Path, t.Path, t.Format, filepath.Join(t.Path, "results."+string(t.Format)))
+		case !fi.Mode().IsRegular():
+			return writeInto(w, t, r)
+		}
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
 	}
@@ -209,7 +232,28 @@ func writeFile(t Target, r *Report) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
 	}
-	if err = os.Rename(f.Name(), t.Path); err != nil {
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
+	}
+	return nil
+}
+
+// writeInto writes into a file that is not a regular one (a device, a FIFO), never creating
+// or replacing it.
+func writeInto(w Writer, t Target, r *Report) error {
+	f, err := os.OpenFile(t.Path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
+	}
+	return writeAndClose(w, f, t, r)
+}
+
+func writeAndClose(w Writer, f *os.File, t Target, r *Report) error {
+	if err := w.Write(f, r); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
+	}
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
 	}
 	return nil

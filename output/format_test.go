@@ -64,3 +64,67 @@ func TestFlagDashIsStandardOutput(t *testing.T) {
 	_, err = os.Lstat("-")
 	assert.ErrorIs(t, err, os.ErrNotExist, "no file named -")
 }
+
+func sampleReport() *Report {
+	return &Report{Tool: "driverguard check", Findings: []finding.Finding{{Rule: "R", Level: finding.Deny, Object: finding.Object{Kind: "RBLNDriver", Name: "a"}, Message: "m"}}}
+}
+
+// A file target that is a symbolic link is written through: the link stays, its target gets
+// the output (as a shell's > does), instead of the link being replaced by a file.
+func TestWriteFileThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real.json"), filepath.Join(dir, "link.json")
+	require.NoError(t, os.WriteFile(real, []byte("old"), 0o644))
+	require.NoError(t, os.Symlink("real.json", link))
+
+	require.NoError(t, Write(&bytes.Buffer{}, []Target{{Format: JSON, Path: link}}, sampleReport()))
+
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the link is still a link")
+	data, err := os.ReadFile(real)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"findings"`)
+	assert.Empty(t, tempFiles(t, dir))
+}
+
+// A device (-o junit=/dev/null, /dev/stdout, through a link here: the test must not risk the
+// machine's /dev) is written into, never replaced by a regular file: run as root, a rename
+// over /dev/null would break every process of the machine.
+func TestWriteFileIntoDevice(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "null")
+	require.NoError(t, os.Symlink(os.DevNull, link))
+
+	require.NoError(t, Write(&bytes.Buffer{}, []Target{{Format: JUnit, Path: link}}, sampleReport()))
+
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the link to %s is still a link", os.DevNull)
+	fi, err = os.Stat(os.DevNull)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeDevice|os.ModeCharDevice, fi.Mode().Type())
+	assert.Empty(t, tempFiles(t, dir))
+}
+
+// A directory is not a file to write: the error names the flag and the fix, and no temporary
+// file is left beside it.
+func TestWriteFileDirectory(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "results")
+	require.NoError(t, os.Mkdir(target, 0o755))
+
+	err := Write(&bytes.Buffer{}, []Target{{Format: SARIF, Path: target}}, sampleReport())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-o sarif="+target)
+	assert.Contains(t, err.Error(), "is a directory")
+	assert.Empty(t, tempFiles(t, dir))
+}
+
+// tempFiles are the files writeFile's temporaries would be named like in dir.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, ".*"))
+	require.NoError(t, err)
+	return m
+}
