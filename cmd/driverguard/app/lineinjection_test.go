@@ -49,3 +49,24 @@ func jsonString(t *testing.T, s string) string {
 	require.NoError(t, err)
 	return string(data)
 }
+
+// review's table words the response: a policy's denial and warning stay one printable line.
+func TestReviewTableKeepsAMessageOnOneLine(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lines.rego"), []byte(`package driverguard.lines
+
+deny contains "denied\n::error file=README.md,line=1::approved\u001b[31m" if input.object.kind == "RBLNDriver"
+
+warn contains "warned\r\n::warning::x" if input.object.kind == "RBLNDriver"
+`), 0o644))
+	r := run(t, "", "review", "-f", filepath.Join(reviewData, "requests", "driver-create-allowed.json"),
+		"--nodes", filepath.Join(reviewData, "nodes.yaml"), "--drivers", filepath.Join(reviewData, "drivers.yaml"),
+		"--policy", dir, "-o", "table")
+	require.Equal(t, ExitInvalid, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, `denied\n::error file=README.md,line=1::approved\x1b[31m`)
+	assert.Contains(t, r.stdout, `warned\r\n::warning::x`)
+	for _, line := range strings.Split(r.stdout, "\n") {
+		assert.False(t, strings.HasPrefix(line, "::"), "a line of its own from a message: %q", line)
+	}
+	assert.NotContains(t, r.stdout, "\x1b")
+}
