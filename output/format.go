@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Format is an output format.
@@ -217,6 +218,8 @@ func writeFile(t Target, r *Report) (err error) {
 	if err != nil {
 		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
 	}
+	temporaries.Store(f.Name(), struct{}{})
+	defer temporaries.Delete(f.Name())
 	defer func() {
 		if err != nil {
 			_ = f.Close()
@@ -236,6 +239,19 @@ func writeFile(t Target, r *Report) (err error) {
 		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
 	}
 	return nil
+}
+
+// temporaries are the temporary files of the writes under way.
+var temporaries sync.Map
+
+// RemoveTemporaries removes the temporary files of the -o FILE writes under way, so that none
+// is left behind: main calls it when it exits on a signal before the command returned. A
+// write it cuts short fails (nothing to rename); its target is left as it was.
+func RemoveTemporaries() {
+	temporaries.Range(func(name, _ any) bool {
+		_ = os.Remove(name.(string))
+		return true
+	})
 }
 
 // writeInto writes into a file that is not a regular one (a device, a FIFO), never creating

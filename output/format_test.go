@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -127,4 +128,31 @@ func tempFiles(t *testing.T, dir string) []string {
 	m, err := filepath.Glob(filepath.Join(dir, ".*"))
 	require.NoError(t, err)
 	return m
+}
+
+// A run ended by a signal while a file is being written (main exits after its grace period,
+// whatever the writer is doing) leaves no temporary file beside the target: main removes
+// them before it exits, and the target is never written.
+func TestRemoveTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "out.yaml")
+	writing, release := make(chan struct{}), make(chan struct{})
+	r := sampleReport()
+	r.YAML = func(w io.Writer) error {
+		close(writing)
+		<-release
+		_, err := io.WriteString(w, "findings: []\n")
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- Write(&bytes.Buffer{}, []Target{{Format: YAML, Path: target}}, r) }()
+	<-writing
+	require.Len(t, tempFiles(t, dir), 1, "the temporary file is there while the writer writes")
+
+	RemoveTemporaries()
+	assert.Empty(t, tempFiles(t, dir))
+	close(release)
+	require.Error(t, <-done, "the temporary file is gone: nothing to rename")
+	assert.NoFileExists(t, target)
+	assert.Empty(t, tempFiles(t, dir))
 }
