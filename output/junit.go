@@ -65,9 +65,13 @@ func writeJUnit(w io.Writer, r *Report) error {
 		return &out.Suites[i]
 	}
 	byCase := map[key][]finding.Finding{}
-	for _, f := range r.Findings {
+	byObject := map[finding.Object][]int{} // a subject's case reads its object's findings only
+	all := make([]int, len(r.Findings))
+	for i, f := range r.Findings {
 		k := key{f.Object, f.Rule}
 		byCase[k] = append(byCase[k], f)
+		byObject[f.Object] = append(byObject[f.Object], i)
+		all[i] = i
 	}
 	used := map[key]bool{}
 	add := func(s *junitSuite, c junitCase, fs []finding.Finding, output []string, withObject bool) {
@@ -112,7 +116,10 @@ func writeJUnit(w io.Writer, r *Report) error {
 		if sub.Error != "" {
 			base.Error = &junitProblem{Message: sub.Error, Type: "error", Text: sub.Error}
 		}
-		ofSubject := func(k key) bool { return sub.AnyObject || k.object == sub.Object }
+		candidates := byObject[sub.Object]
+		if sub.AnyObject {
+			candidates = all
+		}
 		ofRules := func(k key) bool {
 			return len(sub.Rules) == 0 || slices.ContainsFunc(sub.Rules, func(rule string) bool { return finding.Matches(rule, k.rule) })
 		}
@@ -120,12 +127,12 @@ func writeJUnit(w io.Writer, r *Report) error {
 		case sub.Name != "" || len(sub.Rules) == 0:
 			c := base
 			c.Name = cmp.Or(sub.Name, sub.Object.Name)
-			add(s, c, take(r.Findings, used, func(k key) bool { return ofSubject(k) && ofRules(k) }), sub.Output, sub.AnyObject)
+			add(s, c, take(r.Findings, candidates, used, ofRules), sub.Output, sub.AnyObject)
 		default:
 			for _, rule := range sub.Rules {
 				c := base
 				c.Name = sub.Object.String() + " " + rule
-				add(s, c, take(r.Findings, used, func(k key) bool { return ofSubject(k) && finding.Matches(rule, k.rule) }), sub.Output, sub.AnyObject)
+				add(s, c, take(r.Findings, candidates, used, func(k key) bool { return finding.Matches(rule, k.rule) }), sub.Output, sub.AnyObject)
 			}
 		}
 	}
@@ -171,12 +178,13 @@ type key struct {
 	rule   string
 }
 
-// take are the findings of all whose key match accepts and no case took before, in order,
-// marking their keys used.
-func take(all []finding.Finding, used map[key]bool, match func(key) bool) []finding.Finding {
+// take are the findings of all at the indices candidates whose key match accepts and no case
+// took before, in order, marking their keys used.
+func take(all []finding.Finding, candidates []int, used map[key]bool, match func(key) bool) []finding.Finding {
 	var out []finding.Finding
 	taken := map[key]bool{}
-	for _, f := range all {
+	for _, i := range candidates {
+		f := all[i]
 		if k := (key{f.Object, f.Rule}); !used[k] && match(k) {
 			out = append(out, f)
 			taken[k] = true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
+	"github.com/driverguard/driverguard/output"
 )
 
 func main() {
@@ -27,6 +28,7 @@ func main() {
 		case <-signals:
 		case <-time.After(app.StopGrace()):
 		}
+		output.RemoveTemporaries() // a -o FILE still being written leaves no temporary file
 		fmt.Fprintln(os.Stderr, "Error:", intr)
 		os.Exit(intr.ExitCode())
 	}()

@@ -176,16 +176,17 @@ func objectFindings(all []action.Finding, title string, level finding.Level) []a
 }
 
 // findingLine is one finding under its object's title: the policy package or the rule, then
-// the message (without a repeated "<Kind>/<name>: " prefix).
+// the message (without a repeated "<Kind>/<name>: " prefix), escaped to one printable line
+// (a message quoting a value may hold line breaks or escape sequences).
 func findingLine(f action.Finding, title string) string {
 	if pkg := f.Policy(); pkg != "" {
-		return pkg + ": " + strings.TrimPrefix(f.Message, title+": ")
+		return printable(pkg + ": " + strings.TrimPrefix(f.Message, title+": "))
 	}
 	line := f.Message
 	if f.Field != "" {
 		line = f.Field + ": " + line
 	}
-	return f.Rule + ": " + line
+	return printable(f.Rule + ": " + line)
 }
 
 func lossLine(l action.NodeLoss) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -186,8 +187,13 @@ func dash(s string) string {
 }
 
 func truncateCell(s string, n int) string {
+	s = printable(s) // a value's line breaks and escape sequences: one row per field
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -102,15 +102,15 @@ func printReview(w io.Writer, review *admissionv1.AdmissionReview) error {
 	fmt.Fprintf(w, "%s/%s %s: %s\n", req.Kind.Kind, name, req.Operation, verdict)
 	if resp.Result != nil && !resp.Allowed {
 		if resp.Result.Details == nil || len(resp.Result.Details.Causes) == 0 {
-			fmt.Fprintf(w, "  DENY  %s\n", resp.Result.Message)
+			fmt.Fprintf(w, "  DENY  %s\n", printable(resp.Result.Message))
 		} else {
 			for _, c := range resp.Result.Details.Causes {
-				fmt.Fprintf(w, "  DENY  %s: %s: %s\n", c.Type, c.Field, c.Message)
+				fmt.Fprintf(w, "  DENY  %s\n", printable(string(c.Type)+": "+c.Field+": "+c.Message))
 			}
 		}
 	}
 	for _, wn := range resp.Warnings {
-		fmt.Fprintf(w, "  WARN  %s\n", wn)
+		fmt.Fprintf(w, "  WARN  %s\n", printable(wn))
 	}
 	if len(resp.Patch) > 0 {
 		fmt.Fprintf(w, "  PATCH %s\n", resp.Patch)

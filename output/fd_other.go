@@ -1,0 +1,8 @@
+//go:build !unix
+
+package output
+
+import "os"
+
+// openDescriptor: paths name no descriptor here.
+func openDescriptor(string) (*os.File, bool, error) { return nil, false, nil }
