@@ -90,6 +90,10 @@ echo "== routing engine (go test -bench; goals: Route 10k nodes x 500 drivers <=
 $GO test -run '^$' -bench 'BenchmarkRoute|BenchmarkConflicts' -benchtime 5x ./routing/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
 
 echo
+echo "== output writers at scale (go test -bench BenchmarkJUnitAtScale: 2,000 objects x 20 rules, 22,000 findings; JUnit / JSON in one run, goal <= 3x)"
+$GO test -run '^$' -bench 'BenchmarkJUnitAtScale' -benchtime 3x ./output/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)'
+
+echo
 echo "== audit pass (go test -bench BenchmarkAuditPass; goals: 10,000 nodes x 500 drivers <= 2 s; report bytes grow with drivers, not nodes)"
 audit_out=$($GO test -run '^$' -bench 'BenchmarkAuditPass' -benchtime 3x -benchmem ./audit/ 2>&1) || { echo "$audit_out" >&2; exit 1; }
 echo "$audit_out" | grep -E '^Benchmark'
