@@ -27,7 +27,7 @@ type Review struct {
 }
 
 // ReviewResult is an answered AdmissionReview (its JSON: the AdmissionReview's fields, still
-// one to any reader of AdmissionReviews, which ignores unknown fields) with the findings of
+// one to a reader that ignores unknown fields, not to a strict one) with the findings of
 // the decision its response words.
 type ReviewResult struct {
 	*admissionv1.AdmissionReview

@@ -86,6 +86,7 @@ or fails to evaluate.`,
 // the rule or policy package, PASS for an object without findings, then driver losses, render
 // warnings and a summary.
 func printCheck(w io.Writer, rep *action.CheckReport) error {
+	byObject := verdictFindings(rep.Findings)
 	for _, res := range rep.Resources {
 		title := res.Kind + "/" + res.Name
 		if res.Operation == "UPDATE" {
@@ -93,7 +94,7 @@ func printCheck(w io.Writer, rep *action.CheckReport) error {
 		} else {
 			fmt.Fprintln(w, title)
 		}
-		printObjectFindings(w, title, res, rep.Findings)
+		printObjectFindings(w, title, byObject[finding.Object{Kind: res.Kind, Name: res.Name}])
 	}
 	var lines []string
 	for _, d := range rep.Deleted {
@@ -139,13 +140,7 @@ func printCheck(w io.Writer, rep *action.CheckReport) error {
 
 // printObjectFindings prints an object's findings under its title: PASS when none denies or
 // warns, then a FAIL, WARN or AUDIT line each, then how many more the verdict counted.
-func printObjectFindings(w io.Writer, title string, res action.ObjectReport, all []action.Finding) {
-	var mine []action.Finding
-	for _, f := range all {
-		if f.Object.String() == title && f.Rule != finding.RuleRenderWarning { // those have their section
-			mine = append(mine, f)
-		}
-	}
+func printObjectFindings(w io.Writer, title string, mine []action.Finding) {
 	if !slices.ContainsFunc(mine, func(f action.Finding) bool { return f.Level != finding.Audit }) {
 		fmt.Fprintln(w, "  PASS")
 	}
@@ -163,12 +158,24 @@ func printObjectFindings(w io.Writer, title string, res action.ObjectReport, all
 	}
 }
 
-// objectFindings are the findings of level on the object titled Kind/name, without the count
-// of those not listed (the ObjectReport's Omitted* say it).
-func objectFindings(all []action.Finding, title string, level finding.Level) []action.Finding {
-	var out []action.Finding
+// verdictFindings are the findings of each object's verdict, by object, in order (render
+// warnings have their own section): one pass, however many objects a table prints.
+func verdictFindings(all []action.Finding) map[finding.Object][]action.Finding {
+	out := map[finding.Object][]action.Finding{}
 	for _, f := range all {
-		if f.Level == level && f.Rule != finding.RuleOmittedFindings && f.Rule != finding.RuleRenderWarning && f.Object.String() == title {
+		if f.Rule != finding.RuleRenderWarning {
+			out[f.Object] = append(out[f.Object], f)
+		}
+	}
+	return out
+}
+
+// ofLevel are the findings of level, without the count of those not listed (the
+// ObjectReport's Omitted* say it).
+func ofLevel(fs []action.Finding, level finding.Level) []action.Finding {
+	var out []action.Finding
+	for _, f := range fs {
+		if f.Level == level && f.Rule != finding.RuleOmittedFindings {
 			out = append(out, f)
 		}
 	}

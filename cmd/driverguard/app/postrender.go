@@ -163,15 +163,16 @@ func passMessage(res *action.PostRenderResult) []byte {
 		fmt.Fprintf(&b, ", %s", plural(rep.Audited, "audit finding"))
 	}
 	fmt.Fprintf(&b, "), judged against %s\n", res.Against)
+	byObject := verdictFindings(rep.Findings)
 	for _, r := range rep.Resources {
 		title := r.Kind + "/" + r.Name
-		for _, f := range objectFindings(rep.Findings, title, finding.Warn) {
+		for _, f := range ofLevel(byObject[finding.Object{Kind: r.Kind, Name: r.Name}], finding.Warn) {
 			fmt.Fprintf(&b, "  WARN   %s: %s\n", title, findingLine(f, title))
 		}
 		if r.OmittedWarn > 0 {
 			fmt.Fprintf(&b, "  WARN   %s: ... and %d more\n", title, r.OmittedWarn)
 		}
-		for _, f := range objectFindings(rep.Findings, title, finding.Audit) {
+		for _, f := range ofLevel(byObject[finding.Object{Kind: r.Kind, Name: r.Name}], finding.Audit) {
 			fmt.Fprintf(&b, "  AUDIT  %s: %s\n", title, findingLine(f, title))
 		}
 	}

@@ -116,15 +116,16 @@ func printPreview(w io.Writer, rep *action.PreviewReport) error {
 // warned, then the summary.
 func printVerdict(w io.Writer, rep *action.CheckReport) error {
 	var lines []string
+	byObject := verdictFindings(rep.Findings)
 	for _, res := range rep.Resources {
 		title := res.Kind + "/" + res.Name
-		for _, f := range objectFindings(rep.Findings, title, finding.Deny) {
+		for _, f := range ofLevel(byObject[finding.Object{Kind: res.Kind, Name: res.Name}], finding.Deny) {
 			lines = append(lines, fmt.Sprintf("%s: DENIED, not applied: %s", title, findingLine(f, title)))
 		}
 		if res.OmittedDeny > 0 {
 			lines = append(lines, fmt.Sprintf("%s: DENIED, ... and %d more", title, res.OmittedDeny))
 		}
-		for _, f := range objectFindings(rep.Findings, title, finding.Warn) {
+		for _, f := range ofLevel(byObject[finding.Object{Kind: res.Kind, Name: res.Name}], finding.Warn) {
 			lines = append(lines, fmt.Sprintf("%s: WARN %s", title, findingLine(f, title)))
 		}
 		if res.OmittedWarn > 0 {

@@ -34,8 +34,9 @@ request unless --policy-fail-open is set.
 
 The AdmissionReview is printed with its response (-o json, the default, or yaml; -o table
 summarises the verdict, its causes, warnings and patch) and a top-level "findings" list: the
-findings of the decision the response words, as 'check' reports them (a reader of
-AdmissionReviews ignores the extra field). -o junit, sarif, markdown and github write the
+findings of the decision the response words, as 'check' reports them (a decoder that ignores
+unknown fields, as Kubernetes' default one does, still reads it as an AdmissionReview; a strict
+one reports "findings"). -o junit, sarif, markdown and github write the
 findings. Exit code: 0 allowed, 1 denied, 2
 unusable input or no decision (unreadable files, not an AdmissionReview, a request the webhook
 cannot read — malformed or larger than the webhook's 7 MiB limit — or a policy evaluation that
