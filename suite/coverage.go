@@ -40,15 +40,27 @@ func CheckPattern(pattern string) error {
 
 // MatchRule reports whether a pattern of --coverage-of or coverageOf (a glob, checked by
 // CheckPattern) names a rule ID: the ID matches it, or the Rego package of a rule body does
-// (a package names both its bodies).
+// (a package names both its bodies), in full or without its driverguard. prefix, as
+// --disable and --enforcement name policies (lib.pinned_version).
 func MatchRule(pattern, rule string) bool {
-	if ok, _ := path.Match(pattern, rule); ok {
-		return true
-	}
 	pkg := finding.PolicyOf(rule)
-	ok, _ := path.Match(pattern, pkg)
-	return pkg != "" && ok
+	names := []string{rule}
+	if pkg != "" {
+		names = append(names, pkg)
+		if short, ok := strings.CutPrefix(rule, policyPrefix); ok {
+			names = append(names, short, strings.TrimPrefix(pkg, policyPrefix))
+		}
+	}
+	for _, n := range names {
+		if ok, _ := path.Match(pattern, n); ok {
+			return true
+		}
+	}
+	return false
 }
+
+// policyPrefix is what --disable and --enforcement let a policy's name leave out.
+const policyPrefix = "driverguard."
 
 // MatchAny reports whether rule matches one of patterns (every rule when there are none).
 func MatchAny(patterns []string, rule string) bool {

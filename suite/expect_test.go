@@ -29,3 +29,27 @@ func TestMatchRuleBodies(t *testing.T) {
 		assert.Equal(t, tc.ok, len(Match(c, out)) == 0, "%s %s: %v", tc.result, tc.rule, Match(c, out))
 	}
 }
+
+// TestMatchRulePatterns: --coverage-of and coverageOf name rules as the other flags name
+// policies: a rule ID, a package (both bodies), either in full or without driverguard.
+func TestMatchRulePatterns(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, rule string
+		match         bool
+	}{
+		{"driverguard.lib.pinned_version", "driverguard.lib.pinned_version.deny", true},
+		{"lib.pinned_version", "driverguard.lib.pinned_version.deny", true},
+		{"lib.pinned_version", "driverguard.lib.pinned_version.warn", true},
+		{"lib.pinned_version.warn", "driverguard.lib.pinned_version.deny", false},
+		{"team.*", "driverguard.team.names.deny", true},
+		{"team.*", "team.names.deny", true},
+		{"driverguard.*", "driverguard.team.deny", true},
+		{"*", "IdenticalNodeSelector", true},
+		{"Identical*", "IdenticalNodeSelector", true},
+		{"lib.pinned_version", "IdenticalNodeSelector", false},
+		{"pinned_version", "driverguard.lib.pinned_version.deny", false},
+		{"driverguard.IdenticalNodeSelector", "IdenticalNodeSelector", false},
+	} {
+		assert.Equal(t, tt.match, MatchRule(tt.pattern, tt.rule), "%s ~ %s", tt.pattern, tt.rule)
+	}
+}

@@ -35,7 +35,8 @@ Coverage lists every rule — each policy's deny and warn rule bodies on their o
 those that judged an object by it without it firing. An expected result's rule may name the
 package (either body) or one body. --coverage-of PATTERN (repeatable) and a suite's coverageOf
 list scope coverage, and --min-coverage, to the rules they match: rule IDs, or globs on them
-(path.Match: driverguard.team.*), a policy package matching its deny and warn. A team reaches
+(path.Match: driverguard.team.*), a policy package matching its deny and warn; a policy may be
+named without its driverguard. prefix, as --disable names it (lib.pinned_version). A team reaches
 --min-coverage 100 on its own policies without testing the bundled library again. A pattern
 that matches no rule is an error (exit 2).
 
@@ -74,7 +75,7 @@ file: named with its line) or a policy does not compile.`,
 	}
 	cmd.Flags().StringVar(&run, "run", "", `run only the cases whose "<suite file>/<case name>" matches this regular expression`)
 	cmd.Flags().Float64Var(&job.MinCoverage, "min-coverage", 0, "fail when fewer than this percentage of the rules fired in at least one case")
-	cmd.Flags().StringArrayVar(&job.CoverageOf, "coverage-of", nil, "count only these rules in coverage: a rule ID, a policy package (its deny and warn) or a glob such as 'driverguard.team.*' (can repeat)")
+	cmd.Flags().StringArrayVar(&job.CoverageOf, "coverage-of", nil, "count only these rules in coverage: a rule ID, a policy package (its deny and warn; with or without driverguard., as --disable names it) or a glob such as 'team.*' (can repeat)")
 	registerOutput(cmd.Flags(), formats)
 	return cmd
 }
