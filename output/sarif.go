@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/driverguard/driverguard/finding"
 )
@@ -73,14 +75,20 @@ type (
 	}
 )
 
-// Version is the driverguard version SARIF names as its tool's (set by the command).
-var Version string
+// version is the driverguard version SARIF names as its tool's: the running binary's module
+// version, read once.
+var version = sync.OnceValue(func() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return ""
+})
 
 // writeSARIF writes SARIF 2.1.0 for code scanning: every finding a result (deny an error,
 // warn a warning, audit a note), located at the values key it came from; the rules the run
 // judged by and those the results cite, with their titles from the registry.
 func writeSARIF(w io.Writer, r *Report) error {
-	run := sarifRun{Tool: sarifTool{Driver: sarifDriver{Name: "driverguard", Version: Version, Rules: []sarifRule{}}}, Results: []sarifResult{}}
+	run := sarifRun{Tool: sarifTool{Driver: sarifDriver{Name: "driverguard", Version: version(), Rules: []sarifRule{}}}, Results: []sarifResult{}}
 	index := map[string]int{}
 	rule := func(id string) int {
 		if i, ok := index[id]; ok {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/validation"
-	"github.com/driverguard/driverguard/output"
 )
 
 // Exit codes.
@@ -169,7 +168,6 @@ func failedUnless(passed bool) error {
 }
 
 func newRootCommand(s Streams) *cobra.Command {
-	output.Version = readBuildInfo().Version
 	root := &cobra.Command{
 		Use:   "driverguard",
 		Short: "Safe multi-version RBLN NPU drivers: render, preview, route, check and admit RBLNDrivers",
