@@ -21,6 +21,8 @@ const (
 	SARIF    Format = "sarif"
 	Markdown Format = "markdown"
 	GitHub   Format = "github"
+	// HTML is a command's own page (Report.HTML); only the commands that have one offer it.
+	HTML Format = "html"
 )
 
 // Writer writes a report in one format.
@@ -42,6 +44,7 @@ var writers = map[Format]Writer{
 	SARIF:    WriterFunc(writeSARIF),
 	Markdown: WriterFunc(writeMarkdown),
 	GitHub:   WriterFunc(writeGitHub),
+	HTML:     WriterFunc(writeHTML),
 }
 
 // For returns the writer of a format.
