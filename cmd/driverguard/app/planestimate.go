@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -155,4 +156,65 @@ func batchSegments(p *action.PlanReport) ([]lane, []batchSegment) {
 		}
 	}
 	return lanes, segs
+}
+
+// mermaidGanttSegments is the most batch segments the gantt draws one by one; past it the
+// diagram draws a task per batch, and past that many batches the rest as one task.
+const mermaidGanttSegments = 60
+
+// printMermaidGantt writes the batches as a mermaid gantt diagram (a section per driver and
+// pool, a task per batch in it), on the estimated timeline of estimateRollout: code hosts
+// render it where the change ticket is read. Names are reduced to what mermaid's gantt
+// grammar reads as text (letters, digits, " ._/()-"), so none can end a task or a section.
+func printMermaidGantt(w io.Writer, p *action.PlanReport) {
+	if len(p.Batches) == 0 {
+		return
+	}
+	e := estimateRollout(p)
+	_, total := e.Total()
+	axis := "%H:%M"
+	if total >= 24*time.Hour {
+		axis = "%d %H:%M"
+	}
+	title := "Estimated rollout, each wait to its timeout (time from the start)"
+	if len(e.Open) > 0 {
+		title = "Estimated rollout, the bounded waits to their timeouts (some have none)"
+	}
+	fmt.Fprintf(w, "\n```mermaid\ngantt\n    title %s\n    dateFormat YYYY-MM-DD HH:mm:ss\n    axisFormat %s\n    todayMarker off\n", title, axis)
+	task := func(name, id string, batch int, span int) {
+		start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(e.Start(batch))
+		fmt.Fprintf(w, "    %s :%s, %s, %ds\n", mermaidText(name), id, start.Format("2006-01-02 15:04:05"), int((time.Duration(span) * e.Max).Seconds()))
+	}
+	lanes, segs := batchSegments(p)
+	if len(segs) <= mermaidGanttSegments {
+		for li, l := range lanes {
+			fmt.Fprintf(w, "    section %s\n", mermaidText(l.String()))
+			for _, s := range segs {
+				if s.Lane == l {
+					task(fmt.Sprintf("batch %d (%s)", s.Batch+1, plural(len(s.Nodes), "node")), fmt.Sprintf("b%d_%d", s.Batch+1, li), s.Batch, 1)
+				}
+			}
+		}
+	} else {
+		fmt.Fprintf(w, "    section %s\n", mermaidText(fmt.Sprintf("%s in %d lanes", batches(len(p.Batches)), len(lanes))))
+		for i, b := range p.Batches {
+			if i == mermaidGanttSegments-1 && len(p.Batches) > mermaidGanttSegments {
+				task(fmt.Sprintf("batches %d to %d", i+1, len(p.Batches)), fmt.Sprintf("b%d", i+1), i, len(p.Batches)-i)
+				break
+			}
+			task(fmt.Sprintf("batch %d (%s)", i+1, plural(len(b), "node")), fmt.Sprintf("b%d", i+1), i, 1)
+		}
+	}
+	fmt.Fprintln(w, "```")
+}
+
+// mermaidText keeps what the gantt grammar reads as plain text.
+func mermaidText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune(" ._/()-", r):
+			return r
+		}
+		return '_'
+	}, s)
 }
