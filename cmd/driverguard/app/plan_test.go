@@ -52,7 +52,7 @@ func TestPlanGolden(t *testing.T) {
 		{"plan-canary.json", planArgs("-f", exampleRollout, "-o", "json"), ExitInvalid},
 		{"plan-canary.md", planArgs("-f", exampleRollout, "-o", "markdown"), ExitInvalid},
 		{"plan-canary.html", planArgs("-f", exampleRollout, "-o", "html"), ExitInvalid}, // the same exit code as the other formats
-		{"plan-manual.txt", planArgs(), ExitInvalid}, // the notebook NPU pod blocks npu-rebel-02, drain or not
+		{"plan-manual.txt", planArgs(), ExitInvalid},                                    // the notebook NPU pod blocks npu-rebel-02, drain or not
 		{"plan-audit.txt", []string{"plan", "--nodes", exampleNodes, "--drivers", exampleDrivers}, ExitOK},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {

@@ -246,50 +246,60 @@ func nodeRows(p *action.PlanReport) []nodeRow {
 	return rows
 }
 
-// groupedRows are the nodes per lane, action and batch, in the order of the nodes: the names
-// of the first few, the count, the blockers' kinds.
+// groupedRows are the nodes per pool, action and batch, in the order of the nodes: the
+// names of the first few, the drivers (the one, or how many), the count, the blockers' kinds.
 func groupedRows(p *action.PlanReport) []nodeRow {
 	batch := batchOf(p)
-	type key struct {
-		lane          lane
-		action, batch string
+	type key struct{ pool, action, batch string }
+	type group struct {
+		names   []string
+		drivers map[string]bool
+		kinds   map[string]bool
 	}
 	var rows []nodeRow
-	names := [][]string{}
-	kinds := []map[string]bool{}
+	var groups []group
 	at := map[key]int{}
 	for _, n := range p.Nodes {
-		k := key{laneOf(n), n.Action, batch[n.Name]}
+		k := key{n.Pool, n.Action, batch[n.Name]}
 		i, ok := at[k]
 		if !ok {
 			i = len(rows)
 			at[k] = i
-			rows = append(rows, nodeRow{Action: n.Action, Owner: dash(k.lane.Driver), Pool: dash(n.Pool), Batch: dash(k.batch)})
-			names = append(names, nil)
-			kinds = append(kinds, map[string]bool{})
+			rows = append(rows, nodeRow{Action: n.Action, Pool: dash(n.Pool), Batch: dash(k.batch)})
+			groups = append(groups, group{drivers: map[string]bool{}, kinds: map[string]bool{}})
 		}
 		rows[i].Count++
-		if len(names[i]) < 3 {
-			names[i] = append(names[i], n.Name)
+		g := &groups[i]
+		if len(g.names) < 3 {
+			g.names = append(g.names, n.Name)
 		}
+		g.drivers[laneOf(n).Driver] = true
 		for _, b := range n.Blockers {
-			kinds[i][b.Kind] = true
+			g.kinds[b.Kind] = true
 		}
 	}
 	for i := range rows {
-		rows[i].Name = strings.Join(names[i], ", ")
-		if more := rows[i].Count - len(names[i]); more > 0 {
+		g := groups[i]
+		rows[i].Name = strings.Join(g.names, ", ")
+		if more := rows[i].Count - len(g.names); more > 0 {
 			rows[i].Name += fmt.Sprintf(" and %d more", more)
 		}
-		var ks []string
-		for k := range kinds[i] {
-			ks = append(ks, k)
+		drivers := sortedKeys(g.drivers)
+		rows[i].Owner = dash(strings.Join(drivers, ", "))
+		if len(drivers) > 3 {
+			rows[i].Owner = fmt.Sprintf("%s and %d more drivers", strings.Join(drivers[:3], ", "), len(drivers)-3)
 		}
-		if len(ks) > 0 {
-			rows[i].Blockers = strings.Join(sortedStrings(ks), ", ")
-		}
+		rows[i].Blockers = strings.Join(sortedKeys(g.kinds), ", ")
 	}
 	return rows
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return sortedStrings(out)
 }
 
 func sortedStrings(s []string) []string {
