@@ -20,8 +20,8 @@ GO_FILES = $$(find . \( -path ./.git -o -path ./bin -o -name node_modules \) -pr
 tools: ## build helm, kube-apiserver, the disruption controller, etcd, kubectl and golangci-lint into bin/ (reused when current)
 	bash hack/tools.sh all
 
-test-tools: ## the tools the tests run: helm, helm4, kube-apiserver, the disruption controller, etcd and kubectl
-	bash hack/tools.sh helm control-plane kubectl
+test-tools: ## the tools the tests run: helm, helm4, kube-apiserver, the disruption controller, etcd, kubectl, chromium and mermaid
+	bash hack/tools.sh helm control-plane kubectl browser
 
 generate: ## deepcopy + CRDs with the object-local rules (config/crd/bases, copied into the chart's crds/ with openreports' ClusterReport CRD) + docs/rules.md
 	rm -f $(CRD_DIR)/*.yaml

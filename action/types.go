@@ -50,6 +50,11 @@ type (
 	MissingImage = plan.MissingImage
 	// DriverPlan is what a plan does to one RBLNDriver.
 	DriverPlan = plan.DriverPlan
+	// NodePlan, PlanSummary, Drift and Denial are parts of a plan, for its page (-o html).
+	NodePlan    = plan.NodePlan
+	PlanSummary = plan.Summary
+	Drift       = plan.Drift
+	Denial      = plan.Denial
 	// Input is the input document a policy evaluates.
 	Input = policy.Input
 	// PolicyInfo describes one policy of the set.
@@ -90,8 +95,12 @@ const (
 	// ValuesFromFile is a value written in a values file (the others come from --set flags).
 	ValuesFromFile = render.FromFile
 
-	NodeNone    = plan.NodeNone
-	NodeUpgrade = plan.NodeUpgrade
+	NodeNone       = plan.NodeNone
+	NodeUpgrade    = plan.NodeUpgrade
+	NodeBlocked    = plan.NodeBlocked
+	NodeHeld       = plan.NodeHeld
+	NodeLoseDriver = plan.NodeLoseDriver
+	NodeGainDriver = plan.NodeGainDriver
 	// BasisOwnerLabels: the current RBLNDrivers were not given; a node's driver now is read
 	// from its owner label.
 	BasisOwnerLabels = release.BasisOwnerLabels

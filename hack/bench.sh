@@ -9,6 +9,8 @@
 #      against the 2 s goal, and per case against a one-case suite.
 #   3b. plan at scale (BenchmarkPlan): plan.Make at 10,000 nodes, 500 drivers, 50,000 pods and
 #      2,000 PDBs against the 2 s goal, and against a tenth of that (the scaling ratio).
+#   3c. plan -o html at 10,000 nodes (BenchmarkPlanHTML): bytes and time against -o json of the
+#      same plan, in one run (goal: at most 2x each).
 #   4. the policy engine: one evaluation of the bundled library vs a single trivial rule
 #      (BenchmarkEvaluate), and a whole AdmissionReview through the webhook's handler on a
 #      small and a large cluster (BenchmarkServeHTTP).
@@ -150,6 +152,20 @@ echo "$plan_out" | awk '
 		s = "nodes=1000/drivers=50/pods=5000/pdbs=200"; l = "nodes=10000/drivers=500/pods=50000/pdbs=2000"
 		if (l in ns) printf "(full size: %.2f s per plan, %.0f%% of the 2 s goal: %s)\n", ns[l] / 1e9, 100 * ns[l] / 2e9, (ns[l] <= 2e9 ? "met" : "MISSED")
 		if ((s in ns) && (l in ns) && ns[s] > 0) printf "(10x the inputs: %.1fx the time, %.1fx the memory)\n", ns[l] / ns[s], b[l] / b[s]
+	}'
+
+echo
+echo "== plan -o html at 10,000 nodes vs -o json of the same plan (go test -bench BenchmarkPlanHTML; median of $RUNS runs)"
+echo "   goals: the page at most 2x the JSON's bytes and 2x its time"
+html_out=$($GO test -run '^$' -bench 'BenchmarkPlanHTML$' -benchtime 3x -count "$RUNS" ./cmd/driverguard/app/ 2>&1) || { echo "$html_out" >&2; exit 1; }
+echo "$html_out" | awk '
+	/^BenchmarkPlanHTML/ { n++; for (i = 2; i < NF; i++) { if ($(i+1) == "html/json-bytes") bytes[n] = $i + 0; if ($(i+1) == "html/json-time") tm[n] = $i + 0; if ($(i+1) == "html-bytes") hb = $i; if ($(i+1) == "json-bytes") jb = $i } }
+	function median(a, n,   i, j, v) { for (i = 2; i <= n; i++) { v = a[i]; for (j = i - 1; j >= 1 && a[j] > v; j--) a[j+1] = a[j]; a[j+1] = v } return a[int((n + 1) / 2)] }
+	END {
+		if (n == 0) { print "no BenchmarkPlanHTML result"; exit 1 }
+		b = median(bytes, n); t = median(tm, n)
+		printf "JSON %d bytes, HTML %d bytes: %.2fx the bytes (goal <= 2: %s)\n", jb, hb, b, (b <= 2 ? "met" : "MISSED")
+		printf "HTML / JSON time: %.2fx (goal <= 2: %s)\n", t, (t <= 2 ? "met" : "MISSED")
 	}'
 
 echo

@@ -8,6 +8,9 @@
 #                                 etcd v3.7.3 (KUBEBUILDER_ASSETS=bin)
 #   hack/tools.sh kubectl         kubectl v1.37.2 (test/docs runs the docs' kubectl commands)
 #   hack/tools.sh lint            golangci-lint (hack/lint/go.mod pins it; make lint)
+#   hack/tools.sh browser         Debian's chromium (apt-get install when missing) and npm's
+#                                 mermaid $MERMAID_VERSION as bin/mermaid.min.js (test/picture
+#                                 renders plan -o html and the ticket's gantt in them)
 #   hack/tools.sh all             all of them
 #
 # Nothing can be downloaded as a release binary here, so everything is built from Go modules,
@@ -48,6 +51,7 @@ HELM_VERSION=v3.22.0
 HELM4_VERSION=v4.3.1
 K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
+MERMAID_VERSION=12.3.0
 
 BUILD_TMP=""
 CHAINS=()
@@ -263,8 +267,56 @@ tool_golangci_lint() {
 	ensure golangci-lint "$key" build_golangci_lint check_golangci_lint
 }
 
+# --- the browser: Debian's chromium, npm's mermaid ----------------------------------------------
+# Not Go modules: chromium is Debian's package (apt-get install, as root or with sudo), mermaid
+# npm's package installed with npm into the machine-wide cache (never a CDN: the tests load it
+# from bin/mermaid.min.js). Either failing stops the run: the browser tests cannot run without.
+apt_install() { # PACKAGE...
+	local sudo=""
+	if [[ "$(id -u)" != 0 ]]; then
+		command -v sudo >/dev/null 2>&1 || die "installing $*: not root and no sudo; install Debian's $* yourself"
+		sudo="sudo"
+	fi
+	log "installing $* with apt-get"
+	$sudo apt-get update -q >&2 || die "apt-get update failed (installing $*)"
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "$@" >&2 || die "apt-get install -y $* failed"
+}
+
+tool_chromium() {
+	if ! command -v chromium >/dev/null 2>&1; then
+		apt_install chromium
+	fi
+	local v
+	v="$(chromium --version 2>/dev/null)" || die "chromium is installed but 'chromium --version' fails"
+	[[ "$v" == Chromium* ]] || die "chromium --version printed '$v', expected Debian's Chromium"
+	log "chromium: $v ($(command -v chromium))"
+}
+
+tool_mermaid() {
+	local entry="$CACHE/../npm/mermaid-$MERMAID_VERSION" file=node_modules/mermaid/dist/mermaid.min.js lockfd tmp
+	mkdir -p "$BIN" "$(dirname "$entry")"
+	exec {lockfd}>"$entry.lock"
+	flock "$lockfd"
+	if [[ ! -s "$entry/$file" ]]; then
+		command -v npm >/dev/null 2>&1 || apt_install npm
+		tmp="$(mktemp -d "$entry.XXXXXX")"
+		log "mermaid: npm install mermaid@$MERMAID_VERSION ..."
+		if ! (cd "$tmp" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error "mermaid@$MERMAID_VERSION" >&2); then
+			rm -rf "$tmp"
+			die "mermaid: npm install mermaid@$MERMAID_VERSION failed"
+		fi
+		[[ -s "$tmp/$file" ]] || { rm -rf "$tmp"; die "mermaid: the package has no $file"; }
+		rm -rf "$entry"
+		mv -T "$tmp" "$entry"
+	fi
+	exec {lockfd}>&-
+	cp "$entry/$file" "$BIN/mermaid.min.js.tmp.$$"
+	mv -f "$BIN/mermaid.min.js.tmp.$$" "$BIN/mermaid.min.js"
+	log "mermaid: installed bin/mermaid.min.js ($MERMAID_VERSION)"
+}
+
 usage() {
-	echo "usage: $0 helm|control-plane|kubectl|lint|all ..." >&2
+	echo "usage: $0 helm|control-plane|kubectl|lint|browser|all ..." >&2
 	exit 2
 }
 
@@ -280,7 +332,8 @@ for cmd in "$@"; do
 	control-plane) want[kube-apiserver]=1 want[disruption-controller]=1 want[etcd]=1 ;;
 	kubectl) want[kubectl]=1 ;;
 	lint) want[golangci-lint]=1 ;;
-	all) want[helm]=1 want[helm4]=1 want[kube-apiserver]=1 want[disruption-controller]=1 want[kubectl]=1 want[etcd]=1 want[golangci-lint]=1 ;;
+	browser) want[chromium]=1 want[mermaid]=1 ;;
+	all) want[helm]=1 want[helm4]=1 want[kube-apiserver]=1 want[disruption-controller]=1 want[kubectl]=1 want[etcd]=1 want[golangci-lint]=1 want[chromium]=1 want[mermaid]=1 ;;
 	*) usage ;;
 	esac
 done
@@ -303,6 +356,7 @@ chain helm
 chain kube-apiserver disruption-controller helm4 kubectl
 chain etcd
 chain golangci-lint
+chain chromium mermaid
 
 failed=0
 for pid in "${CHAINS[@]}"; do

@@ -2,6 +2,7 @@ package output
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -76,6 +77,17 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// errNoHTML is -o html of a report without a page of its own.
+var errNoHTML = errors.New("-o html: this command has no HTML page (plan has one); choose another format")
+
+// writeHTML is the command's page; a report without one has no HTML form.
+func writeHTML(w io.Writer, r *Report) error {
+	if r.HTML == nil {
+		return errNoHTML
+	}
+	return r.HTML(w)
 }
 
 func dash(s string) string {

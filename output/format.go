@@ -22,6 +22,8 @@ const (
 	SARIF    Format = "sarif"
 	Markdown Format = "markdown"
 	GitHub   Format = "github"
+	// HTML is a command's own page (Report.HTML); only the commands that have one offer it.
+	HTML Format = "html"
 )
 
 // Writer writes a report in one format.
@@ -43,6 +45,7 @@ var writers = map[Format]Writer{
 	SARIF:    WriterFunc(writeSARIF),
 	Markdown: WriterFunc(writeMarkdown),
 	GitHub:   WriterFunc(writeGitHub),
+	HTML:     WriterFunc(writeHTML),
 }
 
 // For returns the writer of a format.

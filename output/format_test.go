@@ -51,6 +51,10 @@ func TestFlag(t *testing.T) {
 			primary: "", str: "junit=a.xml,sarif=b.sarif"},
 		{name: "a file name with '='", args: []string{"-o", "json=a=b.json"},
 			want: []output.Target{{Format: output.JSON, Path: "a=b.json"}}, primary: "", str: "json=a=b.json"},
+		{name: "html where the command has no page", args: []string{"-o", "html"},
+			wantErr: []string{`unsupported output format "html"`, "use one of table, json, yaml, junit, sarif, markdown, github"}},
+		{name: "html where the command offers it", allowed: append(every[:len(every):len(every)], output.HTML), args: []string{"-o", "html=plan.html"},
+			want: []output.Target{{Format: output.HTML, Path: "plan.html"}}, primary: "", str: "html=plan.html"},
 		{name: "two to standard output", args: []string{"-o", "table", "-o", "json"},
 			wantErr: []string{"-o table and -o json both write to standard output", "-o json=FILE"}},
 		{name: "the same format twice", args: []string{"-o", "sarif=a.sarif", "-o", "sarif=b.sarif"},
@@ -110,7 +114,7 @@ func TestFlag(t *testing.T) {
 }
 
 func TestFor(t *testing.T) {
-	for _, f := range every {
+	for _, f := range append(every, output.HTML) {
 		w, ok := output.For(f)
 		assert.True(t, ok, f)
 		assert.NotNil(t, w, f)
@@ -184,6 +188,8 @@ func TestWrite(t *testing.T) {
 	}{
 		{"table", output.Table, func(r *output.Report) { r.Table = failing }},
 		{"markdown", output.Markdown, func(r *output.Report) { r.Markdown = failing }},
+		{"html", output.HTML, func(r *output.Report) { r.HTML = failing }},
+		{"html of a report without a page", output.HTML, func(r *output.Report) {}},
 		{"yaml", output.YAML, func(r *output.Report) { r.YAML = failing }},
 		{"json", output.JSON, func(r *output.Report) { r.Document = func() {} }}, // a func is no JSON
 	}

@@ -34,6 +34,9 @@ type Report struct {
 	// for the generic list of findings.
 	Table    func(io.Writer) error
 	Markdown func(io.Writer) error
+	// HTML is the command's page (-o html): there is no generic one, so a command offers
+	// -o html only when it sets this.
+	HTML func(io.Writer) error
 	// YAML, when set, is the YAML form instead of the Document's (audit: the ClusterReports).
 	YAML func(io.Writer) error
 }

@@ -118,6 +118,27 @@ func TestMarkdown(t *testing.T) {
 	})
 }
 
+// TestHTML: -o html is the command's page; a report without one is an error, not an empty
+// page, and a command that has none does not offer the format.
+func TestHTML(t *testing.T) {
+	t.Run("the command's page", func(t *testing.T) {
+		r := &output.Report{HTML: func(w io.Writer) error {
+			_, err := io.WriteString(w, "<!doctype html><title>own</title>\n")
+			return err
+		}}
+		assert.Equal(t, "<!doctype html><title>own</title>\n", write(t, output.HTML, r))
+	})
+	t.Run("no page", func(t *testing.T) {
+		w, ok := output.For(output.HTML)
+		require.True(t, ok)
+		var b strings.Builder
+		err := w.Write(&b, &output.Report{Findings: []finding.Finding{{Rule: "r", Level: finding.Deny, Object: driverA}}})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "no HTML page")
+		assert.Empty(t, b.String())
+	})
+}
+
 func TestTable(t *testing.T) {
 	fs := []finding.Finding{
 		{Rule: "FieldValueInvalid", Level: finding.Deny, Object: driverA, Field: "spec.version", Message: "bad\nsecond line"},

@@ -305,7 +305,7 @@ func TestPlanGenerator(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, p.Denials)
 	assert.Empty(t, p.Drift, "the owner labels are the current routing")
-	assert.Equal(t, plan.Rollout{AutoUpgrade: true, MaxParallelUpgrades: benchBatch, Drain: true}, p.Rollout)
+	assert.Equal(t, plan.Rollout{AutoUpgrade: true, MaxParallelUpgrades: benchBatch, Drain: true, DrainTimeoutSeconds: 300, NPUPodDeletionTimeoutSeconds: 300}, p.Rollout)
 
 	s := p.Summary
 	t.Logf("summary %+v", s)

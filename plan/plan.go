@@ -235,11 +235,26 @@ func (c BlockerCheck) Missed() string {
 	return fmt.Sprintf("the pods were not given (--pods, or --live): %s may stall on %s", nodes, what)
 }
 
-// Rollout is the cluster policy's upgrade settings as the plan applies them.
+// Rollout is the cluster policy's upgrade settings as the plan applies them: the batches,
+// and the waits of one node's upgrade (what a timeline of the rollout is estimated from).
+// A timeout of 0 waits indefinitely.
 type Rollout struct {
 	AutoUpgrade         bool  `json:"autoUpgrade"`
 	MaxParallelUpgrades int32 `json:"maxParallelUpgrades"`
 	Drain               bool  `json:"drain"`
+	// DrainTimeoutSeconds is drain.timeoutSeconds (a wait only with Drain).
+	DrainTimeoutSeconds int32 `json:"drainTimeoutSeconds"`
+	// NPUPodDeletionTimeoutSeconds is npuPodDeletion.timeoutSeconds: the operator deletes a
+	// node's NPU pods before its driver restarts, drain or not.
+	NPUPodDeletionTimeoutSeconds int32 `json:"npuPodDeletionTimeoutSeconds"`
+	// WaitForCompletion is whether waitForCompletion.podSelector names pods to wait on, for
+	// at most WaitForCompletionTimeoutSeconds.
+	WaitForCompletion               bool  `json:"waitForCompletion"`
+	WaitForCompletionTimeoutSeconds int32 `json:"waitForCompletionTimeoutSeconds"`
+	// Reboot is reboot.enable: the node reboots and is waited on for at most
+	// RebootTimeoutSeconds to return Ready.
+	Reboot               bool  `json:"reboot"`
+	RebootTimeoutSeconds int32 `json:"rebootTimeoutSeconds"`
 }
 
 // ManualNode is the procedure of one node's upgrade with autoUpgrade: false (OnDelete).
@@ -320,7 +335,10 @@ func Make(ctx context.Context, in Inputs) (*Plan, error) {
 
 	policy := effectivePolicy(res, current.ClusterPolicy())
 	up := policy.Spec.Driver.UpgradePolicy
-	p.Rollout = Rollout{AutoUpgrade: up.AutoUpgrade, MaxParallelUpgrades: up.MaxParallelUpgrades, Drain: up.Drain.Enable}
+	p.Rollout = Rollout{AutoUpgrade: up.AutoUpgrade, MaxParallelUpgrades: up.MaxParallelUpgrades, Drain: up.Drain.Enable,
+		DrainTimeoutSeconds: up.Drain.TimeoutSeconds, NPUPodDeletionTimeoutSeconds: up.NPUPodDeletion.TimeoutSeconds,
+		WaitForCompletion: up.WaitForCompletion.PodSelector != "", WaitForCompletionTimeoutSeconds: up.WaitForCompletion.TimeoutSeconds,
+		Reboot: up.Reboot.Enable, RebootTimeoutSeconds: up.Reboot.RebootTimeoutSeconds}
 
 	labels := make(map[string]map[string]string, len(nodes))
 	for _, n := range nodes {

@@ -160,6 +160,22 @@ func TestBatches(t *testing.T) {
 	}
 }
 
+// TestRolloutWaits: the plan carries the cluster policy's waits and timeouts, the input of
+// the rollout's estimated timeline (plan -o html, the mermaid gantt).
+func TestRolloutWaits(t *testing.T) {
+	p, err := plan.Make(t.Context(), scenario(func(u *v1alpha1.UpgradePolicy) {
+		u.MaxParallelUpgrades = 2
+		u.Drain = v1alpha1.DrainSpec{Enable: true, TimeoutSeconds: 600}
+		u.NPUPodDeletion.TimeoutSeconds = 120
+		u.WaitForCompletion = v1alpha1.WaitForCompletionSpec{PodSelector: "app=train", TimeoutSeconds: 0}
+		u.Reboot = v1alpha1.RebootSpec{Enable: true, RebootTimeoutSeconds: 900}
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, plan.Rollout{AutoUpgrade: true, MaxParallelUpgrades: 2, Drain: true, DrainTimeoutSeconds: 600,
+		NPUPodDeletionTimeoutSeconds: 120, WaitForCompletion: true, WaitForCompletionTimeoutSeconds: 0,
+		Reboot: true, RebootTimeoutSeconds: 900}, p.Rollout)
+}
+
 // TestManualProcedure: with autoUpgrade false, the procedure per node, with the exact driver
 // pod to delete when the pods are known, and the drain as the cluster policy configures it.
 func TestManualProcedure(t *testing.T) {

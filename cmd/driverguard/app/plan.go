@@ -13,7 +13,7 @@ import (
 
 func newPlanCommand(s Streams) *cobra.Command {
 	job := action.NewPlan(s.cfg)
-	formats := output.NewFlag(output.Table, judgingFormats...)
+	formats := output.NewFlag(output.Table, append(judgingFormats[:len(judgingFormats):len(judgingFormats)], output.HTML)...)
 	cmd := &cobra.Command{
 		Use:   "plan [-f values.yaml] (--live | --kubeconfig FILE | --nodes nodes.yaml [--drivers current.yaml] [--cluster-policy policy.yaml] [--pods pods.yaml]) [--check-images]",
 		Short: "What applying the values does to every node: actions, rollout batches, drain blockers, missing images",
@@ -77,7 +77,8 @@ unreachable cluster).`,
 			}
 			r := &output.Report{Tool: "driverguard plan", Findings: res.Plan.Findings, Document: res.Plan, Rules: action.NewRuleRegistry(),
 				Table:    func(w io.Writer) error { return printPlan(w, res.Plan) },
-				Markdown: func(w io.Writer) error { return printPlanMarkdown(w, res.Plan, res.ReleaseName) }}
+				Markdown: func(w io.Writer) error { return printPlanMarkdown(w, res.Plan, res.ReleaseName) },
+				HTML:     func(w io.Writer) error { return printPlanHTML(w, res.Plan, res.ReleaseName) }}
 			if err := output.Write(s.Out, formats.Targets(), r); err != nil {
 				return err
 			}

@@ -51,7 +51,8 @@ func TestPlanGolden(t *testing.T) {
 		{"plan-canary.txt", planArgs("-f", exampleRollout), ExitInvalid},
 		{"plan-canary.json", planArgs("-f", exampleRollout, "-o", "json"), ExitInvalid},
 		{"plan-canary.md", planArgs("-f", exampleRollout, "-o", "markdown"), ExitInvalid},
-		{"plan-manual.txt", planArgs(), ExitInvalid}, // the notebook NPU pod blocks npu-rebel-02, drain or not
+		{"plan-canary.html", planArgs("-f", exampleRollout, "-o", "html"), ExitInvalid}, // the same exit code as the other formats
+		{"plan-manual.txt", planArgs(), ExitInvalid},                                    // the notebook NPU pod blocks npu-rebel-02, drain or not
 		{"plan-audit.txt", []string{"plan", "--nodes", exampleNodes, "--drivers", exampleDrivers}, ExitOK},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
