@@ -322,8 +322,9 @@ func assertPicture(t *testing.T, img image.Image) {
 }
 
 // checkExample keeps docs/plan-example.png, the README's screenshot, the picture of what the
-// page is: -update writes it; otherwise it must be a PNG of the same size whose file is of
-// about the same size as this screenshot (fonts differ between machines; the picture does not).
+// page is: -update writes it; otherwise it must be a PNG of the same size, its file of about
+// the same size as this screenshot, and at most maxChangedPixels of its pixels visibly
+// different from it (font rendering may differ a little between machines; the page may not).
 func checkExample(t *testing.T, shot []byte, img image.Image) {
 	t.Helper()
 	path := filepath.Join(root, "docs", "plan-example.png")
@@ -339,6 +340,40 @@ func checkExample(t *testing.T, shot []byte, img image.Image) {
 	ratio := float64(len(data)) / float64(len(shot))
 	assert.True(t, ratio > 0.5 && ratio < 2, "docs/plan-example.png is %d bytes, the screenshot %d: the page changed? run go test ./test/picture -update", len(data), len(shot))
 	assertPicture(t, doc)
+	changed := changedPixels(img, doc)
+	t.Logf("docs/plan-example.png: %.2f%% of the pixels differ from the screenshot", 100*changed)
+	assert.LessOrEqual(t, changed, maxChangedPixels, "docs/plan-example.png is not what the page looks like now (%.1f%% of its pixels differ): run go test ./test/picture -update", 100*changed)
+}
+
+// maxChangedPixels is the share of pixels the README's screenshot may differ by from the page
+// as the browser draws it now.
+const maxChangedPixels = 0.03
+
+// changedPixels is the share of pixels of a and b (of one size) that differ visibly: by more
+// than a quarter of the range in a colour channel.
+func changedPixels(a, b image.Image) float64 {
+	r := a.Bounds()
+	if r.Empty() {
+		return 0
+	}
+	changed := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			ar, ag, ab, _ := a.At(x, y).RGBA()
+			br, bg, bb, _ := b.At(x, y).RGBA()
+			if channelDiff(ar, br) > 0x4000 || channelDiff(ag, bg) > 0x4000 || channelDiff(ab, bb) > 0x4000 {
+				changed++
+			}
+		}
+	}
+	return float64(changed) / float64(r.Dx()*r.Dy())
+}
+
+func channelDiff(x, y uint32) uint32 {
+	if x > y {
+		return x - y
+	}
+	return y - x
 }
 
 // mermaidBlock is the ticket's mermaid block, as a CommonMark parser reads it.
