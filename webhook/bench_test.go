@@ -335,3 +335,70 @@ func BenchmarkServeHTTP(b *testing.B) {
 		}
 	}
 }
+
+// rackState is the cluster of the side-by-side harness (../shared/perf): n nodes alternating
+// ATOM and REBEL over 50 racks, two OS versions and five kernels, and d drivers: the default
+// one and one per ATOM rack slot.
+func rackState(n, d int) webhook.State {
+	kernels := []string{"6.8.0-90-generic", "6.8.0-94-generic", "6.8.0-45-generic", "5.15.0-130-generic", "6.8.0-101-generic"}
+	nodes := make([]routing.Node, n)
+	for i := range nodes {
+		l := wt.PoolLabels([]string{"atom", "rebel"}[i%2], "ubuntu", []string{"22.04", "24.04"}[(i/2)%2], kernels[i%len(kernels)])
+		l[v1alpha1.LabelDeployDriver] = "true"
+		l["rack"] = fmt.Sprintf("r%d", i%50)
+		l["topology.kubernetes.io/zone"] = fmt.Sprintf("zone-%d", i%3)
+		l["kubernetes.io/hostname"] = fmt.Sprintf("npu-%05d", i)
+		nodes[i] = routing.Node{Name: fmt.Sprintf("npu-%05d", i), Labels: l}
+	}
+	drivers := []v1alpha1.RBLNDriver{*wt.Driver("rbln-driver", nil)}
+	for i := 1; i < d; i++ {
+		drivers = append(drivers, *wt.Driver(fmt.Sprintf("rbln-driver-d%04d", i), wt.Sel(v1alpha1.LabelFamily, "atom", "rack", fmt.Sprintf("r%d", i%50), "slot", fmt.Sprintf("s%d", i))))
+	}
+	return cluster.NewStatic(cluster.FromLists(nodes, drivers, nil, nil))
+}
+
+// BenchmarkServeHTTPRack is BenchmarkServeHTTP with the side-by-side harness's cluster and
+// request: a REBEL rack, whose nodes (2 of 100, 200 of 10,000) span ten pools. The request's
+// matched nodes grow with the cluster; its cost should not (the issue #35 goal: 10,000 / 100
+// nodes ≥ 0.95 in throughput).
+func BenchmarkServeHTTPRack(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "perf.rego"), []byte(perf3), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	sets := []struct {
+		name string
+		opts policy.Options
+	}{
+		{"3-checks", policy.Options{Dirs: []string{dir}, ExcludeLibrary: true}},
+		{"library", policy.Options{}},
+	}
+	drv := wt.Driver("rbln-driver-perf", wt.Sel(v1alpha1.LabelFamily, "rebel", "rack", "r7"))
+	body := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil)))
+	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
+		state := rackState(size.nodes, size.drivers)
+		if _, err := state.Snapshot(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		for _, set := range sets {
+			set.opts.Metrics = prometheus.NewRegistry()
+			engine, err := policy.New(context.Background(), set.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := webhook.New(state, webhook.Options{Policy: engine}).Handlers()[webhook.PathValidateDriver]
+			b.Run(fmt.Sprintf("nodes=%d/drivers=%d/%s", size.nodes, size.drivers, set.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					rec := httptest.NewRecorder()
+					req := httptest.NewRequest(http.MethodPost, webhook.PathValidateDriver, bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					h.ServeHTTP(rec, req)
+					if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"allowed":true`)) {
+						b.Fatalf("%d %s", rec.Code, rec.Body)
+					}
+				}
+			})
+		}
+	}
+}
