@@ -220,7 +220,7 @@ func knownPolicies(pkgs []policyPackage) string {
 
 // Object kinds with decisions of their own: a package whose rules all require one of them is
 // left out of the others' decisions.
-var decisionKinds = []string{"RBLNDriver", "RBLNClusterPolicy"}
+var decisionKinds = []string{driverKind, "RBLNClusterPolicy"}
 
 // decisionModule generates the query module: one multi-value rule per object kind of
 // decisionKinds (decision_<kind>) and one for every kind (decision), each holding a copy of
@@ -302,6 +302,10 @@ type policySet struct {
 	policies []string // evaluated packages, sorted: the decision's order
 	// readsRouting is whether a rule the decision depends on reads input.routing.
 	readsRouting bool
+	// guarded is set when every policy that reads input.routing is a bundled rule with a
+	// routing guard (guards): routing is handed to OPA only when one holds.
+	guarded bool
+	guards  []routingGuard
 	// readsNodes is whether one reads data.driverguard_cluster.nodes: the store holds the
 	// nodes only then.
 	readsNodes bool
@@ -429,6 +433,9 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		return nil, fmt.Errorf("policy: compiling the decision: %w", c.Errors)
 	}
 	set.readsRouting = readsInput(c, ast.MustParseRef(decisionQuery+"_RBLNDriver"), "routing")
+	if set.readsRouting {
+		set.guards, set.guarded = guardsOf(c, enabled)
+	}
 	set.readsNodes = readsData(c, ast.MustParseRef(decisionQuery), ClusterKey, "nodes")
 	root, err := ast.InterfaceToValue(user.data)
 	if err != nil {

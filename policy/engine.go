@@ -230,11 +230,11 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 	if in == nil {
 		return nil, errors.New("policy: no input")
 	}
-	value, err := inputValue(in)
+	set := e.active.Load()
+	value, err := inputValue(in, in.Routing != nil && set.routingMatters(in.Routing))
 	if err != nil {
 		return nil, err
 	}
-	set := e.active.Load()
 	q := set.query
 	if kq, ok := set.byKind[objectKind(value)]; ok {
 		q = kq // the policies that can apply to this kind only

@@ -14,7 +14,10 @@ import (
 // the two equal), but the parts driverguard defines — the envelope, the user and the routing
 // verdict — are built directly instead of through JSON text, and an object given as JSON text
 // (an admission request's) is parsed once.
-func inputValue(in *Input) (ast.Value, error) {
+//
+// withRouting false leaves input.routing out: the caller knows no policy can read it
+// ([policySet.routingMatters]).
+func inputValue(in *Input, withRouting bool) (ast.Value, error) {
 	obj, err := objectValue(in.Object)
 	if err != nil {
 		return nil, fmt.Errorf("policy: encoding input.object: %w", err)
@@ -35,7 +38,7 @@ func inputValue(in *Input) (ast.Value, error) {
 	if in.UserInfo != nil {
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("userInfo"), ast.NewTerm(userValue(in.UserInfo))})
 	}
-	if in.Routing != nil {
+	if in.Routing != nil && withRouting {
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("routing"), ast.NewTerm(routingValue(in.Routing))})
 	}
 	return ast.NewObject(terms...), nil

@@ -1,0 +1,102 @@
+package policy
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// guardCases are routing verdicts around the OCI tag grammar: valid tags (a kernel with "_",
+// 128 characters) and invalid ones ("+", 129 characters, a leading "-" or ".", empty, non-ASCII),
+// alone and mixed with valid pools.
+func guardCases() map[string]*Routing {
+	pool := func(tag string, nodes ...string) Pool {
+		return Pool{Name: "p-" + tag, DaemonSet: "ds", Family: "rebel", OS: "ubuntu", OSVersion: "22.04", Kernel: "k", Tag: tag, Nodes: nodes}
+	}
+	routed := func(pools ...Pool) *Routing {
+		return &Routing{Selected: len(pools), Nodes: len(pools), Pools: pools, Unpooled: []UnpooledNode{}, Ties: []Tie{}, PotentialTies: []PotentialTie{}}
+	}
+	return map[string]*Routing{
+		"no pools":           routed(),
+		"valid":              routed(pool("3.2.2-6.8.0-90-generic-ubuntu22.04", "n1", "n2")),
+		"underscore kernel":  routed(pool("3.2.2-5.15.0_custom-ubuntu22.04", "n1")),
+		"128 characters":     routed(pool("3"+strings.Repeat("a", 127), "n1")),
+		"plus kernel":        routed(pool("3.2.2-5.15.0+custom-ubuntu22.04", "n1")),
+		"129 characters":     routed(pool("3"+strings.Repeat("a", 128), "n1")),
+		"leading dash":       routed(pool("-6.8.0-ubuntu22.04", "n1")),
+		"leading dot":        routed(pool(".6.8.0", "n1")),
+		"empty":              routed(pool("", "n1")),
+		"non-ASCII":          routed(pool("3.2.2-ü-ubuntu22.04", "n1")),
+		"second pool broken": routed(pool("3.2.2-6.8.0-ubuntu22.04", "n1"), pool("3.2.2-6.8.0+x-ubuntu22.04", "n2", "n3")),
+	}
+}
+
+// TestRoutingGuardsHoldWhenTheRuleFires evaluates the bundled library with input.routing
+// always handed over and with it handed over only when a guard holds: the decisions are the
+// same on every case, and the guarded rules do fire on some (the comparison is not vacuous).
+func TestRoutingGuardsHoldWhenTheRuleFires(t *testing.T) {
+	guarded, err := New(t.Context(), Options{Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	set := guarded.active.Load()
+	require.True(t, set.readsRouting)
+	require.True(t, set.guarded, "the library's routing readers all have guards")
+	require.Len(t, set.guards, len(routingGuards))
+	always, err := New(t.Context(), Options{Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	unguarded := *always.active.Load()
+	unguarded.guarded = false
+	always.active.Store(&unguarded)
+
+	object := json.RawMessage(`{"apiVersion":"rebellions.ai/v1alpha1","kind":"RBLNDriver","metadata":{"name":"rbln-driver-x"},"spec":{"image":"rebellions/rbln-driver","version":"3.2.2","nodeSelector":{"rack":"r7"}}}`)
+	fired := 0
+	for name, r := range guardCases() {
+		t.Run(name, func(t *testing.T) {
+			in := &Input{Object: object, Operation: OperationCreate, Source: SourceAdmission, Routing: r}
+			want, err := always.Evaluate(t.Context(), in)
+			require.NoError(t, err)
+			got, err := guarded.Evaluate(t.Context(), in)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			for pkg, guard := range routingGuards {
+				fires := false
+				for _, m := range append(want.Deny, want.Warn...) {
+					fires = fires || m.Package == pkg
+				}
+				if fires {
+					fired++
+					assert.True(t, guard(r), "%s fires but its guard does not hold", pkg)
+				}
+			}
+		})
+	}
+	assert.Positive(t, fired, "some case makes a guarded rule fire")
+}
+
+// TestRoutingGuardsStepAsideForOtherReaders: a policy of the user's that reads input.routing
+// has no guard, so routing is always handed over and the policy sees it.
+func TestRoutingGuardsStepAsideForOtherReaders(t *testing.T) {
+	for name, src := range map[string]string{
+		"pools.rego": "package driverguard.team\n\nwarn contains sprintf(\"%d pools\", [count(input.routing.pools)]) if input.object.kind == \"RBLNDriver\"\n",
+		"whole.rego": "package driverguard.whole\n\nwarn contains \"routing seen\" if {\n\tinput.object.kind == \"RBLNDriver\"\n\tdoc := input\n\tdoc.routing\n}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			sub := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(sub, name), []byte(src), 0o600))
+			e, err := New(t.Context(), Options{Dirs: []string{sub}, Metrics: prometheus.NewRegistry()})
+			require.NoError(t, err)
+			set := e.active.Load()
+			assert.True(t, set.readsRouting)
+			assert.False(t, set.guarded)
+			d, err := e.Evaluate(t.Context(), &Input{Object: json.RawMessage(`{"kind":"RBLNDriver","metadata":{"name":"x"}}`), Operation: OperationCreate, Routing: guardCases()["valid"]})
+			require.NoError(t, err)
+			require.Len(t, d.Warn, 1)
+			assert.Contains(t, []string{"1 pools", "routing seen"}, d.Warn[0].Msg)
+		})
+	}
+}
