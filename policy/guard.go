@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"regexp"
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -15,8 +14,24 @@ import (
 // the cluster's size.
 type routingGuard func(*Routing) bool
 
-// ociTag is the OCI distribution-spec tag grammar, util.oci_tag_pattern of the library.
-var ociTag = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+// validTag reports whether tag matches the OCI distribution-spec tag grammar,
+// [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127} (util.oci_tag_pattern of the library), without a regular
+// expression: the guard runs on every RBLNDriver request.
+func validTag(tag string) bool {
+	if len(tag) == 0 || len(tag) > 128 {
+		return false
+	}
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_':
+		case i > 0 && (c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // driverKind is the kind routing is computed for.
 const driverKind = "RBLNDriver"
@@ -26,7 +41,7 @@ const driverKind = "RBLNDriver"
 var routingGuards = map[string]routingGuard{
 	// lib.kernel_tag fires for a pool whose tag is not a valid OCI tag.
 	LibraryNamespace + ".kernel_tag": func(r *Routing) bool {
-		return slices.ContainsFunc(r.Pools, func(p Pool) bool { return !ociTag.MatchString(p.Tag) })
+		return slices.ContainsFunc(r.Pools, func(p Pool) bool { return !validTag(p.Tag) })
 	},
 }
 

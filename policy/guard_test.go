@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -98,5 +99,19 @@ func TestRoutingGuardsStepAsideForOtherReaders(t *testing.T) {
 			require.Len(t, d.Warn, 1)
 			assert.Contains(t, []string{"1 pools", "routing seen"}, d.Warn[0].Msg)
 		})
+	}
+}
+
+// TestValidTagIsTheLibrarysPattern compares validTag with util.oci_tag_pattern as a regular
+// expression on tags around every boundary of the grammar.
+func TestValidTagIsTheLibrarysPattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+	tags := []string{"", "a", "_", ".", "-", "a.", "a-", "a_b", "A9", "3.2.2-5.15.0+custom", "ü", "a ü", "a\n", "a/b", "a:b",
+		strings.Repeat("a", 127), strings.Repeat("a", 128), strings.Repeat("a", 129), "_" + strings.Repeat(".", 127), "-" + strings.Repeat("a", 10)}
+	for c := 0; c < 256; c++ {
+		tags = append(tags, string(rune(c)), "a"+string(rune(c)), string([]byte{'a', byte(c)}))
+	}
+	for _, tag := range tags {
+		assert.Equal(t, pattern.MatchString(tag), validTag(tag), "%q", tag)
 	}
 }
