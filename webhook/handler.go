@@ -109,7 +109,7 @@ func decodeObject[T any](raw runtime.RawExtension, fieldName string, gvk schema.
 	if len(raw.Raw) == 0 {
 		return obj, badRequest(nil, "%s is empty: the request must carry the %s as JSON", fieldName, gvk.Kind)
 	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, &obj); err != nil {
+	if err := decodeJSON(raw.Raw, &obj); err != nil {
 		// Say why: not an object at all, an object of another kind, or a bad field.
 		var tm metav1.TypeMeta
 		if terr := sigsjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, &tm); terr != nil {

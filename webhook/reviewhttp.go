@@ -119,11 +119,14 @@ func (h *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tooBusy(w, t.l.Limits)
 		return
 	}
-	req := admission.Request{}
-	ar := review{Request: &req.AdmissionRequest}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &ar); err != nil {
+	var ar review
+	if err := decodeJSON(body, &ar); err != nil {
 		h.write(w, identity{}, admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %w", err)))
 		return
+	}
+	req := admission.Request{}
+	if ar.Request != nil {
+		req.AdmissionRequest = *ar.Request
 	}
 	switch {
 	case ar.Kind != "AdmissionReview":
