@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/driverguard/driverguard/api/v1alpha1"
 )
 
 // rawValue converts JSON text to the AST value OPA evaluates, in one pass over the text
@@ -51,6 +55,13 @@ func tokenValue(d *jsontext.Decoder, depth int) (ast.Value, error) {
 	if depth > maxRawDepth {
 		return nil, errTooDeep
 	}
+	if d.PeekKind() == '"' {
+		t, err := stringTerm(d)
+		if err != nil {
+			return nil, err
+		}
+		return t.Value, nil
+	}
 	tok, err := d.ReadToken()
 	if err != nil {
 		return nil, err
@@ -62,8 +73,6 @@ func tokenValue(d *jsontext.Decoder, depth int) (ast.Value, error) {
 		return ast.Boolean(true), nil
 	case 'f':
 		return ast.Boolean(false), nil
-	case '"':
-		return ast.String(tok.String()), nil
 	case '0':
 		return ast.Number(tok.String()), nil
 	case '[':
@@ -82,11 +91,10 @@ func tokenValue(d *jsontext.Decoder, depth int) (ast.Value, error) {
 	case '{':
 		var kvs [][2]*ast.Term
 		for d.PeekKind() != '}' {
-			k, err := d.ReadToken()
+			key, err := stringTerm(d)
 			if err != nil {
 				return nil, err
 			}
-			key := ast.StringTerm(k.String())
 			v, err := tokenValue(d, depth+1)
 			if err != nil {
 				return nil, err
@@ -109,3 +117,65 @@ func opaValue(raw []byte) (ast.Value, error) {
 	}
 	return ast.InterfaceToValue(doc)
 }
+
+// stringTerm reads a string (a value or an object's name) as a term: one of internedTerms
+// when it is one of theirs, without allocating.
+func stringTerm(d *jsontext.Decoder) (*ast.Term, error) {
+	v, err := d.ReadValue()
+	if err != nil {
+		return nil, err
+	}
+	if len(v) < 2 || v[0] != '"' {
+		return nil, errors.New("not a string")
+	}
+	raw := v[1 : len(v)-1]
+	if bytes.IndexByte(raw, '\\') < 0 { // validated: without escapes, the text is the string
+		if t, ok := internedTerms[string(raw)]; ok {
+			return t, nil
+		}
+		return ast.StringTerm(string(raw)), nil
+	}
+	b, err := jsontext.AppendUnquote(nil, v)
+	if err != nil {
+		return nil, err
+	}
+	return ast.StringTerm(string(b)), nil
+}
+
+// internedTerms are the strings every driverguard object repeats: the JSON names of the API
+// types' fields (apiVersion, metadata, nodeSelector, ...), their kinds, API version and node
+// labels. Each is one shared term, not three allocations per occurrence per request. The set
+// is fixed (never what requests bring).
+var internedTerms = func() map[string]*ast.Term {
+	m := map[string]*ast.Term{}
+	add := func(s string) {
+		if _, ok := m[s]; !ok {
+			m[s] = ast.StringTerm(s)
+		}
+	}
+	for _, s := range []string{v1alpha1.GroupVersion.String(), "RBLNDriver", "RBLNClusterPolicy", v1alpha1.LabelFamily,
+		v1alpha1.LabelOSID, v1alpha1.LabelOSVersion, v1alpha1.LabelKernel, v1alpha1.LabelDeployDriver, v1alpha1.LabelOwner, "kubernetes.io/hostname"} {
+		add(s)
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				add(name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[v1alpha1.RBLNDriver]())
+	walk(reflect.TypeFor[v1alpha1.RBLNClusterPolicy]())
+	return m
+}()
