@@ -63,7 +63,8 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 	if beingDeleted(req.Operation, obj.DeletionTimestamp) || (old != nil && unchanged(req.Operation, obj.Spec, old.Spec)) {
 		return v, nil
 	}
-	invalid, assessment := assess(view, obj, d.readsRouting()) // the policies get its routing too
+	need := d.routingNeed()
+	invalid, assessment := assess(view, obj, need) // the policies get its routing too
 	if len(invalid) > 0 {
 		var had map[string]bool
 		if old != nil {
@@ -77,7 +78,7 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 	} else {
 		var oldRep *routing.ConflictReport
 		if old != nil {
-			_, a := assess(view, old, false)
+			_, a := assess(view, old, noRouting)
 			oldRep = &a.ConflictReport
 		}
 		denials, warnings := conflictFindings(assessment.ConflictReport, oldRep, obj.Spec.NodeSelector, obj.Name)
@@ -90,44 +91,92 @@ func (d *Decider) Driver(ctx context.Context, view View, req Request[*v1alpha1.R
 		return v, nil
 	}
 	in := d.input(req.Operation, req.Source, req.UserInfo, driverObject(obj, req.RawObject), driverObject(old, req.RawOldObject))
-	if d.readsRouting() {
-		in.Routing = policy.RoutingOf(&assessment, &obj.Spec)
-	}
+	route(in, view, obj, &assessment, need, len(invalid) == 0)
 	var before func() *policy.Input
 	if old != nil {
 		before = func() *policy.Input {
 			in := d.input(req.Operation, req.Source, req.UserInfo, driverObject(old, req.RawOldObject), driverObject(old, req.RawOldObject))
-			if d.readsRouting() {
-				_, a := assess(view, old, true)
-				in.Routing = policy.RoutingOf(&a, &old.Spec)
-			}
+			errs, a := assess(view, old, need)
+			route(in, view, old, &a, need, len(errs) == 0)
 			return in
 		}
 	}
 	return v, d.evaluate(ctx, in, before, v)
 }
 
+// routingNeed is how much of a driver's routing the policies need.
+type routingNeed int
+
+const (
+	noRouting   routingNeed = iota // the policies do not read input.routing
+	lazyRouting                    // only guarded rules read it: the pools' tags first (policy.RoutingGuard)
+	fullRouting                    // input.routing, always
+)
+
+func (d *Decider) routingNeed() routingNeed {
+	switch {
+	case !d.readsRouting():
+		return noRouting
+	case guardsRouting(d.Policy):
+		return lazyRouting
+	}
+	return fullRouting
+}
+
+func guardsRouting(e policy.Evaluator) bool {
+	g, ok := e.(policy.RoutingGuard)
+	return ok && g.GuardsRouting()
+}
+
 // assess validates a driver (api/validation.ValidateDriver, its syntax findings) and, when it
-// is valid, asks the view what it would do if admitted: its conflicts and, when full, the
-// nodes and pools it would serve (the policies' input.routing). An invalid driver takes no
-// part in routing.
-func assess(view View, d *v1alpha1.RBLNDriver, full bool) (field.ErrorList, routing.Assessment) {
+// is valid, asks the view what it would do if admitted: its conflicts and, as need says, the
+// labels of its pools or the nodes and pools it would serve (the policies' input.routing). An
+// invalid driver takes no part in routing.
+func assess(view View, d *v1alpha1.RBLNDriver, need routingNeed) (field.ErrorList, routing.Assessment) {
 	if errs := validation.ValidateDriver(d); len(errs) > 0 {
 		return errs, routing.Assessment{}
 	}
 	if v, ok := view.(validatedView); ok {
-		return nil, v.AssessValid(d, full)
+		if need == lazyRouting {
+			return nil, v.AssessPoolLabels(d)
+		}
+		return nil, v.AssessValid(d, need == fullRouting)
 	}
-	if full {
+	if need != noRouting {
 		return nil, view.Assess(d)
 	}
 	return nil, routing.Assessment{ConflictReport: view.Conflicts(*d)}
+}
+
+// route gives the policies' input the routing of d from a (its assessment with need): the
+// routing itself when a has pools (or d is invalid: no pools), or the pools' image tags and a
+// function that builds it, which the engine calls only when a guard holds on the tags.
+func route(in *policy.Input, view View, d *v1alpha1.RBLNDriver, a *routing.Assessment, need routingNeed, valid bool) {
+	switch {
+	case need == noRouting:
+	case valid && a.Pools == nil:
+		if v, ok := view.(validatedView); ok {
+			in.PoolTags = make([]string, len(a.PoolLabels))
+			for i, pl := range a.PoolLabels {
+				in.PoolTags[i] = routing.DriverTag(&d.Spec, pl)
+			}
+			in.RoutingFunc = func() *policy.Routing {
+				full := v.AssessValid(d, true)
+				return policy.RoutingOf(&full, &d.Spec)
+			}
+			return
+		}
+		fallthrough
+	default:
+		in.Routing = policy.RoutingOf(a, &d.Spec)
+	}
 }
 
 // validatedView is a view that can route a driver without validating it again
 // (routing.Index, admission's: validation costs more than the routing).
 type validatedView interface {
 	AssessValid(candidate *v1alpha1.RBLNDriver, full bool) routing.Assessment
+	AssessPoolLabels(candidate *v1alpha1.RBLNDriver) routing.Assessment
 }
 
 var _ validatedView = (*routing.Index)(nil)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -327,4 +328,56 @@ func TestVerdictBounds(t *testing.T) {
 	assert.Contains(t, v.Denials[0].Message, "annotations size 307202 is larger than limit 262144")
 	assert.Less(t, len(v.Denials[0].Message), 500)
 	assert.Equal(t, calls, len(eval.Inputs()), "the policies are not evaluated")
+}
+
+// TestKernelTagOnBothViews: the bundled library's kernel_tag reads input.routing, which the
+// decider builds on the index only when the pools' tags can make it fire (a guard; on the
+// replayed cluster, always). A driver over a node whose kernel makes an invalid tag is denied
+// on both views with the same message; one over valid kernels only is not, on create and update.
+func TestKernelTagOnBothViews(t *testing.T) {
+	t.Parallel()
+	engine, err := policy.New(t.Context(), policy.Options{Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	require.True(t, engine.GuardsRouting(), "the library's only routing reader is guarded")
+	kernelNodes := []routing.Node{
+		{Name: "n-ok", Labels: wt.CandidateLabels("rack", "r1")},
+		{Name: "n-underscore", Labels: wt.CandidateLabels("rack", "r1", v1alpha1.LabelKernel, "5.15.0_custom")},
+		{Name: "n-plus", Labels: wt.CandidateLabels("rack", "r2", v1alpha1.LabelKernel, "5.15.0+custom")},
+	}
+	stored := []v1alpha1.RBLNDriver{*wt.Driver("rbln-driver", nil)}
+	for _, tt := range []struct {
+		name   string
+		sel    map[string]string
+		denied bool
+	}{
+		{"valid kernels", wt.Sel("rack", "r1"), false},
+		{"plus in a kernel", wt.Sel("rack", "r2"), true},
+		{"both", wt.Sel(v1alpha1.LabelFamily, "atom"), true},
+	} {
+		for name, view := range map[string]decision.View{"index": routing.NewIndex(stored, kernelNodes), "cluster": routing.NewCluster(kernelNodes, stored, nil)} {
+			t.Run(tt.name+"/"+name, func(t *testing.T) {
+				obj := wt.Driver("rbln-driver-k", tt.sel)
+				old := wt.Driver("rbln-driver-k", wt.Sel("rack", "r9"))
+				for _, req := range []decision.Request[*v1alpha1.RBLNDriver]{
+					{Operation: policy.OperationCreate, Object: obj, Source: policy.SourceAdmission},
+					{Operation: policy.OperationUpdate, Object: obj, OldObject: old, Source: policy.SourceAdmission},
+				} {
+					v, err := (&decision.Decider{Policy: engine}).Driver(t.Context(), view, req)
+					require.NoError(t, err)
+					var msgs []string
+					for _, f := range v.Denials {
+						if f.Rule == "driverguard.lib.kernel_tag.deny" {
+							msgs = append(msgs, f.Message)
+						}
+					}
+					if !tt.denied {
+						assert.Empty(t, msgs, req.Operation)
+						continue
+					}
+					require.Len(t, msgs, 1, req.Operation)
+					assert.Contains(t, msgs[0], `"3.2.2-5.15.0+custom-ubuntu22.04" for 1 node(s) (n-plus)`)
+				}
+			})
+		}
+	}
 }

@@ -14,6 +14,9 @@
 #   4. the policy engine: one evaluation of the bundled library vs a single trivial rule
 #      (BenchmarkEvaluate), and a whole AdmissionReview through the webhook's handler on a
 #      small and a large cluster (BenchmarkServeHTTP).
+#   4b. the same per request in the side-by-side harness's shape (BenchmarkServeHTTPRack: a
+#      rack of REBEL nodes, 2 of 100 or 200 of 10,000), 10,000 / 100 nodes as the issue #35
+#      goals state them, and the pieces issue #35 changed (BenchmarkObjectValue, BenchmarkDecodeJSON).
 #   5. check and policy input at scale: 1,000 and 2,000 instances against 10,000 nodes
 #      (wall time, peak RSS, the doubling ratio).
 #   6. serve's resident memory at 10,000 nodes and 500 RBLNDrivers (hack/servemem: a real
@@ -217,6 +220,30 @@ echo "$serve_out" | awk '/^BenchmarkServeHTTP\// { name = $1; sub(/^BenchmarkSer
 	END { for (i = 1; i <= n; i++) printf "%-44s %10.1f\n", order[i], us[order[i]]
 		s = "nodes=100/drivers=10/3-checks"; l = "nodes=10000/drivers=500/library"
 		if ((s in us) && (l in us)) printf "(library at 10,000 nodes / 3 checks at 100 nodes: %.2fx the cost)\n", us[l] / us[s] }'
+
+echo
+echo "== admission per request, the side-by-side harness's shape (go test -bench BenchmarkServeHTTPRack; medians of $RUNS runs, ratios in one run)"
+echo "   goals (issue #35, as throughput, i.e. cost at 100 / cost at 10,000): library >= 0.95, 3 checks >= 0.95"
+rack_out=$($GO test -run '^$' -bench 'BenchmarkServeHTTPRack$' -benchtime 2000x -count "$RUNS" ./webhook/ 2>&1) || { echo "$rack_out" >&2; exit 1; }
+echo "$rack_out" | awk '/^BenchmarkServeHTTPRack\// { name = $1; sub(/^BenchmarkServeHTTPRack\//, "", name); sub(/-[0-9]+$/, "", name)
+		k = ++cnt[name]; ns[name, k] = $3; for (i = 2; i < NF; i++) if ($(i+1) == "allocs/op") al[name] = $i; if (k == 1) order[++n] = name }
+	function med(name,   m, i, j, t, a) { m = cnt[name]; for (i = 1; i <= m; i++) a[i] = ns[name, i]
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return a[int((m + 1) / 2)] }
+	END { for (i = 1; i <= n; i++) printf "%-40s %10.1f us %8d allocs\n", order[i], med(order[i]) / 1000, al[order[i]]
+		for (s = 1; s <= 2; s++) { set = (s == 1) ? "3-checks" : "library"
+			a = "nodes=100/drivers=10/" set; b = "nodes=10000/drivers=500/" set
+			if ((a in cnt) && (b in cnt)) printf "%-10s 10,000 / 100 nodes (throughput ratio): %.2f\n", set, med(a) / med(b) } }'
+echo "-- the pieces: one-pass conversion vs OPA's (BenchmarkObjectValue), json/v2-first vs sigs.k8s.io/json (BenchmarkDecodeJSON)"
+pieces_out=$({ $GO test -run '^$' -bench 'BenchmarkObjectValue$' -count "$RUNS" ./policy/ && $GO test -run '^$' -bench 'BenchmarkDecodeJSON$' -count "$RUNS" ./webhook/; } 2>&1) || { echo "$pieces_out" >&2; exit 1; }
+echo "$pieces_out" | awk '/^Benchmark(ObjectValue|DecodeJSON)\// { name = $1; sub(/-[0-9]+$/, "", name); k = ++cnt[name]; ns[name, k] = $3; for (i = 2; i < NF; i++) if ($(i+1) == "allocs/op") al[name] = $i }
+	function med(name,   m, i, j, t, a) { m = cnt[name]; for (i = 1; i <= m; i++) a[i] = ns[name, i]
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return a[int((m + 1) / 2)] }
+	END { split("BenchmarkObjectValue/one-pass BenchmarkObjectValue/opa BenchmarkDecodeJSON/decodeJSON BenchmarkDecodeJSON/sigs.k8s.io-json", names, " ")
+		for (i = 1; i <= 4; i++) printf "%-44s %8.1f us %6d allocs\n", names[i], med(names[i]) / 1000, al[names[i]]
+		printf "one-pass / OPA conversion: %.2fx the time; decodeJSON / sigs.k8s.io/json: %.2fx\n",
+			med(names[1]) / med(names[2]), med(names[3]) / med(names[4]) }'
 
 echo
 echo "== check and policy input at scale: N instances against 10,000 nodes (wall s, peak RSS MiB)"

@@ -231,7 +231,7 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		return nil, errors.New("policy: no input")
 	}
 	set := e.active.Load()
-	value, err := inputValue(in, in.Routing != nil && set.routingMatters(in.Routing))
+	value, err := inputValue(in, set.routingOf(in))
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,7 @@ func TestRoutingGuardsHoldWhenTheRuleFires(t *testing.T) {
 	require.True(t, set.readsRouting)
 	require.True(t, set.guarded, "the library's routing readers all have guards")
 	require.Len(t, set.guards, len(routingGuards))
+	require.True(t, guarded.GuardsRouting())
 	always, err := New(t.Context(), Options{Metrics: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	unguarded := *always.active.Load()
@@ -64,6 +65,15 @@ func TestRoutingGuardsHoldWhenTheRuleFires(t *testing.T) {
 			got, err := guarded.Evaluate(t.Context(), in)
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
+			// The decider's form: the pools' tags, and a function that builds routing, called
+			// only when a guard holds.
+			built := false
+			lazy := &Input{Object: object, Operation: OperationCreate, Source: SourceAdmission, PoolTags: poolTags(r),
+				RoutingFunc: func() *Routing { built = true; return r }}
+			got, err = guarded.Evaluate(t.Context(), lazy)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			assert.Equal(t, guarded.routingGuardsHold(poolTags(r)), built, "routing built exactly when a guard holds")
 			for pkg, guard := range routingGuards {
 				fires := false
 				for _, m := range append(want.Deny, want.Warn...) {
@@ -71,7 +81,7 @@ func TestRoutingGuardsHoldWhenTheRuleFires(t *testing.T) {
 				}
 				if fires {
 					fired++
-					assert.True(t, guard(r), "%s fires but its guard does not hold", pkg)
+					assert.True(t, guard(poolTags(r)), "%s fires but its guard does not hold", pkg)
 				}
 			}
 		})
@@ -94,10 +104,15 @@ func TestRoutingGuardsStepAsideForOtherReaders(t *testing.T) {
 			set := e.active.Load()
 			assert.True(t, set.readsRouting)
 			assert.False(t, set.guarded)
-			d, err := e.Evaluate(t.Context(), &Input{Object: json.RawMessage(`{"kind":"RBLNDriver","metadata":{"name":"x"}}`), Operation: OperationCreate, Routing: guardCases()["valid"]})
-			require.NoError(t, err)
-			require.Len(t, d.Warn, 1)
-			assert.Contains(t, []string{"1 pools", "routing seen"}, d.Warn[0].Msg)
+			assert.False(t, e.GuardsRouting())
+			valid := guardCases()["valid"]
+			for _, in := range []*Input{{Routing: valid}, {RoutingFunc: func() *Routing { return valid }, PoolTags: poolTags(valid)}} {
+				in.Object, in.Operation = json.RawMessage(`{"kind":"RBLNDriver","metadata":{"name":"x"}}`), OperationCreate
+				d, err := e.Evaluate(t.Context(), in)
+				require.NoError(t, err)
+				require.Len(t, d.Warn, 1)
+				assert.Contains(t, []string{"1 pools", "routing seen"}, d.Warn[0].Msg)
+			}
 		})
 	}
 }
@@ -115,3 +130,6 @@ func TestValidTagIsTheLibrarysPattern(t *testing.T) {
 		assert.Equal(t, pattern.MatchString(tag), validTag(tag), "%q", tag)
 	}
 }
+
+// routingGuardsHold reports whether a guard of the active set holds on tags.
+func (e *Engine) routingGuardsHold(tags []string) bool { return e.active.Load().guardsHold(tags) }

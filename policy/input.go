@@ -54,6 +54,12 @@ type Input struct {
 	// Routing is what the routing engine says the RBLNDriver under evaluation would do if it
 	// were admitted now, in place of its stored version; absent for an RBLNClusterPolicy.
 	Routing *Routing `json:"routing,omitempty"`
+	// RoutingFunc, in place of Routing, computes it when a policy can read it: for an engine
+	// whose only readers of input.routing are guarded rules ([RoutingGuard]), when a guard
+	// holds on PoolTags. Not part of the document.
+	RoutingFunc func() *Routing `json:"-"`
+	// PoolTags are the image tags of the pools the driver would run (with RoutingFunc).
+	PoolTags []string `json:"-"`
 }
 
 // Routing is the routing verdict on one RBLNDriver (SPEC §3, §4), computed from the nodes its
@@ -160,4 +166,12 @@ type ClusterSyncer interface {
 // selects) to build).
 type RoutingReader interface {
 	ReadsRouting() bool
+}
+
+// RoutingGuard is implemented by evaluators that may read input.routing only for some pools
+// (Engine: when every policy that reads it is a bundled rule with a Go guard on the pools'
+// image tags). When GuardsRouting is true, callers give Input.RoutingFunc and Input.PoolTags
+// instead of Input.Routing, and the evaluator builds input.routing only when a guard holds.
+type RoutingGuard interface {
+	GuardsRouting() bool
 }

@@ -14,9 +14,9 @@ import (
 // verdict — are built directly instead of through JSON text, and an object given as JSON text
 // (an admission request's) is parsed once.
 //
-// withRouting false leaves input.routing out: the caller knows no policy can read it
-// ([policySet.routingMatters]).
-func inputValue(in *Input, withRouting bool) (ast.Value, error) {
+// routing is input.routing (nil leaves it out): in.Routing, or what the engine decided to
+// hand over ([policySet.routingOf]).
+func inputValue(in *Input, routing *Routing) (ast.Value, error) {
 	obj, err := objectValue(in.Object)
 	if err != nil {
 		return nil, fmt.Errorf("policy: encoding input.object: %w", err)
@@ -37,8 +37,8 @@ func inputValue(in *Input, withRouting bool) (ast.Value, error) {
 	if in.UserInfo != nil {
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("userInfo"), ast.NewTerm(userValue(in.UserInfo))})
 	}
-	if in.Routing != nil && withRouting {
-		terms = append(terms, [2]*ast.Term{ast.InternedTerm("routing"), ast.NewTerm(routingValue(in.Routing))})
+	if routing != nil {
+		terms = append(terms, [2]*ast.Term{ast.InternedTerm("routing"), ast.NewTerm(routingValue(routing))})
 	}
 	return ast.NewObject(terms...), nil
 }

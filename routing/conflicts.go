@@ -64,6 +64,9 @@ type Assessment struct {
 	// Unpooled are the nodes the candidate would own that join no pool, sorted by name, with
 	// reason DriverFamilyLabelMissing or InvalidImageTag (missing node-feature labels).
 	Unpooled []NodeResult `json:"unpooled"`
+	// PoolLabels are the distinct labels of the pools the candidate would run, in no order:
+	// what [Index.AssessPoolLabels] gives in place of Pools (nil otherwise).
+	PoolLabels []PoolLabels `json:"-"`
 }
 
 // Conflicts reports how candidate would tie if it were added to the index, replacing the
@@ -151,7 +154,35 @@ type groupOutcome struct {
 // every driver itself before it routes it, and validating twice would cost more than the
 // routing. An invalid candidate must not be given.
 func (ix *Index) AssessValid(candidate *v1alpha1.RBLNDriver, full bool) Assessment {
-	return ix.assessValid(candidate, ix.slotByName(candidate.Name), full)
+	detail := conflictsOnly
+	if full {
+		detail = withPools
+	}
+	return ix.assessValid(candidate, ix.slotByName(candidate.Name), detail)
+}
+
+// AssessPoolLabels is [Index.AssessValid] with the labels of the pools the candidate would run
+// (Assessment.PoolLabels) in place of the pools: from them a caller can compose every pool's
+// image tag without the pools' node lists, which grow with the nodes the candidate selects.
+// The candidate must be valid, as for AssessValid.
+func (ix *Index) AssessPoolLabels(candidate *v1alpha1.RBLNDriver) Assessment {
+	return ix.assessValid(candidate, ix.slotByName(candidate.Name), withPoolLabels)
+}
+
+// assessDetail is how much of an assessment is computed beyond the conflicts.
+type assessDetail int
+
+const (
+	conflictsOnly  assessDetail = iota
+	withPoolLabels              // and the distinct labels of the pools (Assessment.PoolLabels)
+	withPools                   // and the pools with their nodes, and the unpooled nodes
+)
+
+func detailOf(full bool) assessDetail {
+	if full {
+		return withPools
+	}
+	return conflictsOnly
 }
 
 func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full bool) Assessment {
@@ -160,7 +191,7 @@ func (ix *Index) assess(candidate *v1alpha1.RBLNDriver, replaced int32, full boo
 		a.Invalid = errs
 		return a
 	}
-	return ix.assessValid(candidate, replaced, full)
+	return ix.assessValid(candidate, replaced, detailOf(full))
 }
 
 func newAssessment(name string, full bool) Assessment {
@@ -171,7 +202,8 @@ func newAssessment(name string, full bool) Assessment {
 	return a
 }
 
-func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, full bool) Assessment {
+func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, detail assessDetail) Assessment {
+	full := detail == withPools
 	a := newAssessment(candidate.Name, full)
 	cand := ix.candidate(candidate)
 	a.Potential = ix.potential(&cand.driver, replaced)
@@ -185,6 +217,21 @@ func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, ful
 	var pools *poolSet
 	if full {
 		pools = ix.newPoolSet()
+	}
+	var labelsOf map[int32]bool // pool index -> seen, with withPoolLabels
+	run := func(node int32, tied bool) {
+		switch detail {
+		case withPools:
+			pools.add(node, &cand.driver, tied, &a.Unpooled)
+		case withPoolLabels:
+			if pi := ix.nodePool[node]; !labelsOf[pi] && ix.pools[pi].err == nil {
+				if labelsOf == nil {
+					labelsOf = map[int32]bool{}
+				}
+				labelsOf[pi] = true
+				a.PoolLabels = append(a.PoolLabels, ix.pools[pi].labels)
+			}
+		}
 	}
 	ix.forMatchingNodes(cand.sel, func(node int32) {
 		a.Selected++
@@ -216,12 +263,10 @@ func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, ful
 		}
 		if o.owner == candidateOwner {
 			a.Owns++
-			if full {
-				pools.add(node, &cand.driver, false, &a.Unpooled)
-			}
+			run(node, false)
 			return
 		}
-		if !full || ix.nodes[node].Labels[v1alpha1.LabelOwner] != cand.name {
+		if detail == conflictsOnly || ix.nodes[node].Labels[v1alpha1.LabelOwner] != cand.name {
 			return
 		}
 		// The candidate is the node's current owner and still matches it: it keeps the node
@@ -231,7 +276,7 @@ func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, ful
 		}
 		if o.owner == noOwner {
 			a.Kept++
-			pools.add(node, &cand.driver, true, &a.Unpooled)
+			run(node, true)
 		}
 	})
 	for _, c := range ties {

@@ -287,7 +287,8 @@ func TestPropertyConflictsAgreesWithRoute(t *testing.T) {
 }
 
 // TestPropertyAssessAgreesWithRoute checks Assess against Route with the candidate in place:
-// the nodes, pools and unpooled nodes it predicts for the candidate are exactly Route's.
+// the nodes, pools and unpooled nodes it predicts for the candidate are exactly Route's; and
+// AssessPoolLabels against Assess: the same conflicts and counts, its pools' labels.
 func TestPropertyAssessAgreesWithRoute(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(11, 12))
@@ -309,6 +310,15 @@ func TestPropertyAssessAgreesWithRoute(t *testing.T) {
 			continue
 		}
 		require.Equal(t, ix.Conflicts(cand), a.ConflictReport, "case %d: Conflicts is Assess without pools", c)
+		labelled := ix.AssessPoolLabels(&cand)
+		require.Equal(t, a.ConflictReport, labelled.ConflictReport, "case %d", c)
+		require.Equal(t, [3]int{a.Selected, a.Owns, a.Kept}, [3]int{labelled.Selected, labelled.Owns, labelled.Kept}, "case %d", c)
+		var poolLabels []PoolLabels
+		for _, p := range a.Pools {
+			poolLabels = append(poolLabels, p.Labels)
+		}
+		require.ElementsMatch(t, poolLabels, labelled.PoolLabels, "case %d: AssessPoolLabels gives the labels of Assess's pools", c)
+		require.Nil(t, labelled.Pools, "case %d", c)
 
 		after := slices.DeleteFunc(slices.Clone(drivers), func(d v1alpha1.RBLNDriver) bool { return d.Name == cand.Name })
 		after = append(after, cand)
