@@ -295,6 +295,12 @@ deny contains msg if {
 // webhook does per request minus TLS: the three checks alone and the bundled library, on a
 // small and a large cluster. Its cost must not grow with the cluster (SPEC §5.2).
 func BenchmarkServeHTTP(b *testing.B) {
+	benchServeHTTP(b, benchState, wt.Driver("rbln-driver-bench", wt.Sel(v1alpha1.LabelFamily, "rebel", "pool", "p7", "topology.kubernetes.io/zone", "zone-3")))
+}
+
+// benchServeHTTP runs drv's CREATE through the handler with the three checks and with the
+// library, on the clusters cluster builds with 100 nodes × 10 drivers and 10,000 × 500.
+func benchServeHTTP(b *testing.B, cluster func(nodes, drivers int) webhook.State, drv *v1alpha1.RBLNDriver) {
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "perf.rego"), []byte(perf3), 0o600); err != nil {
 		b.Fatal(err)
@@ -306,20 +312,19 @@ func BenchmarkServeHTTP(b *testing.B) {
 		{"3-checks", policy.Options{Dirs: []string{dir}, ExcludeLibrary: true}},
 		{"library", policy.Options{}},
 	}
-	drv := wt.Driver("rbln-driver-bench", wt.Sel(v1alpha1.LabelFamily, "rebel", "pool", "p7", "topology.kubernetes.io/zone", "zone-3"))
 	body := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil)))
 	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
+		state := cluster(size.nodes, size.drivers)
+		if _, err := state.Snapshot(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 		for _, set := range sets {
 			set.opts.Metrics = prometheus.NewRegistry()
 			engine, err := policy.New(context.Background(), set.opts)
 			if err != nil {
 				b.Fatal(err)
 			}
-			state := benchState(size.nodes, size.drivers)
 			h := webhook.New(state, webhook.Options{Policy: engine}).Handlers()[webhook.PathValidateDriver]
-			if _, err := state.Snapshot(context.Background()); err != nil {
-				b.Fatal(err)
-			}
 			b.Run(fmt.Sprintf("nodes=%d/drivers=%d/%s", size.nodes, size.drivers, set.name), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -362,43 +367,5 @@ func rackState(n, d int) webhook.State {
 // matched nodes grow with the cluster; its cost should not (the issue #35 goal: 10,000 / 100
 // nodes ≥ 0.95 in throughput).
 func BenchmarkServeHTTPRack(b *testing.B) {
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "perf.rego"), []byte(perf3), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	sets := []struct {
-		name string
-		opts policy.Options
-	}{
-		{"3-checks", policy.Options{Dirs: []string{dir}, ExcludeLibrary: true}},
-		{"library", policy.Options{}},
-	}
-	drv := wt.Driver("rbln-driver-perf", wt.Sel(v1alpha1.LabelFamily, "rebel", "rack", "r7"))
-	body := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil)))
-	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
-		state := rackState(size.nodes, size.drivers)
-		if _, err := state.Snapshot(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		for _, set := range sets {
-			set.opts.Metrics = prometheus.NewRegistry()
-			engine, err := policy.New(context.Background(), set.opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := webhook.New(state, webhook.Options{Policy: engine}).Handlers()[webhook.PathValidateDriver]
-			b.Run(fmt.Sprintf("nodes=%d/drivers=%d/%s", size.nodes, size.drivers, set.name), func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					rec := httptest.NewRecorder()
-					req := httptest.NewRequest(http.MethodPost, webhook.PathValidateDriver, bytes.NewReader(body))
-					req.Header.Set("Content-Type", "application/json")
-					h.ServeHTTP(rec, req)
-					if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"allowed":true`)) {
-						b.Fatalf("%d %s", rec.Code, rec.Body)
-					}
-				}
-			})
-		}
-	}
+	benchServeHTTP(b, rackState, wt.Driver("rbln-driver-perf", wt.Sel(v1alpha1.LabelFamily, "rebel", "rack", "r7")))
 }
