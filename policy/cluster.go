@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"unsafe"
 
@@ -391,6 +392,12 @@ func (e *Engine) writeCluster(ctx context.Context, ops []storeOp) error {
 		// are cheaper written as one new document.
 		ops = []storeOp{{op: storage.AddOp, path: clusterPath, value: e.cluster.document(e.cluster.withNodes)}}
 	}
+	// The object guards read the families outside the store: before the write they see the
+	// families before and after it, after the write the new ones.
+	next := e.cluster.lowerFamilies()
+	both := maps.Clone(next)
+	maps.Copy(both, *e.families.Load())
+	e.families.Store(&both)
 	st := e.active.Load().store
 	txn, err := st.NewTransaction(ctx, storage.WriteParams)
 	if err != nil {
@@ -406,7 +413,11 @@ func (e *Engine) writeCluster(ctx context.Context, ops []storeOp) error {
 			return fmt.Errorf("policy: updating data.%s at %s: %w", ClusterKey, op.path, err)
 		}
 	}
-	return st.Commit(ctx, txn)
+	if err := st.Commit(ctx, txn); err != nil {
+		return err // the families stay the superset
+	}
+	e.families.Store(&next)
+	return nil
 }
 
 // RoutingOf converts routing's assessment of a driver with spec into input.routing.

@@ -236,17 +236,26 @@ var decisionKinds = []string{driverKind, "RBLNClusterPolicy"}
 // still skips, without evaluating them, the bodies whose `input.object.kind == "<kind>"`
 // does not match. The policies' own deny and warn rules stay as they are (`policy test`, and
 // rules that read another rule's messages, use them).
-func decisionModule(pkgs []policyPackage, compiled *ast.Compiler) (*ast.Module, error) {
+func decisionModule(pkgs []policyPackage, skippable []string, compiled *ast.Compiler) (*ast.Module, error) {
 	pkgRef := ast.Ref{ast.DefaultRootDocument, ast.StringTerm(decisionPackage)}
 	m := &ast.Module{Package: &ast.Package{Path: pkgRef, Location: ast.NewLocation(nil, decisionFile, 1, 1)}}
-	for _, kind := range append([]string{""}, decisionKinds...) {
-		name := "decision"
-		if kind != "" {
-			name += "_" + kind
-		}
+	type variant struct {
+		kind string
+		mask int
+	}
+	variants := []variant{{kind: ""}}
+	for _, kind := range decisionKinds {
+		variants = append(variants, variant{kind: kind})
+	}
+	for mask := 1; mask < 1<<len(skippable); mask++ {
+		variants = append(variants, variant{driverKind, mask})
+	}
+	for _, vr := range variants {
+		kind := vr.kind
+		name := decisionRuleName(kind, vr.mask)
 		bodies := 0
 		for _, p := range pkgs {
-			if !p.appliesTo(kind) {
+			if !p.appliesTo(kind) || skipped(skippable, vr.mask, p.pkg) {
 				continue
 			}
 			for _, rule := range p.rules {
@@ -268,6 +277,25 @@ func decisionModule(pkgs []policyPackage, compiled *ast.Compiler) (*ast.Module, 
 		}
 	}
 	return m, nil
+}
+
+// decisionRuleName names the decision of kind ("" for every kind) without the skippable
+// packages of mask.
+func decisionRuleName(kind string, mask int) string {
+	name := "decision"
+	if kind != "" {
+		name += "_" + kind
+	}
+	if mask != 0 {
+		name += fmt.Sprintf("_skip%d", mask)
+	}
+	return name
+}
+
+// skipped reports whether pkg is one of the skippable packages of mask.
+func skipped(skippable []string, mask int, pkg string) bool {
+	i := slices.Index(skippable, pkg)
+	return i >= 0 && mask&(1<<i) != 0
 }
 
 // decisionRule is `<name> contains <key> if { <body> }` in module m.
@@ -306,6 +334,12 @@ type policySet struct {
 	// routing guard (guards): routing is handed to OPA only when one holds.
 	guarded bool
 	guards  []routingGuard
+	// skippable are the packages with an object guard (objectGuards); skips[mask] decides an
+	// RBLNDriver without the packages of mask (bit i: skippable[i]). families are the lowercase
+	// families of the defaults and data.driverguard_config.known_families, for the guards.
+	skippable []string
+	skips     map[int]kindQuery
+	families  map[string]bool
 	// readsNodes is whether one reads data.driverguard_cluster.nodes: the store holds the
 	// nodes only then.
 	readsNodes bool
@@ -423,7 +457,9 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	if policies.Compile(modules); policies.Failed() {
 		return nil, newLoadError(problemsOf(policies.Errors, "")...)
 	}
-	dm, err := decisionModule(enabled, policies)
+	set.skippable = skippablePackages(enabled)
+	set.families = configFamilies(user.data)
+	dm, err := decisionModule(enabled, set.skippable, policies)
 	if err != nil {
 		return nil, fmt.Errorf("policy: generating the decision module: %w", err)
 	}
@@ -444,14 +480,11 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 	data := root.(ast.Object)
 	data.Insert(ast.InternedTerm(ClusterKey), ast.NewTerm(cluster(set.readsNodes)))
 	set.store = inmem.NewFromASTObject(data)
-	prepare := func(kind string) (kindQuery, error) {
+	prepare := func(kind string, mask int) (kindQuery, error) {
 		q := kindQuery{}
-		query := decisionQuery
-		if kind != "" {
-			query += "_" + kind
-		}
+		query := "data." + decisionPackage + "." + decisionRuleName(kind, mask)
 		for _, p := range enabled {
-			if p.appliesTo(kind) {
+			if p.appliesTo(kind) && !skipped(set.skippable, mask, p.pkg) {
 				q.packages = append(q.packages, p.pkg)
 				q.modes = append(q.modes, p.modes)
 			}
@@ -463,12 +496,18 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		}
 		return q, nil
 	}
-	if set.query, err = prepare(""); err != nil {
+	if set.query, err = prepare("", 0); err != nil {
 		return nil, err
 	}
 	set.byKind = map[string]kindQuery{}
 	for _, kind := range decisionKinds {
-		if set.byKind[kind], err = prepare(kind); err != nil {
+		if set.byKind[kind], err = prepare(kind, 0); err != nil {
+			return nil, err
+		}
+	}
+	set.skips = map[int]kindQuery{}
+	for mask := 1; mask < 1<<len(set.skippable); mask++ {
+		if set.skips[mask], err = prepare(driverKind, mask); err != nil {
 			return nil, err
 		}
 	}

@@ -74,6 +74,9 @@ type Engine struct {
 	lib     map[string]*ast.Module
 
 	active atomic.Pointer[policySet]
+	// families are the lowercase families of the cluster view, for the object guards: while
+	// the store is written, those before and after the write (a superset is always safe).
+	families atomic.Pointer[map[string]bool]
 	slots  chan struct{} // one per evaluation running
 
 	// mu serializes loads and cluster writes, and guards what follows.
@@ -106,6 +109,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, log: opts.Logger, metrics: newEngineMetrics(reg), lib: map[string]*ast.Module{}, cluster: newClusterData(),
 		slots: make(chan struct{}, opts.MaxConcurrent)}
+	e.families.Store(&map[string]bool{})
 	if e.log.GetSink() == nil {
 		e.log = logr.Discard()
 	}
@@ -236,8 +240,14 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		return nil, err
 	}
 	q := set.query
-	if kq, ok := set.byKind[objectKind(value)]; ok {
+	kind := objectKind(value)
+	if kq, ok := set.byKind[kind]; ok {
 		q = kq // the policies that can apply to this kind only
+	}
+	if kind == driverKind {
+		if mask := e.skipMask(set, value); mask != 0 {
+			q = set.skips[mask] // less the guarded policies that cannot fire on it
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()

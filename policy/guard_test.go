@@ -133,3 +133,89 @@ func TestValidTagIsTheLibrarysPattern(t *testing.T) {
 
 // routingGuardsHold reports whether a guard of the active set holds on tags.
 func (e *Engine) routingGuardsHold(tags []string) bool { return e.active.Load().guardsHold(tags) }
+
+// TestObjectGuardsHoldWhenTheRuleFires evaluates the library with every object guard's package
+// always evaluated and with the packages skipped whose guard is false: the decisions are the
+// same for images around family_in_image's condition (families in any case, in any segment,
+// the last one, empty segments, no image, not a string), with the default families, a
+// configured list (validated at load: a list of strings), an empty one, and the cluster's
+// families; and the rule fires on some.
+func TestObjectGuardsHoldWhenTheRuleFires(t *testing.T) {
+	configs := map[string]string{
+		"defaults":   "",
+		"list":       "driverguard_config: {known_families: [NPU-X, Atom]}\n",
+		"empty list": "driverguard_config: {known_families: []}\n",
+	}
+	images := []any{"rebellions/rbln-driver", "rebellions/atom/rbln-driver", "Rebellions/ATOM/rbln-driver", "atom", "atom/", "/atom/x",
+		"a/b/rebel/c", "registry/npu-x/d", "x/atom-max/y", "x/Atom-Max/y", "x/foo/y", "x/FOO/y", "x/ca/y", "x/cr", "", "a//b", 5, nil, "missing"}
+	view := &ClusterView{Nodes: []ClusterNode{
+		{Name: "n1", Labels: map[string]string{"rebellions.ai/npu.family": "Atom-Max"}},
+		{Name: "n2", Labels: map[string]string{"rebellions.ai/npu.family": "REBEL"}},
+	}}
+	fired, skipped := 0, 0
+	for name, cfg := range configs {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if cfg != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "data.yaml"), []byte(cfg), 0o600))
+			}
+			engines := [2]*Engine{}
+			for i := range engines {
+				e, err := New(t.Context(), Options{Dirs: []string{dir}, Metrics: prometheus.NewRegistry()})
+				require.NoError(t, err)
+				require.NoError(t, e.SyncCluster(t.Context(), view))
+				engines[i] = e
+			}
+			require.Equal(t, []string{LibraryNamespace + ".family_in_image"}, engines[0].active.Load().skippable)
+			always := *engines[1].active.Load()
+			always.skippable = nil
+			engines[1].active.Store(&always)
+			for _, image := range images {
+				spec := map[string]any{"version": "3.2.2"}
+				if image != "missing" {
+					spec["image"] = image
+				}
+				object, err := json.Marshal(map[string]any{"apiVersion": "rebellions.ai/v1alpha1", "kind": "RBLNDriver", "metadata": map[string]any{"name": "rbln-driver-x"}, "spec": spec})
+				require.NoError(t, err)
+				in := &Input{Object: json.RawMessage(object), Operation: OperationCreate, Source: SourceAdmission}
+				want, err := engines[1].Evaluate(t.Context(), in)
+				require.NoError(t, err)
+				got, err := engines[0].Evaluate(t.Context(), in)
+				require.NoError(t, err)
+				assert.Equal(t, want, got, "image %v", image)
+				for _, m := range want.Deny {
+					if m.Package == LibraryNamespace+".family_in_image" {
+						fired++
+					}
+				}
+				v, err := inputValue(in, nil)
+				require.NoError(t, err)
+				if engines[0].skipMask(engines[0].active.Load(), v) != 0 {
+					skipped++
+				}
+			}
+		})
+	}
+	assert.Positive(t, fired, "family_in_image fires on some case")
+	assert.Positive(t, skipped, "family_in_image is skipped on some case")
+}
+
+// TestObjectGuardsSeeClusterFamilies: a family that appears in the cluster view reaches the
+// guard with the store (a rule firing on it is not skipped), and one that leaves it is gone.
+func TestObjectGuardsSeeClusterFamilies(t *testing.T) {
+	e, err := New(t.Context(), Options{Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	in := &Input{Object: json.RawMessage(`{"kind":"RBLNDriver","metadata":{"name":"rbln-driver-x"},"spec":{"image":"r/npu9/d"}}`), Operation: OperationCreate}
+	deny := func() []Message {
+		d, err := e.Evaluate(t.Context(), in)
+		require.NoError(t, err)
+		return d.Deny
+	}
+	assert.Empty(t, deny())
+	require.NoError(t, e.SyncCluster(t.Context(), &ClusterView{Nodes: []ClusterNode{{Name: "n", Labels: map[string]string{"rebellions.ai/npu.family": "NPU9"}}}}))
+	require.Len(t, deny(), 1)
+	assert.Contains(t, deny()[0].Msg, `contains the NPU family "npu9"`)
+	require.NoError(t, e.SyncCluster(t.Context(), &ClusterView{}))
+	assert.Empty(t, deny())
+	assert.Empty(t, *e.families.Load())
+}
