@@ -74,7 +74,13 @@ func tokenValue(d *jsontext.Decoder, depth int) (ast.Value, error) {
 	case 'f':
 		return ast.Boolean(false), nil
 	case '0':
-		return ast.Number(tok.String()), nil
+		// OPA's checks, as ast.InterfaceToValue makes them: a number whose exponent would make
+		// its evaluation cost without bound is refused (then OPA's path reports it).
+		s := tok.String()
+		if t := ast.InternedIntNumberTermFromString(s); t != nil {
+			return t.Value, nil
+		}
+		return ast.NumberChecked(s)
 	case '[':
 		var terms []*ast.Term
 		for d.PeekKind() != ']' {

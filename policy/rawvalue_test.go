@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,6 +25,8 @@ func rawValueCases() []string {
 		`{"a":1,"a":2}`, `{"a":{"b":[1,{"c":null}]},"d":[]}`, `{"":""}`, `[1,"2",[3],{"4":5},true,null]`,
 		`{"apiVersion":"rebellions.ai/v1alpha1","kind":"RBLNDriver","metadata":{"name":"x","generation":1},"spec":{"nodeSelector":{"k":"v"}}}`,
 		deep, ok, ` {"a" : [ 1 , 2 ] } `, "{\"a\":1}\n",
+		`1e40000`, `-1e-40000`, `1e30104`, `[1E+99999]`, `{"a":1e100001}`, `1E+99999999999999999999`, `{"x":1e99999999}`,
+		"1" + strings.Repeat("0", 30200) + "e0", "1" + strings.Repeat("0", 400), `1e300`, `-1.5E-300`,
 		`{"a":1} x`, `{"a":1}{}`, `{`, `[1,]`, `{"a"}`, `{"a":}`, `01`, `1.`, `.5`, `+1`, `NaN`, `nul`, ``, ` `, `"`, `{"a":1,}`, `[` + "\x00" + `]`,
 	}
 }
@@ -93,5 +96,18 @@ func BenchmarkObjectValue(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestEvaluateRefusesHugeNumbers: an object holding a number OPA refuses (its exponent would
+// make comparisons and arithmetic cost without bound) fails the evaluation, as with OPA's
+// own conversion, rather than reaching the policies.
+func TestEvaluateRefusesHugeNumbers(t *testing.T) {
+	e, err := New(t.Context(), Options{Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	for _, n := range []string{"1e40000", "1e99999999", "-1e-40000"} {
+		_, err := e.Evaluate(t.Context(), &Input{Object: json.RawMessage(`{"kind":"RBLNDriver","metadata":{"name":"rbln-driver-x"},"x":` + n + `}`), Operation: OperationCreate})
+		require.Error(t, err, n)
+		assert.Contains(t, err.Error(), "number too big", n)
 	}
 }
