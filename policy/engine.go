@@ -77,7 +77,7 @@ type Engine struct {
 	// families are the lowercase families of the cluster view, for the object guards: while
 	// the store is written, those before and after the write (a superset is always safe).
 	families atomic.Pointer[map[string]bool]
-	slots  chan struct{} // one per evaluation running
+	slots    chan struct{} // one per evaluation running
 
 	// mu serializes loads and cluster writes, and guards what follows.
 	mu sync.Mutex
