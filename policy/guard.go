@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -130,6 +132,100 @@ var objectGuards = map[string]objectGuard{
 		segments := strings.Split(image, "/")
 		return slices.ContainsFunc(segments[:len(segments)-1], func(s string) bool { return isFamily(strings.ToLower(s)) })
 	},
+	// lib.pinned_version fires for a spec.version that is present, not "", and not a
+	// semver-like string (anything but a string counts: its builtins fail, and `not` of a
+	// failure holds), or a spec.manager.version string that is not semver-like.
+	LibraryNamespace + ".pinned_version": func(obj ast.Object, _ func(string) bool) bool {
+		if v, ok := valueAt(obj, "spec", "version"); ok {
+			if s, isString := v.(ast.String); !isString || (s != "" && !semverLike.MatchString(string(s))) {
+				return true
+			}
+		}
+		if v, ok := valueAt(obj, "spec", "manager", "version"); ok {
+			if s, isString := v.(ast.String); isString && !semverLike.MatchString(string(s)) {
+				return true
+			}
+		}
+		return false
+	},
+	// lib.manager_version fires only with spec.smd configured, for a spec.manager.version
+	// that is not a plain vX.Y.Z of at least v0.2.2 (absent, "", older, not comparable).
+	LibraryNamespace + ".manager_version": func(obj ast.Object, _ func(string) bool) bool {
+		spec, ok := valueAt(obj, "spec")
+		if !ok {
+			return false
+		}
+		if _, isObject := spec.(ast.Object); !isObject {
+			return true
+		}
+		if !smdConfigured(spec.(ast.Object)) {
+			return false
+		}
+		v, _ := valueAt(obj, "spec", "manager", "version")
+		s, isString := v.(ast.String)
+		return !isString || !atLeastManager(string(s))
+	},
+}
+
+// semverLike is the library's pinned_version.semver_like.
+var semverLike = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z][0-9A-Za-z.-]*)?$`)
+
+// plainVersion is a vX.Y.Z without prerelease or build, no leading zeros: what OPA's semver
+// accepts and compares by its three numbers.
+var plainVersion = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+
+// atLeastManager reports whether v is a plain version of at least 0.2.2 (manager_version's
+// minimum); numbers too large for an int64 are not.
+func atLeastManager(v string) bool {
+	m := plainVersion.FindStringSubmatch(v)
+	if m == nil {
+		return false
+	}
+	var n [3]int64
+	for i := range n {
+		x, err := strconv.ParseInt(m[i+1], 10, 64)
+		if err != nil {
+			return false
+		}
+		n[i] = x
+	}
+	return n[0] > 0 || n[1] > 2 || (n[1] == 2 && n[2] >= 2)
+}
+
+// smdConfigured is manager_version's smd_configured, widened: spec.smd.registry or
+// spec.smd.image present and not "", or spec.smd present and not an object.
+func smdConfigured(spec ast.Object) bool {
+	t := spec.Get(ast.StringTerm("smd"))
+	if t == nil {
+		return false
+	}
+	smd, ok := t.Value.(ast.Object)
+	if !ok {
+		return true
+	}
+	for _, k := range []string{"registry", "image"} {
+		if v := smd.Get(ast.StringTerm(k)); v != nil && ast.Compare(v.Value, ast.String("")) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// valueAt is the value at path in obj.
+func valueAt(obj ast.Object, path ...string) (ast.Value, bool) {
+	var v ast.Value = obj
+	for _, k := range path {
+		o, ok := v.(ast.Object)
+		if !ok {
+			return nil, false
+		}
+		t := o.Get(ast.StringTerm(k))
+		if t == nil {
+			return nil, false
+		}
+		v = t.Value
+	}
+	return v, true
 }
 
 // maxSkippable bounds the guarded packages of a set (2^n prepared decisions).

@@ -134,25 +134,72 @@ func TestValidTagIsTheLibrarysPattern(t *testing.T) {
 // routingGuardsHold reports whether a guard of the active set holds on tags.
 func (e *Engine) routingGuardsHold(tags []string) bool { return e.active.Load().guardsHold(tags) }
 
-// TestObjectGuardsHoldWhenTheRuleFires evaluates the library with every object guard's package
+// TestObjectGuardsHoldWhenTheRuleFires evaluates the library with every guarded package
 // always evaluated and with the packages skipped whose guard is false: the decisions are the
-// same for images around family_in_image's condition (families in any case, in any segment,
-// the last one, empty segments, no image, not a string), with the default families, a
-// configured list (validated at load: a list of strings), an empty one, and the cluster's
-// families; and the rule fires on some.
+// same on objects around each guarded rule's condition — images (families in any case, in any
+// segment, the last one, empty segments, none, not a string), spec.version and
+// spec.manager.version (semver-like or not, moving tags, "", null, numbers, leading zeros,
+// prereleases, int64 overflow, below and above v0.2.2), spec.smd (absent, empty, null fields,
+// not an object) — with the default families, a configured list, an empty one, and the
+// cluster's families; and every guarded rule both fires and is skipped on some case.
 func TestObjectGuardsHoldWhenTheRuleFires(t *testing.T) {
 	configs := map[string]string{
 		"defaults":   "",
 		"list":       "driverguard_config: {known_families: [NPU-X, Atom]}\n",
 		"empty list": "driverguard_config: {known_families: []}\n",
 	}
-	images := []any{"rebellions/rbln-driver", "rebellions/atom/rbln-driver", "Rebellions/ATOM/rbln-driver", "atom", "atom/", "/atom/x",
-		"a/b/rebel/c", "registry/npu-x/d", "x/atom-max/y", "x/Atom-Max/y", "x/foo/y", "x/FOO/y", "x/ca/y", "x/cr", "", "a//b", 5, nil, "missing"}
 	view := &ClusterView{Nodes: []ClusterNode{
 		{Name: "n1", Labels: map[string]string{"rebellions.ai/npu.family": "Atom-Max"}},
 		{Name: "n2", Labels: map[string]string{"rebellions.ai/npu.family": "REBEL"}},
 	}}
-	fired, skipped := 0, 0
+	base := func() map[string]any {
+		return map[string]any{"image": "rebellions/rbln-driver", "version": "3.2.2",
+			"smd":     map[string]any{"registry": "registry.example", "image": "rebellions/rbln-smd"},
+			"manager": map[string]any{"version": "v0.2.2"}}
+	}
+	const missing = "<missing>"
+	set := func(m map[string]any, k string, v any) {
+		if v == missing {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	var specs []any
+	for _, image := range []any{"rebellions/atom/rbln-driver", "Rebellions/ATOM/rbln-driver", "atom", "atom/", "/atom/x", "a/b/rebel/c",
+		"registry/npu-x/d", "x/atom-max/y", "x/Atom-Max/y", "x/foo/y", "x/ca/y", "x/cr", "", "a//b", 5, nil, missing} {
+		spec := base()
+		set(spec, "image", image)
+		specs = append(specs, spec)
+	}
+	versions := []any{"3.2.2", "v3.2.2", "3.2", "latest", "LATEST", "Stable", "", "3.2.2-rc1", "3.2.2.1", "03.2.2", "3.2.2+b", 5, nil, true, missing}
+	for _, v := range versions {
+		spec := base()
+		set(spec, "version", v)
+		specs = append(specs, spec)
+	}
+	for _, v := range append(versions, "v0.2.1", "0.2.1", "v0.2.3", "v0.10.0", "v1.0.0", "v00.2.2", "v0.02.2", "V0.2.2", "v0.2.2-rc1",
+		"v99999999999999999999.0.0", "vv0.2.2", "main", "dev") {
+		spec := base()
+		set(spec["manager"].(map[string]any), "version", v)
+		specs = append(specs, spec)
+		noSMD := base()
+		delete(noSMD, "smd")
+		set(noSMD["manager"].(map[string]any), "version", v)
+		specs = append(specs, noSMD)
+	}
+	for _, smd := range []any{map[string]any{}, map[string]any{"registry": ""}, map[string]any{"image": nil}, map[string]any{"registry": 5}, "x", nil} {
+		for _, mv := range []any{"v0.2.1", "v0.2.2", missing} {
+			spec := base()
+			spec["smd"] = smd
+			set(spec["manager"].(map[string]any), "version", mv)
+			specs = append(specs, spec)
+		}
+	}
+	noManager := base()
+	delete(noManager, "manager")
+	specs = append(specs, noManager, "not an object", nil)
+	fired, skipped := map[string]int{}, map[string]int{}
 	for name, cfg := range configs {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -166,15 +213,12 @@ func TestObjectGuardsHoldWhenTheRuleFires(t *testing.T) {
 				require.NoError(t, e.SyncCluster(t.Context(), view))
 				engines[i] = e
 			}
-			require.Equal(t, []string{LibraryNamespace + ".family_in_image"}, engines[0].active.Load().skippable)
+			guarded := engines[0].active.Load().skippable
+			require.Len(t, guarded, len(objectGuards))
 			always := *engines[1].active.Load()
 			always.skippable = nil
 			engines[1].active.Store(&always)
-			for _, image := range images {
-				spec := map[string]any{"version": "3.2.2"}
-				if image != "missing" {
-					spec["image"] = image
-				}
+			for _, spec := range specs {
 				object, err := json.Marshal(map[string]any{"apiVersion": "rebellions.ai/v1alpha1", "kind": "RBLNDriver", "metadata": map[string]any{"name": "rbln-driver-x"}, "spec": spec})
 				require.NoError(t, err)
 				in := &Input{Object: json.RawMessage(object), Operation: OperationCreate, Source: SourceAdmission}
@@ -182,22 +226,25 @@ func TestObjectGuardsHoldWhenTheRuleFires(t *testing.T) {
 				require.NoError(t, err)
 				got, err := engines[0].Evaluate(t.Context(), in)
 				require.NoError(t, err)
-				assert.Equal(t, want, got, "image %v", image)
-				for _, m := range want.Deny {
-					if m.Package == LibraryNamespace+".family_in_image" {
-						fired++
-					}
+				require.Equal(t, want, got, "%s", object)
+				for _, m := range append(want.Deny, want.Warn...) {
+					fired[m.Package]++
 				}
 				v, err := inputValue(in, nil)
 				require.NoError(t, err)
-				if engines[0].skipMask(engines[0].active.Load(), v) != 0 {
-					skipped++
+				mask := engines[0].skipMask(engines[0].active.Load(), v)
+				for i, pkg := range guarded {
+					if mask&(1<<i) != 0 {
+						skipped[pkg]++
+					}
 				}
 			}
 		})
 	}
-	assert.Positive(t, fired, "family_in_image fires on some case")
-	assert.Positive(t, skipped, "family_in_image is skipped on some case")
+	for pkg := range objectGuards {
+		assert.Positive(t, fired[pkg], "%s fires on some case", pkg)
+		assert.Positive(t, skipped[pkg], "%s is skipped on some case", pkg)
+	}
 }
 
 // TestObjectGuardsSeeClusterFamilies: a family that appears in the cluster view reaches the
