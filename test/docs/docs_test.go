@@ -179,7 +179,11 @@ func TestDocs(t *testing.T) {
 							assert.Empty(t, r.stderr, "%s wrote to stderr, and the doc shows no output\n%s", c, r.out)
 						case c.console:
 							got := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
-							assert.True(t, matchLines(c.want, got), "%s printed\n%s\nthe doc shows\n%s", c, r.out, strings.Join(c.want, "\n"))
+							// The two streams interleave as the process writes them, and a pipe
+							// may deliver one before the other: the doc may show either first.
+							lines := func(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+							shown := matchLines(c.want, got) || matchLines(c.want, lines(r.stdout+r.stderr)) || matchLines(c.want, lines(r.stderr+r.stdout))
+							assert.True(t, shown, "%s printed\n%s\nthe doc shows\n%s", c, r.out, strings.Join(c.want, "\n"))
 							// What goes to stderr is shown, not hidden in a "...".
 							for _, line := range strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n") {
 								assert.True(t, line == "" || slices.ContainsFunc(c.want, func(w string) bool { return w != "..." && matchLine(w, line) }),
@@ -294,6 +298,7 @@ type result struct {
 	code   int
 	out    string // stdout and stderr, interleaved as a terminal shows them
 	stderr string // stderr alone, when run with separate
+	stdout string // stdout alone, when run with separate
 }
 
 // run runs text through bash -c in the sandbox, with helm being Helm 3 or Helm 4. Helm 4 has
@@ -315,12 +320,12 @@ func (sb *sandbox) run(ctx context.Context, text string, helm int, separate bool
 	cmd.Env = append(env, "PATH="+path)
 	cmd.WaitDelay = 10 * time.Second
 	var (
-		out    controlplane.LogBuffer
-		stderr bytes.Buffer
+		out            controlplane.LogBuffer
+		stdout, stderr bytes.Buffer
 	)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if separate {
-		cmd.Stderr = io.MultiWriter(&out, &stderr)
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, &stdout), io.MultiWriter(&out, &stderr)
 	}
 	err := cmd.Run()
 	code := cmd.ProcessState.ExitCode()
@@ -328,7 +333,7 @@ func (sb *sandbox) run(ctx context.Context, text string, helm int, separate bool
 	if err != nil && !errors.As(err, &exit) {
 		return result{code: -1, out: fmt.Sprintf("%s\n(bash -c: %v)", out.String(), err)}
 	}
-	return result{code: code, out: out.String(), stderr: stderr.String()}
+	return result{code: code, out: out.String(), stderr: stderr.String(), stdout: stdout.String()}
 }
 
 // --- driverguard's subcommands and flags ---------------------------------------------------
