@@ -277,24 +277,12 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 
 // objectKind is input.object.kind of an input value ("" when it has none).
 func objectKind(input ast.Value) string {
-	in, ok := input.(ast.Object)
-	if !ok {
+	in, _ := input.(ast.Object)
+	if in == nil {
 		return ""
 	}
-	t := in.Get(ast.InternedTerm("object"))
-	if t == nil {
-		return ""
-	}
-	obj, ok := t.Value.(ast.Object)
-	if !ok {
-		return ""
-	}
-	if k := obj.Get(ast.InternedTerm("kind")); k != nil {
-		if s, ok := k.Value.(ast.String); ok {
-			return string(s)
-		}
-	}
-	return ""
+	kind, _ := stringAt(in, "object", "kind")
+	return kind
 }
 
 // ReadsRouting reports whether the active policies read input.routing (implements

@@ -151,19 +151,19 @@ var objectGuards = map[string]objectGuard{
 	// lib.manager_version fires only with spec.smd configured, for a spec.manager.version
 	// that is not a plain vX.Y.Z of at least v0.2.2 (absent, "", older, not comparable).
 	LibraryNamespace + ".manager_version": func(obj ast.Object, _ func(string) bool) bool {
-		spec, ok := valueAt(obj, "spec")
+		v, ok := valueAt(obj, "spec")
 		if !ok {
 			return false
 		}
-		if _, isObject := spec.(ast.Object); !isObject {
+		spec, isObject := v.(ast.Object)
+		if !isObject {
 			return true
 		}
-		if !smdConfigured(spec.(ast.Object)) {
+		if !smdConfigured(spec) {
 			return false
 		}
-		v, _ := valueAt(obj, "spec", "manager", "version")
-		s, isString := v.(ast.String)
-		return !isString || !atLeastManager(string(s))
+		version, isString := stringAt(obj, "spec", "manager", "version")
+		return !isString || !atLeastManager(version)
 	},
 }
 
@@ -195,7 +195,7 @@ func atLeastManager(v string) bool {
 // smdConfigured is manager_version's smd_configured, widened: spec.smd.registry or
 // spec.smd.image present and not "", or spec.smd present and not an object.
 func smdConfigured(spec ast.Object) bool {
-	t := spec.Get(ast.StringTerm("smd"))
+	t := spec.Get(keyTerm("smd"))
 	if t == nil {
 		return false
 	}
@@ -204,7 +204,7 @@ func smdConfigured(spec ast.Object) bool {
 		return true
 	}
 	for _, k := range []string{"registry", "image"} {
-		if v := smd.Get(ast.StringTerm(k)); v != nil && ast.Compare(v.Value, ast.String("")) != 0 {
+		if v := smd.Get(keyTerm(k)); v != nil && ast.Compare(v.Value, ast.String("")) != 0 {
 			return true
 		}
 	}
@@ -219,13 +219,22 @@ func valueAt(obj ast.Object, path ...string) (ast.Value, bool) {
 		if !ok {
 			return nil, false
 		}
-		t := o.Get(ast.StringTerm(k))
+		t := o.Get(keyTerm(k))
 		if t == nil {
 			return nil, false
 		}
 		v = t.Value
 	}
 	return v, true
+}
+
+// keyTerm is the term of an object key, shared when it is one of the API's field names or
+// one OPA interns (no allocation per lookup on the admission path).
+func keyTerm(k string) *ast.Term {
+	if t, ok := internedTerms[k]; ok {
+		return t
+	}
+	return ast.InternedTerm(k)
 }
 
 // maxSkippable bounds the guarded packages of a set (2^n prepared decisions).
@@ -236,18 +245,7 @@ var defaultFamilies = []string{"atom", "rebel", "ca", "cr"}
 
 // stringAt is the string at path in obj.
 func stringAt(obj ast.Object, path ...string) (string, bool) {
-	var v ast.Value = obj
-	for _, k := range path {
-		o, ok := v.(ast.Object)
-		if !ok {
-			return "", false
-		}
-		t := o.Get(ast.StringTerm(k))
-		if t == nil {
-			return "", false
-		}
-		v = t.Value
-	}
+	v, _ := valueAt(obj, path...)
 	s, ok := v.(ast.String)
 	return string(s), ok
 }
@@ -295,11 +293,8 @@ func (e *Engine) skipMask(s *policySet, input ast.Value) int {
 	if in == nil {
 		return 0
 	}
-	t := in.Get(ast.InternedTerm("object"))
-	if t == nil {
-		return 0
-	}
-	obj, ok := t.Value.(ast.Object)
+	v, _ := valueAt(in, "object")
+	obj, ok := v.(ast.Object)
 	if !ok {
 		return 0
 	}
