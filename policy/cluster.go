@@ -161,7 +161,7 @@ func (c *clusterData) setDriver(d *v1alpha1.RBLNDriver) ([]storeOp, error) {
 	if e, ok := c.drivers[d.Name]; ok && sameObject(e, d, d.ResourceVersion) {
 		return nil, nil
 	}
-	v, err := objectValue(d.WithTypeMeta())
+	v, err := objectValue(d.WithTypeMeta(), readAll)
 	if err != nil {
 		return nil, fmt.Errorf("policy: encoding RBLNDriver %q for data.%s: %w", d.Name, ClusterKey, err)
 	}
@@ -189,7 +189,7 @@ func (c *clusterData) setClusterPolicy(cp *v1alpha1.RBLNClusterPolicy) ([]storeO
 	if c.clusterPolicy != nil && sameObject(*c.clusterPolicy, cp, cp.ResourceVersion) {
 		return nil, nil
 	}
-	v, err := objectValue(cp.WithTypeMeta())
+	v, err := objectValue(cp.WithTypeMeta(), readAll)
 	if err != nil {
 		return nil, fmt.Errorf("policy: encoding RBLNClusterPolicy %q for data.%s: %w", cp.Name, ClusterKey, err)
 	}

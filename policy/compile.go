@@ -340,6 +340,9 @@ type policySet struct {
 	skippable []string
 	skips     map[int]kindQuery
 	families  map[string]bool
+	// inputReads is the part of input a rule of the decision, the object guards or the choice
+	// of the prepared query (input.object.kind) can read: the rest is never converted.
+	inputReads *readTree
 	// readsNodes is whether one reads data.driverguard_cluster.nodes: the store holds the
 	// nodes only then.
 	readsNodes bool
@@ -473,6 +476,11 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		set.guards, set.guarded = guardsOf(c, enabled)
 	}
 	set.readsNodes = readsData(c, ast.MustParseRef(decisionQuery), ClusterKey, "nodes")
+	set.inputReads = inputReads(c, ast.Ref{ast.DefaultRootDocument, ast.StringTerm(decisionPackage)})
+	set.inputReads.add("object", "kind") // objectKind
+	if len(set.skippable) > 0 {
+		set.inputReads.add("object", "spec") // the object guards (skipMask)
+	}
 	root, err := ast.InterfaceToValue(user.data)
 	if err != nil {
 		return nil, fmt.Errorf("policy: converting the data documents: %w", err)
@@ -547,25 +555,36 @@ func readsData(c *ast.Compiler, query ast.Ref, path ...string) bool {
 
 // readsRef reports whether a rule the query depends on has a ref that reads reports true for.
 func readsRef(c *ast.Compiler, query ast.Ref, reads func(ast.Ref) bool) bool {
+	found := false
+	walkRules(c, query, func(r *ast.Rule) bool {
+		ast.WalkRefs(r, func(ref ast.Ref) bool {
+			found = found || reads(ref)
+			return found
+		})
+		return found
+	})
+	return found
+}
+
+// walkRules calls visit on every rule the query depends on (its own rules, the rules and
+// functions those refer to, and so on), each once, until visit returns true.
+func walkRules(c *ast.Compiler, query ast.Ref, visit func(*ast.Rule) bool) {
 	seen := map[*ast.Rule]bool{}
 	queue := c.GetRules(query)
-	found := false
-	for len(queue) > 0 && !found {
+	for len(queue) > 0 {
 		r := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		if seen[r] {
 			continue
 		}
 		seen[r] = true
-		ast.WalkRefs(r, func(ref ast.Ref) bool {
-			found = found || reads(ref)
-			return found
-		})
+		if visit(r) {
+			return
+		}
 		for dep := range c.Graph.Dependencies(r) {
 			if d, ok := dep.(*ast.Rule); ok && !seen[d] {
 				queue = append(queue, d)
 			}
 		}
 	}
-	return found
 }

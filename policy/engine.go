@@ -235,7 +235,7 @@ func (e *Engine) evaluate(ctx context.Context, in *Input) (*Decision, error) {
 		return nil, errors.New("policy: no input")
 	}
 	set := e.active.Load()
-	value, err := inputValue(in, set.routingOf(in))
+	value, err := inputValue(in, set.routingOf(in), set.inputReads)
 	if err != nil {
 		return nil, err
 	}

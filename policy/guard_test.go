@@ -230,7 +230,7 @@ func TestObjectGuardsHoldWhenTheRuleFires(t *testing.T) {
 				for _, m := range append(want.Deny, want.Warn...) {
 					fired[m.Package]++
 				}
-				v, err := inputValue(in, nil)
+				v, err := inputValue(in, nil, readAll)
 				require.NoError(t, err)
 				mask := engines[0].skipMask(engines[0].active.Load(), v)
 				for i, pkg := range guarded {

@@ -22,10 +22,16 @@ import (
 // duplicate name, anything malformed — is converted by OPA's path instead, which decides the
 // value or the error as before. An admission request's object is the one text converted per
 // request; the one pass costs about a third of OPA's path (BenchmarkObjectValue).
-func rawValue(raw []byte) (ast.Value, error) {
+func rawValue(raw []byte) (ast.Value, error) { return rawPart(raw, readAll) }
+
+// rawPart is rawValue with only the part reads holds of each object on the way; the members
+// it leaves out are still checked as rawValue checks them (valid JSON, numbers OPA accepts,
+// nesting), so a text is refused exactly when rawValue refuses it. When the one pass refuses
+// it, OPA's path converts it whole, and decides the value or the error as before.
+func rawPart(raw []byte, reads *readTree) (ast.Value, error) {
 	d := decoders.Get().(*jsontext.Decoder)
 	d.Reset(bytes.NewReader(raw))
-	v, err := tokenValue(d, 0)
+	v, err := tokenValue(d, 0, reads)
 	if err == nil {
 		if _, err = d.ReadToken(); err == nil {
 			err = errTrailing
@@ -51,7 +57,8 @@ var (
 // maxRawDepth bounds the nesting rawValue follows by recursion; deeper text takes OPA's path.
 const maxRawDepth = 512
 
-func tokenValue(d *jsontext.Decoder, depth int) (ast.Value, error) {
+// tokenValue converts the next value, with the part of it reads holds when it is an object.
+func tokenValue(d *jsontext.Decoder, depth int, reads *readTree) (ast.Value, error) {
 	if depth > maxRawDepth {
 		return nil, errTooDeep
 	}
@@ -84,7 +91,7 @@ func tokenValue(d *jsontext.Decoder, depth int) (ast.Value, error) {
 	case '[':
 		var terms []*ast.Term
 		for d.PeekKind() != ']' {
-			v, err := tokenValue(d, depth+1)
+			v, err := tokenValue(d, depth+1, readAll)
 			if err != nil {
 				return nil, err
 			}
@@ -97,11 +104,19 @@ func tokenValue(d *jsontext.Decoder, depth int) (ast.Value, error) {
 	case '{':
 		var kvs [][2]*ast.Term
 		for d.PeekKind() != '}' {
-			key, err := stringTerm(d)
+			name, err := stringText(d)
 			if err != nil {
 				return nil, err
 			}
-			v, err := tokenValue(d, depth+1)
+			part := reads.memberOf(name)
+			if part == nil {
+				if err := skipValue(d, depth+1); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			key := textTerm(name) // before the next read: name is the decoder's
+			v, err := tokenValue(d, depth+1, part)
 			if err != nil {
 				return nil, err
 			}
@@ -124,9 +139,62 @@ func opaValue(raw []byte) (ast.Value, error) {
 	return ast.InterfaceToValue(doc)
 }
 
+// skipValue reads the next value without converting it, checked as tokenValue checks it: the
+// decoder validates the text, numbers must be ones OPA accepts, and the nesting is bounded.
+func skipValue(d *jsontext.Decoder, depth int) error {
+	if depth > maxRawDepth {
+		return errTooDeep
+	}
+	switch d.PeekKind() {
+	case '{', '[':
+		tok, err := d.ReadToken()
+		if err != nil {
+			return err
+		}
+		object := tok.Kind() == '{'
+		end := jsontext.Kind(']')
+		if object {
+			end = '}'
+		}
+		for d.PeekKind() != end {
+			if object {
+				if _, err := d.ReadValue(); err != nil { // the name
+					return err
+				}
+			}
+			if err := skipValue(d, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = d.ReadToken()
+		return err
+	case '0':
+		v, err := d.ReadValue()
+		if err != nil {
+			return err
+		}
+		if bytes.IndexAny(v, "eE") >= 0 {
+			_, err = ast.NumberChecked(string(v))
+		}
+		return err
+	}
+	_, err := d.ReadValue()
+	return err
+}
+
 // stringTerm reads a string (a value or an object's name) as a term: one of internedTerms
 // when it is one of theirs, without allocating.
 func stringTerm(d *jsontext.Decoder) (*ast.Term, error) {
+	s, err := stringText(d)
+	if err != nil {
+		return nil, err
+	}
+	return textTerm(s), nil
+}
+
+// stringText reads a string and returns its text, unquoted; without escapes, the bytes are
+// the decoder's, valid until its next read.
+func stringText(d *jsontext.Decoder) ([]byte, error) {
 	v, err := d.ReadValue()
 	if err != nil {
 		return nil, err
@@ -134,18 +202,18 @@ func stringTerm(d *jsontext.Decoder) (*ast.Term, error) {
 	if len(v) < 2 || v[0] != '"' {
 		return nil, errors.New("not a string")
 	}
-	raw := v[1 : len(v)-1]
-	if bytes.IndexByte(raw, '\\') < 0 { // validated: without escapes, the text is the string
-		if t, ok := internedTerms[string(raw)]; ok {
-			return t, nil
-		}
-		return ast.StringTerm(string(raw)), nil
+	if raw := v[1 : len(v)-1]; bytes.IndexByte(raw, '\\') < 0 { // validated: without escapes, the text is the string
+		return raw, nil
 	}
-	b, err := jsontext.AppendUnquote(nil, v)
-	if err != nil {
-		return nil, err
+	return jsontext.AppendUnquote(nil, v)
+}
+
+// textTerm is the term of a string: one of internedTerms when it is one of theirs.
+func textTerm(s []byte) *ast.Term {
+	if t, ok := internedTerms[string(s)]; ok {
+		return t
 	}
-	return ast.StringTerm(string(b)), nil
+	return ast.StringTerm(string(s))
 }
 
 // internedTerms are the strings every driverguard object repeats: the JSON names of the API

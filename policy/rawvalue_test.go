@@ -73,7 +73,7 @@ func FuzzRawValue(f *testing.F) {
 
 // TestObjectValueOfTypedObjects: a Go value goes through its JSON text.
 func TestObjectValueOfTypedObjects(t *testing.T) {
-	v, err := objectValue(map[string]any{"kind": "RBLNDriver", "n": json.Number("1.50")})
+	v, err := objectValue(map[string]any{"kind": "RBLNDriver", "n": json.Number("1.50")}, readAll)
 	require.NoError(t, err)
 	assert.Equal(t, `{"kind": "RBLNDriver", "n": 1.50}`, v.String())
 }

@@ -15,26 +15,31 @@ import (
 // (an admission request's) is parsed once.
 //
 // routing is input.routing (nil leaves it out): in.Routing, or what the engine decided to
-// hand over ([policySet.routingOf]).
-func inputValue(in *Input, routing *Routing) (ast.Value, error) {
-	obj, err := objectValue(in.Object)
-	if err != nil {
-		return nil, fmt.Errorf("policy: encoding input.object: %w", err)
-	}
+// hand over ([policySet.routingOf]). reads is the part of the document the policies can read
+// (readAll for all of it): the rest is left out, which no rule can tell ([inputReads]).
+func inputValue(in *Input, routing *Routing, reads *readTree) (ast.Value, error) {
 	terms := make([][2]*ast.Term, 0, 6)
-	terms = append(terms,
-		[2]*ast.Term{ast.InternedTerm("object"), ast.NewTerm(obj)},
-		[2]*ast.Term{ast.InternedTerm("operation"), ast.StringTerm(in.Operation)},
-		[2]*ast.Term{ast.InternedTerm("source"), ast.StringTerm(string(in.Source))},
-	)
-	if in.OldObject != nil {
-		old, err := objectValue(in.OldObject)
+	if part := reads.member("object"); part != nil {
+		obj, err := objectValue(in.Object, part)
+		if err != nil {
+			return nil, fmt.Errorf("policy: encoding input.object: %w", err)
+		}
+		terms = append(terms, [2]*ast.Term{ast.InternedTerm("object"), ast.NewTerm(obj)})
+	}
+	if reads.member("operation") != nil {
+		terms = append(terms, [2]*ast.Term{ast.InternedTerm("operation"), ast.StringTerm(in.Operation)})
+	}
+	if reads.member("source") != nil {
+		terms = append(terms, [2]*ast.Term{ast.InternedTerm("source"), ast.StringTerm(string(in.Source))})
+	}
+	if part := reads.member("oldObject"); in.OldObject != nil && part != nil {
+		old, err := objectValue(in.OldObject, part)
 		if err != nil {
 			return nil, fmt.Errorf("policy: encoding input.oldObject: %w", err)
 		}
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("oldObject"), ast.NewTerm(old)})
 	}
-	if in.UserInfo != nil {
+	if in.UserInfo != nil && reads.member("userInfo") != nil {
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("userInfo"), ast.NewTerm(userValue(in.UserInfo))})
 	}
 	if routing != nil {
@@ -43,9 +48,9 @@ func inputValue(in *Input, routing *Routing) (ast.Value, error) {
 	return ast.NewObject(terms...), nil
 }
 
-// objectValue converts an object: JSON text as it is ([rawValue]), anything else through its
-// JSON text.
-func objectValue(x any) (ast.Value, error) {
+// objectValue converts the part reads holds of an object: JSON text as it is ([rawPart]),
+// anything else through its JSON text.
+func objectValue(x any, reads *readTree) (ast.Value, error) {
 	raw, ok := x.(json.RawMessage)
 	if !ok {
 		var err error
@@ -53,7 +58,7 @@ func objectValue(x any) (ast.Value, error) {
 			return nil, err
 		}
 	}
-	return rawValue(raw)
+	return rawPart(raw, reads)
 }
 
 func str(k string, v string) [2]*ast.Term {

@@ -39,7 +39,7 @@ func TestInputValueIsTheJSONForm(t *testing.T) {
 			require.NoError(t, err)
 			want, err := ast.ValueFromReader(bytes.NewReader(b))
 			require.NoError(t, err)
-			got, err := inputValue(in, in.Routing)
+			got, err := inputValue(in, in.Routing, readAll)
 			require.NoError(t, err)
 			assert.Equal(t, 0, want.Compare(got), "JSON:   %s\ndirect: %s", want, got)
 		})
