@@ -48,8 +48,40 @@ func ValidateInstanceKey(key string, fldPath *field.Path) field.ErrorList {
 // ValidateDriverSpec. It is the one validator the webhook, the routing engine (which excludes
 // invalid drivers as InvalidSpec) and the CLI share.
 func ValidateDriver(d *v1alpha1.RBLNDriver) field.ErrorList {
-	errs := ValidateDriverName(d.Name, field.NewPath("metadata", "name"))
-	return append(errs, ValidateDriverSpec(d.Name, &d.Spec, field.NewPath("spec"))...)
+	errs := ValidateDriverName(d.Name, objectNamePath)
+	return append(errs, ValidateDriverSpec(d.Name, &d.Spec, objectSpecPath)...)
+}
+
+// The paths ValidateDriver reports under, and the fields of objectSpecPath, built once: a
+// field.Path is never changed once built, and the webhook validates every request.
+var (
+	objectNamePath  = field.NewPath("metadata", "name")
+	objectSpecPath  = field.NewPath("spec")
+	objectSpecPaths = newSpecPaths(objectSpecPath)
+)
+
+// specPaths are the paths of the fields of a spec ValidateDriverSpec reports on.
+type specPaths struct {
+	registry, image, version, pullPolicy, managerPullPolicy, nodeSelector, tolerations, env,
+	pullSecrets, annotations, limits, requests, claims *field.Path
+}
+
+func newSpecPaths(p *field.Path) *specPaths {
+	return &specPaths{
+		registry: p.Child("registry"), image: p.Child("image"), version: p.Child("version"),
+		pullPolicy: p.Child("imagePullPolicy"), managerPullPolicy: p.Child("manager", "imagePullPolicy"),
+		nodeSelector: p.Child("nodeSelector"), tolerations: p.Child("tolerations"), env: p.Child("env"),
+		pullSecrets: p.Child("imagePullSecrets"), annotations: p.Child("annotations"),
+		limits: p.Child("resources", "limits"), requests: p.Child("resources", "requests"), claims: p.Child("resources", "claims"),
+	}
+}
+
+// specPathsOf is newSpecPaths(p), the ones built once for objectSpecPath.
+func specPathsOf(p *field.Path) *specPaths {
+	if p == objectSpecPath {
+		return objectSpecPaths
+	}
+	return newSpecPaths(p)
 }
 
 // ValidateDriverName checks that an RBLNDriver name can be the owner label's value.
@@ -110,6 +142,16 @@ func ValidateNodeSelector(sel map[string]string, fldPath *field.Path) field.Erro
 	if err := ValidateCount(len(sel), MaxSelectorKeys, "selector keys", fldPath); err != nil {
 		return field.ErrorList{err}
 	}
+	valid := true
+	for k, v := range sel { // the common case, judged without building paths or sorting
+		if v1alpha1.IsReservedSelectorKey(k) || len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			valid = false
+			break
+		}
+	}
+	if valid {
+		return nil
+	}
 	var errs field.ErrorList
 	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		v := sel[k]
@@ -130,6 +172,16 @@ func ValidateNodeSelector(sel map[string]string, fldPath *field.Path) field.Erro
 
 // ValidateAnnotationKeys checks that every annotation key is a qualified name.
 func ValidateAnnotationKeys(ann map[string]string, fldPath *field.Path) field.ErrorList {
+	valid := true
+	for k := range ann { // the common case, judged without building paths or sorting
+		if len(validation.IsQualifiedName(k)) > 0 {
+			valid = false
+			break
+		}
+	}
+	if valid {
+		return nil
+	}
 	var errs field.ErrorList
 	for _, k := range slices.Sorted(maps.Keys(ann)) {
 		for _, msg := range validation.IsQualifiedName(k) {
@@ -170,52 +222,53 @@ func IsValidTag(s string) bool { return ociTagRE.MatchString(s) }
 // is allowed: only the default resource (rbln-driver) may have one.
 func ValidateDriverSpec(name string, spec *v1alpha1.RBLNDriverSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	p := specPathsOf(fldPath)
 	if spec.Registry == "" {
-		errs = append(errs, field.Required(fldPath.Child("registry"), "the registry host of the driver image, e.g. repo.rebellions.ai"))
+		errs = append(errs, field.Required(p.registry, "the registry host of the driver image, e.g. repo.rebellions.ai"))
 	}
 	if spec.Image == "" {
-		errs = append(errs, field.Required(fldPath.Child("image"), "the driver image repository without the NPU family, e.g. rebellions/rbln-driver"))
+		errs = append(errs, field.Required(p.image, "the driver image repository without the NPU family, e.g. rebellions/rbln-driver"))
 	}
-	errs = append(errs, ValidateVersion(spec.Version, fldPath.Child("version"))...)
-	errs = append(errs, ValidatePullPolicy(string(spec.ImagePullPolicy), fldPath.Child("imagePullPolicy"))...)
+	errs = append(errs, ValidateVersion(spec.Version, p.version)...)
+	errs = append(errs, ValidatePullPolicy(string(spec.ImagePullPolicy), p.pullPolicy)...)
 	if spec.Manager != nil {
-		errs = append(errs, ValidatePullPolicy(string(spec.Manager.ImagePullPolicy), fldPath.Child("manager", "imagePullPolicy"))...)
+		errs = append(errs, ValidatePullPolicy(string(spec.Manager.ImagePullPolicy), p.managerPullPolicy)...)
 	}
-	errs = append(errs, ValidateNodeSelector(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
-	for _, c := range []struct {
+	errs = append(errs, ValidateNodeSelector(spec.NodeSelector, p.nodeSelector)...)
+	for _, c := range [...]struct {
 		n, max int
 		what   string
 		path   *field.Path
 	}{
-		{len(spec.Tolerations), MaxTolerations, "tolerations", fldPath.Child("tolerations")},
-		{len(spec.Env), MaxEnv, "environment variables", fldPath.Child("env")},
-		{len(spec.ImagePullSecrets), MaxPullSecrets, "pull secrets", fldPath.Child("imagePullSecrets")},
-		{len(spec.Annotations), MaxAnnotations, "annotations", fldPath.Child("annotations")},
+		{len(spec.Tolerations), MaxTolerations, "tolerations", p.tolerations},
+		{len(spec.Env), MaxEnv, "environment variables", p.env},
+		{len(spec.ImagePullSecrets), MaxPullSecrets, "pull secrets", p.pullSecrets},
+		{len(spec.Annotations), MaxAnnotations, "annotations", p.annotations},
 	} {
 		if e := ValidateCount(c.n, c.max, c.what, c.path); e != nil {
 			errs = append(errs, e)
 		}
 	}
 	if len(spec.Annotations) <= MaxAnnotations { // beyond it reported once, by its count
-		if e := ValidateAnnotationsSize(spec.Annotations, fldPath.Child("annotations")); e != nil {
+		if e := ValidateAnnotationsSize(spec.Annotations, p.annotations); e != nil {
 			errs = append(errs, e)
 		}
 		// The keys the driver pods get: render refuses an invalid one, so the webhook does too.
-		errs = append(errs, ValidateAnnotationKeys(spec.Annotations, fldPath.Child("annotations"))...)
+		errs = append(errs, ValidateAnnotationKeys(spec.Annotations, p.annotations)...)
 	}
 	if r := spec.Resources; r != nil {
-		if e := ValidateCount(len(r.Limits), MaxResourceNames, "resources", fldPath.Child("resources", "limits")); e != nil {
+		if e := ValidateCount(len(r.Limits), MaxResourceNames, "resources", p.limits); e != nil {
 			errs = append(errs, e)
 		}
-		if e := ValidateCount(len(r.Requests), MaxResourceNames, "resources", fldPath.Child("resources", "requests")); e != nil {
+		if e := ValidateCount(len(r.Requests), MaxResourceNames, "resources", p.requests); e != nil {
 			errs = append(errs, e)
 		}
-		if e := ValidateCount(len(r.Claims), MaxResourceNames, "resource claims", fldPath.Child("resources", "claims")); e != nil {
+		if e := ValidateCount(len(r.Claims), MaxResourceNames, "resource claims", p.claims); e != nil {
 			errs = append(errs, e)
 		}
 	}
 	if len(spec.NodeSelector) == 0 && name != v1alpha1.DefaultDriverName {
-		errs = append(errs, field.Required(fldPath.Child("nodeSelector"), "only the default resource "+v1alpha1.DefaultDriverName+" may have an empty selector; select the nodes this driver owns, e.g. {"+v1alpha1.LabelFamily+": atom}"))
+		errs = append(errs, field.Required(p.nodeSelector, "only the default resource "+v1alpha1.DefaultDriverName+" may have an empty selector; select the nodes this driver owns, e.g. {"+v1alpha1.LabelFamily+": atom}"))
 	}
 	return errs
 }

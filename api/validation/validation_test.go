@@ -253,3 +253,40 @@ func TestQuotable(t *testing.T) {
 	assert.Equal(t, "short", Truncate("short", 10))
 	assert.Equal(t, "é... (3 bytes)", Truncate("éa", 2), "cut at a character boundary")
 }
+
+// BenchmarkValidateDriver judges a valid RBLNDriver, as the webhook does on every request:
+// the common case builds no field path and sorts nothing (what allocates is apimachinery's
+// label-key check splitting a prefixed key).
+func BenchmarkValidateDriver(b *testing.B) {
+	d := &v1alpha1.RBLNDriver{Spec: v1alpha1.RBLNDriverSpec{
+		Registry: "registry.example", Image: "rebellions/rbln-driver", Version: "3.2.2", ImagePullPolicy: "IfNotPresent",
+		NodeSelector: map[string]string{v1alpha1.LabelFamily: "rebel", "rack": "r7"},
+		Annotations:  map[string]string{"example.com/team": "npu"},
+		Manager:      &v1alpha1.ManagerSpec{ImagePullPolicy: "Always"},
+	}}
+	d.Name = "rbln-driver-perf"
+	b.ReportAllocs()
+	for b.Loop() {
+		if errs := ValidateDriver(d); len(errs) > 0 {
+			b.Fatal(errs)
+		}
+	}
+}
+
+// TestValidateDriverPathsOfSharedAndOtherRoots: the paths built once for the object's spec
+// and those built for another root name the same fields.
+func TestValidateDriverPathsOfSharedAndOtherRoots(t *testing.T) {
+	spec := &v1alpha1.RBLNDriverSpec{ImagePullPolicy: "Sometimes", Manager: &v1alpha1.ManagerSpec{ImagePullPolicy: "Rarely"},
+		NodeSelector: map[string]string{"bad key!": "v", v1alpha1.LabelFamily: "atom"}, Annotations: map[string]string{"bad key!": "x"}}
+	fields := func(errs field.ErrorList, prefix string) []string {
+		var out []string
+		for _, e := range errs {
+			out = append(out, strings.TrimPrefix(e.Field, prefix))
+		}
+		return out
+	}
+	shared := fields(ValidateDriverSpec("rbln-driver-x", spec, objectSpecPath), "spec")
+	other := fields(ValidateDriverSpec("rbln-driver-x", spec, field.NewPath("driver", "instances").Key("x")), "driver.instances[x]")
+	assert.Equal(t, []string{".registry", ".image", ".version", ".imagePullPolicy", ".manager.imagePullPolicy", ".nodeSelector[bad key!]", ".annotations[bad key!]"}, shared)
+	assert.Equal(t, shared, other)
+}
