@@ -16,7 +16,8 @@
 #      small and a large cluster (BenchmarkServeHTTP).
 #   4b. the same per request in the side-by-side harness's shape (BenchmarkServeHTTPRack: a
 #      rack of REBEL nodes, 2 of 100 or 200 of 10,000), 10,000 / 100 nodes as the issue #35
-#      goals state them, and the pieces issue #35 changed (BenchmarkObjectValue, BenchmarkDecodeJSON).
+#      goals state them, and the pieces issue #35 changed (BenchmarkObjectValue, BenchmarkDecodeJSON,
+#      BenchmarkValidateDriver).
 #   5. check and policy input at scale: 1,000 and 2,000 instances against 10,000 nodes
 #      (wall time, peak RSS, the doubling ratio).
 #   6. serve's resident memory at 10,000 nodes and 500 RBLNDrivers (hack/servemem: a real
@@ -234,18 +235,19 @@ echo "$rack_out" | awk '/^BenchmarkServeHTTPRack\// { name = $1; sub(/^Benchmark
 		for (s = 1; s <= 2; s++) { set = (s == 1) ? "3-checks" : "library"
 			a = "nodes=100/drivers=10/" set; b = "nodes=10000/drivers=500/" set
 			if ((a in cnt) && (b in cnt)) printf "%-10s 10,000 / 100 nodes (throughput ratio): %.2f\n", set, med(a) / med(b) } }'
-echo "-- the pieces: one-pass conversion vs OPA's (BenchmarkObjectValue), json/v2-first vs sigs.k8s.io/json (BenchmarkDecodeJSON)"
-pieces_out=$({ $GO test -run '^$' -bench 'BenchmarkObjectValue$' -count "$RUNS" ./policy/ && $GO test -run '^$' -bench 'BenchmarkDecodeJSON$' -count "$RUNS" ./webhook/; } 2>&1) || { echo "$pieces_out" >&2; exit 1; }
-echo "$pieces_out" | awk '/^Benchmark(ObjectValue|DecodeJSON)\// { name = $1; sub(/-[0-9]+$/, "", name); k = ++cnt[name]; ns[name, k] = $3; for (i = 2; i < NF; i++) if ($(i+1) == "allocs/op") al[name] = $i }
+echo "-- the pieces: one-pass conversion vs OPA's, and cut to what the three checks read (BenchmarkObjectValue);"
+echo "   json/v2-first vs sigs.k8s.io/json (BenchmarkDecodeJSON); a valid driver's validation (BenchmarkValidateDriver)"
+pieces_out=$({ $GO test -run '^$' -bench 'BenchmarkObjectValue$' -count "$RUNS" ./policy/ && $GO test -run '^$' -bench 'BenchmarkDecodeJSON$' -count "$RUNS" ./webhook/ &&
+	$GO test -run '^$' -bench 'BenchmarkValidateDriver$' -count "$RUNS" ./api/validation/; } 2>&1) || { echo "$pieces_out" >&2; exit 1; }
+echo "$pieces_out" | awk '/^Benchmark(ObjectValue|DecodeJSON|ValidateDriver)[\/-]/ { name = $1; sub(/-[0-9]+$/, "", name); k = ++cnt[name]; ns[name, k] = $3; for (i = 2; i < NF; i++) if ($(i+1) == "allocs/op") al[name] = $i }
 	function med(name,   m, i, j, t, a) { m = cnt[name]; for (i = 1; i <= m; i++) a[i] = ns[name, i]
 		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 		return a[int((m + 1) / 2)] }
-	END { split("BenchmarkObjectValue/one-pass BenchmarkObjectValue/opa BenchmarkDecodeJSON/decodeJSON BenchmarkDecodeJSON/sigs.k8s.io-json", names, " ")
-		for (i = 1; i <= 4; i++) printf "%-44s %8.1f us %6d allocs\n", names[i], med(names[i]) / 1000, al[names[i]]
-		printf "one-pass / OPA conversion: %.2fx the time; decodeJSON / sigs.k8s.io/json: %.2fx\n",
-			med(names[1]) / med(names[2]), med(names[3]) / med(names[4]) }'
+	END { n = split("BenchmarkObjectValue/one-pass BenchmarkObjectValue/opa BenchmarkObjectValue/one-pass-three-paths BenchmarkDecodeJSON/decodeJSON BenchmarkDecodeJSON/sigs.k8s.io-json BenchmarkValidateDriver", names, " ")
+		for (i = 1; i <= n; i++) printf "%-44s %8.1f us %6d allocs\n", names[i], med(names[i]) / 1000, al[names[i]]
+		printf "one-pass / OPA conversion: %.2fx the time; cut to three paths / whole: %.2fx; decodeJSON / sigs.k8s.io/json: %.2fx\n",
+			med(names[1]) / med(names[2]), med(names[3]) / med(names[1]), med(names[4]) / med(names[5]) }'
 
-echo
 echo "== check and policy input at scale: N instances against 10,000 nodes (wall s, peak RSS MiB)"
 gen_nodes() {
 	local n=$1 i

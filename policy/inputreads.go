@@ -36,6 +36,25 @@ func (t *readTree) add(path ...string) {
 	}
 }
 
+// touch marks that the document at path is there when it is (its members need not be read):
+// an object there comes with none of its members, anything else whole.
+func (t *readTree) touch(path ...string) {
+	for _, k := range path {
+		if t.all {
+			return
+		}
+		if t.keys == nil {
+			t.keys = map[string]*readTree{}
+		}
+		next := t.keys[k]
+		if next == nil {
+			next = &readTree{}
+			t.keys[k] = next
+		}
+		t = next
+	}
+}
+
 // member is what can be read of member k: nil when nothing.
 func (t *readTree) member(k string) *readTree {
 	switch {
@@ -63,39 +82,151 @@ func (t *readTree) memberOf(k []byte) *readTree {
 // input.a[0], input.a[input.b]) reads the document before that, input.a, whole; input alone,
 // however it is then used (assigned, passed to a function, walked), reads everything. The
 // compiler turns every use of input into such a ref, imports and `with` targets included;
-// a bare input variable anywhere else still counts as reading everything.
+// a bare input variable anywhere else still counts as reading everything. One call is seen
+// through: object.get(input.a, ["b", "c"], default), the library's way to read a field that
+// may be absent, reads input.a.b.c (see readsOfRule).
 func inputReads(c *ast.Compiler, query ast.Ref) *readTree {
 	t := &readTree{}
+	walkRules(c, query, func(r *ast.Rule) bool {
+		readsOfRule(r, t)
+		return t.all
+	})
+	return t
+}
+
+// readsOfRule adds to t what rule r can read of input. The compiler hands object.get its
+// first argument through a generated variable (__local1__ = input.a; object.get(__local1__,
+// ...)): such a variable that appears nowhere but in its binding and as object.get's first
+// argument with a constant key reads only the documents at those keys (and that input.a is
+// there: its binding is undefined otherwise); used anywhere else, it reads input.a whole.
+func readsOfRule(r *ast.Rule, t *readTree) {
+	aliases := map[ast.Var]ast.Ref{}
+	ast.WalkExprs(r, func(e *ast.Expr) bool {
+		if v, ref, ok := inputAlias(e); ok {
+			if prev, seen := aliases[v]; seen && !prev.Equal(ref) {
+				ref = ast.InputRootRef // bound twice, to different documents: both, whole
+			}
+			aliases[v] = ref
+		}
+		return false
+	})
+	escaped := map[ast.Var]bool{}
 	var vis *ast.GenericVisitor
+	walkAll := func(terms ...*ast.Term) {
+		for _, term := range terms {
+			vis.Walk(term)
+		}
+	}
 	vis = ast.NewGenericVisitor(func(x any) bool {
 		switch x := x.(type) {
 		case ast.Ref:
 			if !x.HasPrefix(ast.InputRootRef) {
 				return false
 			}
-			path := make([]string, 0, len(x)-1)
-			for _, term := range x[1:] {
-				s, ok := term.Value.(ast.String)
-				if !ok {
-					break
-				}
-				path = append(path, string(s))
-			}
+			path, _ := inputPath(x)
 			t.add(path...)
-			for _, term := range x[1:] {
-				vis.Walk(term) // a ref inside the path reads too
+			walkAll(x[1:]...) // a ref inside the path reads too
+			return true
+		case *ast.Expr:
+			terms, _ := x.Terms.([]*ast.Term)
+			if v, ref, ok := inputAlias(x); ok && aliases[v].Equal(ref) {
+				path, _ := inputPath(ref)
+				t.touch(path...)
+				walkAll(ref[1:]...)
+			} else if arg, keys, ok := objectGetArg(x); ok {
+				ref, isRef := arg.(ast.Ref)
+				if v, isVar := arg.(ast.Var); isVar {
+					ref, isRef = aliases[v]
+				}
+				if !isRef || !ref.HasPrefix(ast.InputRootRef) {
+					return false
+				}
+				path, whole := inputPath(ref)
+				if whole {
+					path = append(path, keys...)
+				}
+				t.add(path...)
+				walkAll(ref[1:]...)
+				walkAll(terms[0])
+				walkAll(terms[2:]...)
+			} else {
+				return false
+			}
+			for _, w := range x.With {
+				vis.Walk(w)
 			}
 			return true
 		case ast.Var:
 			if x.Equal(ast.InputRootDocument.Value) {
 				t.add()
 			}
+			if _, ok := aliases[x]; ok {
+				escaped[x] = true
+			}
 		}
 		return false
 	})
-	walkRules(c, query, func(r *ast.Rule) bool {
-		vis.Walk(r)
-		return t.all
-	})
-	return t
+	vis.Walk(r)
+	for v := range escaped {
+		path, _ := inputPath(aliases[v])
+		t.add(path...)
+	}
+}
+
+// inputAlias recognizes the binding of a generated variable to a ref to input whose path is
+// all plain names (input.a[x] binds to each member of input.a: it reads input.a whole).
+func inputAlias(e *ast.Expr) (ast.Var, ast.Ref, bool) {
+	terms, ok := e.Terms.([]*ast.Term)
+	if !ok || len(terms) != 3 || !e.IsEquality() {
+		return "", nil, false
+	}
+	for _, pair := range [][2]*ast.Term{{terms[1], terms[2]}, {terms[2], terms[1]}} {
+		v, isVar := pair[0].Value.(ast.Var)
+		ref, isRef := pair[1].Value.(ast.Ref)
+		if isVar && v.IsGenerated() && isRef && ref.HasPrefix(ast.InputRootRef) {
+			if _, whole := inputPath(ref); whole {
+				return v, ref, true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+// inputPath is the path of a ref to input up to its first part that is not a plain name, and
+// whether that is all of it.
+func inputPath(ref ast.Ref) ([]string, bool) {
+	path := make([]string, 0, len(ref)-1)
+	for _, term := range ref[1:] {
+		s, ok := term.Value.(ast.String)
+		if !ok {
+			return path, false
+		}
+		path = append(path, string(s))
+	}
+	return path, true
+}
+
+// objectGetArg recognizes object.get(<arg>, <key>, <default>) with a constant key: a name,
+// or an array of names (up to its first part that is not a name). It returns the first
+// argument's value and the key's path.
+func objectGetArg(e *ast.Expr) (ast.Value, []string, bool) {
+	terms, ok := e.Terms.([]*ast.Term)
+	if !ok || len(terms) < 4 || !e.Operator().Equal(ast.ObjectGet.Ref()) {
+		return nil, nil, false
+	}
+	switch key := terms[2].Value.(type) {
+	case ast.String:
+		return terms[1].Value, []string{string(key)}, true
+	case *ast.Array:
+		var keys []string
+		for i := range key.Len() {
+			s, ok := key.Elem(i).Value.(ast.String)
+			if !ok {
+				break
+			}
+			keys = append(keys, string(s))
+		}
+		return terms[1].Value, keys, true
+	}
+	return nil, nil, false
 }

@@ -64,7 +64,18 @@ func TestInputReads(t *testing.T) {
 		{"input assigned", `deny contains "m" if { x := input; x.object.a }`, []string{""}},
 		{"input iterated", `deny contains k if some k, _ in input`, []string{""}},
 		{"input walked", `deny contains "m" if { walk(input.object, [p, v]); v == 1 }`, []string{"object"}},
-		{"input to a builtin", `deny contains "m" if object.get(input, ["a"], 1)`, []string{""}},
+		{"input to a builtin", `deny contains "m" if count(input) > 1`, []string{""}},
+		{"object.get of a name", `deny contains "m" if object.get(input.object, "kind", "") == "x"`, []string{"object.kind"}},
+		{"object.get of a path", `deny contains "m" if { x := object.get(input.object, ["spec", "nodeSelector"], {}); x.a }`, []string{"object.spec.nodeSelector"}},
+		{"object.get of input", `deny contains "m" if object.get(input, ["a"], 1)`, []string{"a"}},
+		{"object.get, an empty path", `deny contains "m" if object.get(input.object, [], 1)`, []string{"object"}},
+		{"object.get, a number in the path", `deny contains "m" if object.get(input.object, ["spec", 0, "x"], 1)`, []string{"object.spec"}},
+		{"object.get, a variable key", `deny contains "m" if { some k in ["a"]; object.get(input.object, k, 1) }`, []string{"object"}},
+		{"object.get, a ref key", `deny contains "m" if object.get(input.object, input.key, 1)`, []string{"key", "object"}},
+		{"object.get inside a ref", `deny contains "m" if object.get(input.object[input.k], "a", 1)`, []string{"k", "object"}},
+		{"object.get default reads", `deny contains "m" if object.get(input.object, "a", input.b)`, []string{"b", "object.a"}},
+		{"object.get with", "deny contains \"m\" if object.get(input.object, \"a\", 1) with input.c as 2", []string{"c", "object.a"}},
+		{"object.get in a comprehension", `deny contains "m" if count([v | some i in [1]; v := object.get(input.object, ["b", "c"], i)]) > 0`, []string{"object.b.c"}},
 		{"input to a function", "deny contains \"m\" if f(input.object.metadata)\nf(x) if x.name", []string{"object.metadata"}},
 		{"a function reading input", "deny contains \"m\" if f(1)\nf(x) if input.userInfo.username == x", []string{"userInfo.username"}},
 		{"an import", "import input.object.spec as s\ndeny contains \"m\" if s.version", []string{"object.spec.version"}},
@@ -198,6 +209,9 @@ deny contains sprintf("op %s", [input.operation]) if startswith(input.operation,
 warn contains sprintf("manager %v", [m]) if m := object.get(input.object, ["spec", "manager"], "none")
 warn contains sprintf("leaves %d", [count([v | walk(input.object.metadata, [_, v])])])
 warn contains sprintf("annotations %d", [count({k | input.object.metadata.annotations[k]})])
+warn contains sprintf("smd image %v", [object.get(input.object, ["spec", "smd", "image"], "none")])
+warn contains sprintf("metadata %v", [object.get(input.object, "metadata", "none")])
+warn contains sprintf("alias twice %v %v", [object.get(input.object, "kind", 0), object.get(input.object, ["spec", "registry"], 0)])
 warn contains "all kernel-tag" if every t in object.get(input.object.spec, "tolerations", []) { t.operator == "Exists" }
 warn contains sprintf("with %v", [x]) if x := q with input.object.spec.registry as "r.example"
 
