@@ -84,11 +84,25 @@ func (t *readTree) memberOf(k []byte) *readTree {
 // compiler turns every use of input into such a ref, imports and `with` targets included;
 // a bare input variable anywhere else still counts as reading everything. One call is seen
 // through: object.get(input.a, ["b", "c"], default), the library's way to read a field that
-// may be absent, reads input.a.b.c (see readsOfRule).
+// may be absent, reads input.a.b.c (see readsOfRule) — unless a rule replaces the builtin
+// (`with object.get as f`): then f is handed whatever object.get's callers pass it, and
+// object.get(input.a, ...) reads input.a whole.
 func inputReads(c *ast.Compiler, query ast.Ref) *readTree {
+	mocked := false
+	walkRules(c, query, func(r *ast.Rule) bool {
+		ast.WalkExprs(r, func(e *ast.Expr) bool {
+			for _, w := range e.With {
+				if ref, ok := w.Target.Value.(ast.Ref); ok && ref.Equal(ast.ObjectGet.Ref()) {
+					mocked = true
+				}
+			}
+			return mocked
+		})
+		return mocked
+	})
 	t := &readTree{}
 	walkRules(c, query, func(r *ast.Rule) bool {
-		readsOfRule(r, t)
+		readsOfRule(r, t, !mocked)
 		return t.all
 	})
 	return t
@@ -99,9 +113,13 @@ func inputReads(c *ast.Compiler, query ast.Ref) *readTree {
 // ...)): such a variable that appears nowhere but in its binding and as object.get's first
 // argument with a constant key reads only the documents at those keys (and that input.a is
 // there: its binding is undefined otherwise); used anywhere else, it reads input.a whole.
-func readsOfRule(r *ast.Rule, t *readTree) {
+// Without seeThrough, object.get is a call like any other.
+func readsOfRule(r *ast.Rule, t *readTree, seeThrough bool) {
 	aliases := map[ast.Var]ast.Ref{}
 	ast.WalkExprs(r, func(e *ast.Expr) bool {
+		if !seeThrough {
+			return true
+		}
 		if v, ref, ok := inputAlias(e); ok {
 			if prev, seen := aliases[v]; seen && !prev.Equal(ref) {
 				ref = ast.InputRootRef // bound twice, to different documents: both, whole
@@ -133,7 +151,7 @@ func readsOfRule(r *ast.Rule, t *readTree) {
 				path, _ := inputPath(ref)
 				t.touch(path...)
 				walkAll(ref[1:]...)
-			} else if arg, keys, ok := objectGetArg(x); ok {
+			} else if arg, keys, ok := objectGetArg(x); ok && seeThrough {
 				ref, isRef := arg.(ast.Ref)
 				if v, isVar := arg.(ast.Var); isVar {
 					ref, isRef = aliases[v]
