@@ -61,9 +61,10 @@ func countValues(body []byte) int {
 
 // reviewHandler serves one admission.Webhook over HTTP as controller-runtime's ServeHTTP does
 // (the same limits, errors and response), with a cheaper decode: the AdmissionReview is read in
-// one pass of sigs.k8s.io/json (case-sensitive, integers preserved: what the API machinery's
-// JSON serializer does underneath) instead of the universal deserializer, which first parses
-// the whole body once more just to find its apiVersion and kind. The webhook's Handle — panic
+// one pass (decodeJSON: encoding/json/v2, and sigs.k8s.io/json — case-sensitive, integers
+// preserved, what the API machinery's JSON serializer does underneath — for what v2 refuses)
+// instead of the universal deserializer, which first parses the whole body once more just to
+// find its apiVersion and kind. The webhook's Handle — panic
 // recovery, the response's UID, warnings — is controller-runtime's.
 type reviewHandler struct {
 	hook *admission.Webhook
