@@ -173,7 +173,7 @@ func skipValue(d *jsontext.Decoder, depth int) error {
 		if err != nil {
 			return err
 		}
-		if bytes.IndexAny(v, "eE") >= 0 {
+		if bytes.ContainsAny(v, "eE") {
 			_, err = ast.NumberChecked(string(v))
 		}
 		return err
