@@ -17,31 +17,18 @@ var readAll = &readTree{all: true}
 
 // add marks the document at path (and everything in it) as read.
 func (t *readTree) add(path ...string) {
-	for _, k := range path {
-		if t.all {
-			return
-		}
-		if t.keys == nil {
-			t.keys = map[string]*readTree{}
-		}
-		next := t.keys[k]
-		if next == nil {
-			next = &readTree{}
-			t.keys[k] = next
-		}
-		t = next
-	}
-	if !t.all {
-		t.all, t.keys = true, nil
+	if n := t.touch(path...); n != nil && !n.all {
+		n.all, n.keys = true, nil
 	}
 }
 
 // touch marks that the document at path is there when it is (its members need not be read):
-// an object there comes with none of its members, anything else whole.
-func (t *readTree) touch(path ...string) {
+// an object there comes with none of its members, anything else whole. It returns the tree
+// at path, nil when a document on the way is read whole.
+func (t *readTree) touch(path ...string) *readTree {
 	for _, k := range path {
 		if t.all {
-			return
+			return nil
 		}
 		if t.keys == nil {
 			t.keys = map[string]*readTree{}
@@ -53,6 +40,7 @@ func (t *readTree) touch(path ...string) {
 		}
 		t = next
 	}
+	return t
 }
 
 // member is what can be read of member k: nil when nothing.

@@ -135,6 +135,35 @@ func restrict(v ast.Value, t *readTree) ast.Value {
 	return ast.NewObject(kvs...)
 }
 
+// reviewRequest is what the tests read of an AdmissionReview of test/testdata/review.
+type reviewRequest struct {
+	text      []byte                     // the whole review
+	Object    json.RawMessage            `json:"object"`
+	OldObject json.RawMessage            `json:"oldObject"`
+	Operation string                     `json:"operation"`
+	UserInfo  *authenticationv1.UserInfo `json:"userInfo"`
+}
+
+// reviewRequests are the requests of test/testdata/review.
+func reviewRequests(t *testing.T) []reviewRequest {
+	t.Helper()
+	files, err := filepath.Glob("../test/testdata/review/requests/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	out := make([]reviewRequest, 0, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var review struct {
+			Request reviewRequest `json:"request"`
+		}
+		require.NoError(t, json.Unmarshal(b, &review), f)
+		review.Request.text = b
+		out = append(out, review.Request)
+	}
+	return out
+}
+
 // partTrees are the trees the rawPart tests cut texts with.
 func partTrees() []*readTree {
 	return []*readTree{tree(), tree(""), tree("a"), tree("a.b"), tree("a.b", "d"), tree("x"), tree("ab.b"), tree(""),
@@ -162,18 +191,8 @@ func TestRawPartIsOPAsConversionCut(t *testing.T) {
 	cases := append(rawValueCases(), `{"a":{"b":1,"c":1e40000}}`, `{"x":1,"a":{"b":2},"x":3}`, `{"\u0061b":{"b":[1]},"d":{"e":"\ud800"}}`,
 		`{"a":{"b":{"c":[1,{"d":null}]}},"z":[1,2,{"y":`+strings.Repeat("[", maxRawDepth+5)+strings.Repeat("]", maxRawDepth+5)+`}]}`,
 		`{"a":{"b":1},"q":{"w":1e400}}`, `{"a":"s","b":{}}`, `{"a":[{"b":1}]}`)
-	files, err := filepath.Glob("../test/testdata/review/requests/*.json")
-	require.NoError(t, err)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		var review struct {
-			Request struct {
-				Object json.RawMessage `json:"object"`
-			} `json:"request"`
-		}
-		require.NoError(t, json.Unmarshal(b, &review))
-		cases = append(cases, string(b), string(review.Request.Object))
+	for _, r := range reviewRequests(t) {
+		cases = append(cases, string(r.text), string(r.Object))
 	}
 	for _, c := range cases {
 		for _, reads := range partTrees() {
@@ -241,23 +260,8 @@ deny contains k if { some k, _ in input.object.spec.nodeSelector; startswith(k, 
 
 warn contains sprintf("dynamic %v", [input.object[key]]) if some key in ["kind", "apiVersion"]
 `), 0o600))
-	files, err := filepath.Glob("../test/testdata/review/requests/*.json")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
 	var inputs []*Input
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		var review struct {
-			Request struct {
-				Object    json.RawMessage            `json:"object"`
-				OldObject json.RawMessage            `json:"oldObject"`
-				Operation string                     `json:"operation"`
-				UserInfo  *authenticationv1.UserInfo `json:"userInfo"`
-			} `json:"request"`
-		}
-		require.NoError(t, json.Unmarshal(b, &review))
-		r := review.Request
+	for _, r := range reviewRequests(t) {
 		in := &Input{Object: r.Object, Operation: r.Operation, Source: SourceAdmission, UserInfo: r.UserInfo}
 		if len(r.OldObject) > 0 && string(r.OldObject) != "null" {
 			in.OldObject = r.OldObject
