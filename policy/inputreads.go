@@ -12,8 +12,12 @@ type readTree struct {
 	keys map[string]*readTree
 }
 
-// readAll is a tree that reads everything; never modified.
-var readAll = &readTree{all: true}
+// readAll is a tree that reads everything, readNothing one that reads no member (a document
+// converted only to check it); neither is ever modified.
+var (
+	readAll     = &readTree{all: true}
+	readNothing = &readTree{}
+)
 
 // add marks the document at path (and everything in it) as read.
 func (t *readTree) add(path ...string) {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -277,6 +278,9 @@ warn contains sprintf("dynamic %v", [input.object[key]]) if some key in ["kind",
 		&Input{Object: json.RawMessage(`{"kind":"RBLNClusterPolicy","spec":{"tolerations":[]}}`)},
 		&Input{Object: json.RawMessage(`null`)},
 		&Input{})
+	for _, old := range unreadableObjects() {
+		inputs = append(inputs, &Input{Object: json.RawMessage(`{"kind":"RBLNDriver","metadata":{"name":"d"},"spec":{"version":"latest"}}`), Operation: "UPDATE", OldObject: old})
+	}
 	mocked := t.TempDir() // object.get replaced by a function that sees its whole first argument
 	require.NoError(t, os.WriteFile(filepath.Join(mocked, "mocked.rego"), []byte(`package driverguard.mocked
 
@@ -326,5 +330,33 @@ warn contains m if {
 			}
 			assert.Positive(t, fired, "no rule fired: the comparison shows nothing")
 		})
+	}
+}
+
+// unreadableObjects are objects whose conversion fails: a number OPA refuses, truncated text,
+// no text, a Go value with no JSON form.
+func unreadableObjects() []any {
+	return []any{json.RawMessage(`{"kind":"RBLNDriver","spec":{"n":1e999999}}`), json.RawMessage(`{"kind":`), json.RawMessage(nil),
+		map[string]any{"x": math.NaN()}, json.RawMessage(`{"kind":"RBLNDriver","status":{"n":1e999999}}`)}
+}
+
+// TestUnreadObjectsAreStillChecked: an object or old object that no policy reads (or reads a
+// part of) fails the evaluation when its conversion would, as it did when it was converted
+// whole.
+func TestUnreadObjectsAreStillChecked(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.rego"), []byte("package driverguard.p\n\ndeny contains \"v\" if input.object.spec.version == \"latest\"\n"), 0o600))
+	e, err := New(t.Context(), Options{Dirs: []string{dir}, ExcludeLibrary: true, Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	require.Equal(t, []string{"object.kind", "object.spec.version"}, e.active.Load().inputReads.paths())
+	good := json.RawMessage(`{"kind":"RBLNDriver","spec":{"version":"latest"}}`)
+	d, err := e.Evaluate(t.Context(), &Input{Object: good, OldObject: good, Operation: "UPDATE"})
+	require.NoError(t, err)
+	require.Len(t, d.Deny, 1)
+	for i, bad := range unreadableObjects() {
+		_, err := e.Evaluate(t.Context(), &Input{Object: good, OldObject: bad, Operation: "UPDATE"})
+		assert.ErrorContains(t, err, "input.oldObject", "old object %d", i)
+		_, err = e.Evaluate(t.Context(), &Input{Object: bad, Operation: "CREATE"})
+		assert.ErrorContains(t, err, "input.object", "object %d", i)
 	}
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -16,14 +17,17 @@ import (
 //
 // routing is input.routing (nil leaves it out): in.Routing, or what the engine decided to
 // hand over ([policySet.routingOf]). reads is the part of the document the policies can read
-// (readAll for all of it): the rest is left out, which no rule can tell ([inputReads]).
+// (readAll for all of it): the rest is left out, which no rule can tell ([inputReads]). The
+// objects are checked whole all the same: a text their conversion refuses is an error whether
+// a policy reads it or not.
 func inputValue(in *Input, routing *Routing, reads *readTree) (ast.Value, error) {
 	terms := make([][2]*ast.Term, 0, 6)
-	if part := reads.member("object"); part != nil {
-		obj, err := objectValue(in.Object, part)
-		if err != nil {
-			return nil, fmt.Errorf("policy: encoding input.object: %w", err)
-		}
+	part := reads.member("object")
+	obj, err := objectValue(in.Object, cmp.Or(part, readNothing)) // checked even when not read
+	if err != nil {
+		return nil, fmt.Errorf("policy: encoding input.object: %w", err)
+	}
+	if part != nil {
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("object"), ast.NewTerm(obj)})
 	}
 	if reads.member("operation") != nil {
@@ -32,12 +36,17 @@ func inputValue(in *Input, routing *Routing, reads *readTree) (ast.Value, error)
 	if reads.member("source") != nil {
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("source"), ast.StringTerm(string(in.Source))})
 	}
-	if part := reads.member("oldObject"); in.OldObject != nil && part != nil {
-		old, err := objectValue(in.OldObject, part)
+	if in.OldObject != nil {
+		// Checked even when no policy reads it: a text its conversion refuses fails the
+		// evaluation either way.
+		part := reads.member("oldObject")
+		old, err := objectValue(in.OldObject, cmp.Or(part, readNothing))
 		if err != nil {
 			return nil, fmt.Errorf("policy: encoding input.oldObject: %w", err)
 		}
-		terms = append(terms, [2]*ast.Term{ast.InternedTerm("oldObject"), ast.NewTerm(old)})
+		if part != nil {
+			terms = append(terms, [2]*ast.Term{ast.InternedTerm("oldObject"), ast.NewTerm(old)})
+		}
 	}
 	if in.UserInfo != nil && reads.member("userInfo") != nil {
 		terms = append(terms, [2]*ast.Term{ast.InternedTerm("userInfo"), ast.NewTerm(userValue(in.UserInfo))})
