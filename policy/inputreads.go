@@ -114,7 +114,7 @@ func readsOfRule(r *ast.Rule, t *readTree, seeThrough bool) {
 		}
 		if v, ref, ok := inputAlias(e); ok {
 			if prev, seen := aliases[v]; seen && !prev.Equal(ref) {
-				ref = ast.InputRootRef // bound twice, to different documents: both, whole
+				ref = ast.InputRootRef // bound twice, to different documents (never seen): read everything
 			}
 			aliases[v] = ref
 		}
