@@ -11,6 +11,7 @@ import (
 	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
@@ -227,7 +228,7 @@ func needDrivers(st *cluster.State, files cluster.Files, known bool) error {
 	}
 	labelled := 0
 	for _, n := range st.Nodes() {
-		if owner := n.Labels[v1alpha1.LabelOwner]; owner != "" && release.CanNameADriver(owner) {
+		if owner := n.Labels[operator.LabelOwner]; owner != "" && release.CanNameADriver(owner) {
 			labelled++
 		}
 	}
@@ -236,7 +237,7 @@ func needDrivers(st *cluster.State, files cluster.Files, known bool) error {
 	}
 	return fmt.Errorf("%d of the nodes of --nodes %s carry a %s label, so the cluster runs RBLNDrivers, but --drivers was not given: "+
 		"a plan needs their specs to tell upgrades from unchanged nodes. Give --drivers (kubectl get rblndrivers -o yaml; "+
-		"an empty file when there are none) or read the cluster with --live", labelled, files.Nodes, v1alpha1.LabelOwner)
+		"an empty file when there are none) or read the cluster with --live", labelled, files.Nodes, operator.LabelOwner)
 }
 
 // readRelease reads and renders the deployed release of p.Release (nil without one).

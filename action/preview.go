@@ -125,6 +125,13 @@ type NodeReport struct {
 	Unowned []routing.NodeResult `json:"unowned"`
 	// FamilyLabelMissing are owned nodes that join no pool (reason DriverFamilyLabelMissing).
 	FamilyLabelMissing []string `json:"familyLabelMissing"`
+	// NFDLabelMissing are owned nodes without a Node Feature Discovery label: no pool either
+	// (reason NFDLabelMissing).
+	NFDLabelMissing []string `json:"nfdLabelMissing"`
+	// NotRunning are owned nodes in a pool whose DaemonSet does not run on them: a pool name
+	// another node defines with other labels (PoolNameCollision), or a DaemonSet the operator
+	// cannot create (DaemonSetNotCreated); each with its reason.
+	NotRunning []routing.NodeResult `json:"notRunning"`
 	// LosingDriver are nodes that have a driver now but get none.
 	LosingDriver []release.NodeLoss `json:"losingDriver"`
 	// ChangingDriver are nodes that move from their driver now to another.
@@ -176,6 +183,8 @@ func (rep *PreviewReport) withNodes(res *release.Result) {
 		Routing:            res.Routing,
 		Unowned:            []routing.NodeResult{},
 		FamilyLabelMissing: []string{},
+		NFDLabelMissing:    []string{},
+		NotRunning:         []routing.NodeResult{},
 		LosingDriver:       res.DriverLoss,
 		ChangingDriver:     res.OwnerChanges,
 		Changes:            []release.NodeChange{},
@@ -194,8 +203,13 @@ func (rep *PreviewReport) withNodes(res *release.Result) {
 		if n.Owner == "" {
 			nr.Unowned = append(nr.Unowned, n)
 		}
-		if n.Reason == routing.ReasonDriverFamilyLabelMissing {
+		switch n.Reason {
+		case routing.ReasonDriverFamilyLabelMissing:
 			nr.FamilyLabelMissing = append(nr.FamilyLabelMissing, n.Name)
+		case routing.ReasonNFDLabelMissing:
+			nr.NFDLabelMissing = append(nr.NFDLabelMissing, n.Name)
+		case routing.ReasonPoolNameCollision, routing.ReasonDaemonSetNotCreated:
+			nr.NotRunning = append(nr.NotRunning, n)
 		}
 	}
 	rep.Nodes = nr

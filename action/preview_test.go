@@ -9,6 +9,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 	"github.com/driverguard/driverguard/routing"
@@ -22,11 +23,11 @@ func drv(name, version string, sel map[string]string) v1alpha1.RBLNDriver {
 
 func node(name, owner string, extra map[string]string) routing.Node {
 	labels := map[string]string{
-		v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", v1alpha1.LabelOSID: "ubuntu",
-		v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: "6.8.0-90-generic",
+		operator.LabelDeployDriver: "true", operator.LabelFamily: "atom", operator.LabelOSID: "ubuntu",
+		operator.LabelOSVersion: "22.04", operator.LabelKernel: "6.8.0-90-generic",
 	}
 	if owner != "" {
-		labels[v1alpha1.LabelOwner] = owner
+		labels[operator.LabelOwner] = owner
 	}
 	for k, v := range extra {
 		labels[k] = v
@@ -79,8 +80,8 @@ func TestWithNodesReportsChanges(t *testing.T) {
 		node("moves", "rbln-driver", map[string]string{"env": "a"}),
 		node("loses", "rbln-driver", nil),
 		node("tied", "", map[string]string{"env": "a", "zone": "b"}),
-		node("nofamily", "", map[string]string{"env": "a", v1alpha1.LabelFamily: ""}),
-		{Name: "outside", Labels: map[string]string{v1alpha1.LabelDeployDriver: "pre-installed", v1alpha1.LabelOwner: "rbln-driver"}},
+		node("nofamily", "", map[string]string{"env": "a", operator.LabelFamily: ""}),
+		{Name: "outside", Labels: map[string]string{operator.LabelDeployDriver: "pre-installed", operator.LabelOwner: "rbln-driver"}},
 	}
 	st := cluster.FromLists(nodes, nil, nil, nil)
 	st.SetSources(cluster.Sources{Nodes: cluster.Source{Given: true, From: "--nodes nodes.yaml", Count: len(nodes)}}) // no --drivers

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/routing"
@@ -15,6 +16,9 @@ type Route struct {
 	cfg *Configuration
 	// Drivers is any stream of RBLNDriver documents; Nodes a node inventory. Both are needed.
 	Drivers, Nodes string
+	// ClusterPolicy is the RBLNClusterPolicy file, optional: the operator routes by its
+	// spec.rds.enabled.
+	ClusterPolicy string
 	// RegistryCheck asks the registry for every composed image, with the user's credentials.
 	RegistryCheck
 }
@@ -41,7 +45,7 @@ func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
 	if err := r.RegistryCheck.check(false); err != nil {
 		return nil, err
 	}
-	if err := oneStdin(stdinUser{"--drivers", r.Drivers}, stdinUser{"--nodes", r.Nodes}); err != nil {
+	if err := oneStdin(stdinUser{"--drivers", r.Drivers}, stdinUser{"--nodes", r.Nodes}, stdinUser{"--cluster-policy", r.ClusterPolicy}); err != nil {
 		return nil, err
 	}
 	drivers, err := cluster.ReadDrivers(ctx, r.Drivers, r.cfg.readOptions())
@@ -52,12 +56,18 @@ func (r *Route) Run(ctx context.Context) (*RouteResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := cluster.FromLists(nodes, drivers, nil, nil)
+	var policies []v1alpha1.RBLNClusterPolicy
+	if r.ClusterPolicy != "" {
+		if policies, err = cluster.ReadClusterPolicies(ctx, r.ClusterPolicy, r.cfg.readOptions()); err != nil {
+			return nil, err
+		}
+	}
+	st := cluster.FromLists(nodes, drivers, policies, nil)
 	st.SetSources(cluster.Sources{
 		Nodes:   cluster.Source{Given: true, From: "--nodes " + r.Nodes, Count: len(nodes)},
 		Drivers: cluster.Source{Given: true, From: "--drivers " + r.Drivers, Count: len(drivers)},
 	})
-	res := &RouteResult{Routing: routing.Route(drivers, nodes), InputWarnings: st.InputWarnings(), ImageCheck: registry.NotChecked()}
+	res := &RouteResult{Routing: routing.Route(drivers, nodes, routing.OptionsFor(st.ClusterPolicy())), InputWarnings: st.InputWarnings(), ImageCheck: registry.NotChecked()}
 	if r.CheckImages {
 		creds, err := r.RegistryCheck.credentials(clusterSource{})
 		if err != nil {

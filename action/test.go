@@ -27,6 +27,7 @@ import (
 	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
@@ -604,7 +605,7 @@ func mutatedImage(object, patch []byte) (string, error) {
 		return "", fmt.Errorf("the patched DaemonSet: %w", err)
 	}
 	for _, c := range ds.Spec.Template.Spec.Containers {
-		if c.Name == webhook.DriverContainer || c.Name == webhook.SMDContainer {
+		if c.Name == operator.ContainerDriver || c.Name == operator.ContainerSMD {
 			return c.Image, nil
 		}
 	}
@@ -653,7 +654,7 @@ func (t *Test) judgeObjects(ctx context.Context, run *suiteRun, c *suite.Case, i
 	}
 	// The nodes that carry a driver now are judged by DriverLoss.
 	for _, n := range inv.nodes {
-		if n.Labels[v1alpha1.LabelOwner] != "" {
+		if n.Labels[operator.LabelOwner] != "" {
 			out.Objects = append(out.Objects, "Node/"+n.Name)
 		}
 	}

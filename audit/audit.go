@@ -12,6 +12,7 @@ import (
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/routing"
@@ -236,10 +237,13 @@ func driftMessage(kind string, nodes []string, detail string) string {
 		sample += fmt.Sprintf(", ... (%d in all)", len(nodes))
 	}
 	what := map[string]string{
-		routing.DriftUnowned:            "candidate nodes that no RBLNDriver selects: they get no driver",
-		routing.DriftFamilyLabelMissing: "nodes without a " + v1alpha1.LabelFamily + " label: they join no pool",
-		routing.DriftInvalidImageTag:    "nodes whose pool's driver image tag is not a valid OCI tag",
-		routing.DriftStaleOwnerLabel:    "nodes whose " + v1alpha1.LabelOwner + " label is not the driver routing gives",
+		routing.DriftUnowned:             "candidate nodes that no RBLNDriver selects: they get no driver",
+		routing.DriftNFDLabelMissing:     "nodes without a Node Feature Discovery label (install NFD): they join no pool",
+		routing.DriftFamilyLabelMissing:  "nodes whose " + operator.LabelFamily + " label is missing or unusable: they join no pool",
+		routing.DriftPoolNameCollision:   "nodes whose pool name another node defines with other labels: its DaemonSet skips them",
+		routing.DriftDaemonSetNotCreated: "nodes of pools whose DaemonSet rbln-npu-operator cannot create",
+		routing.DriftInvalidImageTag:     "nodes whose pool has no valid driver image",
+		routing.DriftStaleOwnerLabel:     "nodes whose " + operator.LabelOwner + " label is not the driver rbln-npu-operator gives",
 	}[kind]
 	return fmt.Sprintf("%d %s: %s (first: %s)", len(nodes), what, sample, detail)
 }
@@ -352,7 +356,7 @@ func (a *Auditor) builder(d *v1alpha1.RBLNDriver) *builder {
 		b.max = DefaultMaxResults
 	}
 	if d != nil {
-		b.name, b.driver, b.instance, b.uid = reportNameOf(d.Name), d.Name, d.Labels[v1alpha1.LabelDriverInstance], string(d.UID)
+		b.name, b.driver, b.instance, b.uid = reportNameOf(d.Name), d.Name, d.Labels[v1alpha1.LabelInstance], string(d.UID)
 	}
 	return b
 }

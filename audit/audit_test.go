@@ -18,6 +18,7 @@ import (
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/routing"
@@ -51,7 +52,7 @@ func snapshotB(t testing.TB, engine *policy.Engine, drivers []*v1alpha1.RBLNDriv
 }
 
 func withOwner(labels map[string]string, owner string) map[string]string {
-	labels[v1alpha1.LabelOwner] = owner
+	labels[operator.LabelOwner] = owner
 	return labels
 }
 
@@ -79,14 +80,14 @@ func report(t *testing.T, out *audit.Outcome, name string) audit.Report {
 // naming no driver in the cluster's — once per driver and kind, with its nodes counted.
 func TestDrift(t *testing.T) {
 	noFamily := wt.CandidateLabels("pool", "x")
-	delete(noFamily, v1alpha1.LabelFamily)
-	atom := wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom"))
-	atom.Labels = map[string]string{v1alpha1.LabelDriverInstance: "atom"}
+	delete(noFamily, operator.LabelFamily)
+	atom := wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom"))
+	atom.Labels = map[string]string{v1alpha1.LabelInstance: "atom"}
 	nodes := []*corev1.Node{
 		wt.Node("a-ok", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
 		wt.Node("a-stale-1", withOwner(wt.CandidateLabels(), "rbln-driver")),
 		wt.Node("a-stale-2", wt.CandidateLabels()),
-		wt.Node("gone", withOwner(wt.CandidateLabels(v1alpha1.LabelFamily, "rebel"), "rbln-driver-gone")),
+		wt.Node("gone", withOwner(wt.CandidateLabels(operator.LabelFamily, "rebel"), "rbln-driver-gone")),
 		wt.Node("nofamily", withOwner(noFamily, "rbln-driver-x")),
 	}
 	x := wt.Driver("rbln-driver-x", wt.Sel("pool", "x"))
@@ -101,7 +102,7 @@ func TestDrift(t *testing.T) {
 	stale := a.Results[0]
 	assert.Equal(t, map[string]string{"nodes": "2", "instance": "atom"}, stale.Properties)
 	assert.Equal(t, []audit.Subject{{Kind: "RBLNDriver", Name: "rbln-driver-atom"}, {Kind: "Node", Name: "a-stale-1"}, {Kind: "Node", Name: "a-stale-2"}}, stale.Subjects)
-	assert.Contains(t, stale.Message, "2 nodes whose rebellions.ai/npu.driver.owner label is not the driver routing gives: a-stale-1, a-stale-2")
+	assert.Contains(t, stale.Message, "2 nodes whose rebellions.ai/npu.driver.owner label is not the driver rbln-npu-operator gives: a-stale-1, a-stale-2")
 
 	xr := report(t, out, "rbln-driver-x")
 	assert.Equal(t, []string{"fail driverguard/DriverFamilyLabelMissing (deny)", "warn driverguard/PotentialConflict (warn)"}, results(xr))
@@ -298,7 +299,7 @@ func TestReportsAreBoundedInBytes(t *testing.T) {
 	var nodes []*corev1.Node
 	for i := range 3000 {
 		l := withOwner(wt.CandidateLabels(), "rbln-driver")
-		l[v1alpha1.LabelKernel] = fmt.Sprintf("6.8.0-%d-%s", i, strings.Repeat("k", 40))
+		l[operator.LabelKernel] = fmt.Sprintf("6.8.0-%d-%s", i, strings.Repeat("k", 30)) // a pool name of at most 63
 		nodes = append(nodes, wt.Node(fmt.Sprintf("n%04d-%s", i, strings.Repeat("x", 200)), l))
 	}
 	snap := snapshot(t, nil, []*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, nodes, nil)

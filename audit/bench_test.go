@@ -13,6 +13,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -26,7 +27,7 @@ func scaleCluster(nodes, drivers int) ([]*v1alpha1.RBLNDriver, []*corev1.Node) {
 	ds := []*v1alpha1.RBLNDriver{wt.Driver(v1alpha1.DefaultDriverName, nil)}
 	groups := drivers - 1
 	for g := range groups {
-		ds = append(ds, wt.Driver(fmt.Sprintf("rbln-driver-g%d", g), wt.Sel("group", fmt.Sprintf("g%d", g), v1alpha1.LabelFamily, families[g%len(families)])))
+		ds = append(ds, wt.Driver(fmt.Sprintf("rbln-driver-g%d", g), wt.Sel("group", fmt.Sprintf("g%d", g), operator.LabelFamily, families[g%len(families)])))
 	}
 	var ns []*corev1.Node
 	for i := range nodes {
@@ -34,16 +35,16 @@ func scaleCluster(nodes, drivers int) ([]*v1alpha1.RBLNDriver, []*corev1.Node) {
 		owner := v1alpha1.DefaultDriverName
 		// Two nodes in three belong to a group (and so to its driver), the rest to the default.
 		if g := i % groups; i%3 != 0 {
-			l["group"], l[v1alpha1.LabelFamily] = fmt.Sprintf("g%d", g), families[g%len(families)]
+			l["group"], l[operator.LabelFamily] = fmt.Sprintf("g%d", g), families[g%len(families)]
 			owner = fmt.Sprintf("rbln-driver-g%d", g)
 		}
 		switch {
 		case i%500 == 499 && owner == v1alpha1.DefaultDriverName:
-			delete(l, v1alpha1.LabelFamily)
+			delete(l, operator.LabelFamily)
 		case i%100 == 99:
 			owner = "rbln-driver-stale"
 		}
-		l[v1alpha1.LabelOwner] = owner
+		l[operator.LabelOwner] = owner
 		ns = append(ns, wt.Node(fmt.Sprintf("node-%05d", i), l))
 	}
 	return ds, ns

@@ -57,7 +57,7 @@ func ClusterReport(r *Report, at time.Time) openreports.ClusterReport {
 	if r.Driver != "" {
 		cr.Scope = &corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RBLNDriver", Name: r.Driver, UID: types.UID(r.UID)}
 		if r.Instance != "" {
-			cr.Labels[v1alpha1.LabelDriverInstance] = r.Instance
+			cr.Labels[v1alpha1.LabelInstance] = r.Instance
 		}
 	}
 	if r.Omitted > 0 {

@@ -56,7 +56,7 @@ func observe(st PassStats) {
 	lastPass.SetToCurrentTime()
 	findings.Reset()
 	driftNodes.Reset()
-	for _, k := range []string{routing.DriftUnowned, routing.DriftFamilyLabelMissing, routing.DriftInvalidImageTag, routing.DriftStaleOwnerLabel} {
+	for _, k := range routing.DriftKinds {
 		driftNodes.WithLabelValues(k)
 	}
 	// From every finding's count, never from the results a report lists (at most

@@ -13,6 +13,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/routing"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -26,7 +27,7 @@ func staleCluster(t *testing.T, nodes, pools int) (*audit.Auditor, *audit.Outcom
 	var ns []*corev1.Node
 	for i := range nodes {
 		l := withOwner(wt.CandidateLabels(), "rbln-driver-old")
-		l[v1alpha1.LabelKernel] = fmt.Sprintf("6.8.0-%d-generic", i%pools)
+		l[operator.LabelKernel] = fmt.Sprintf("6.8.0-%d-generic", i%pools)
 		ns = append(ns, wt.Node(fmt.Sprintf("node-%05d", i), l))
 	}
 	snap := snapshot(t, nil, []*v1alpha1.RBLNDriver{wt.Driver(v1alpha1.DefaultDriverName, nil)}, ns, nil)

@@ -293,7 +293,7 @@ func contentKey(cr *openreports.ClusterReport) (string, error) {
 // The labels and annotations of a report that are the audit's: those it sets, and the one
 // earlier versions set.
 var (
-	ownedLabels      = []string{LabelManagedBy, v1alpha1.LabelDriverInstance}
+	ownedLabels      = []string{LabelManagedBy, v1alpha1.LabelInstance}
 	ownedAnnotations = []string{AnnotationOmittedResults, annotationContentHash}
 )
 

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // TestSchemaUsesTheSharedPatterns keeps the regular expressions that values.schema.json
@@ -53,7 +53,7 @@ func TestSchemaUsesTheSharedPatterns(t *testing.T) {
 	for _, k := range reserved {
 		keys = append(keys, k.(string))
 	}
-	assert.ElementsMatch(t, v1alpha1.ReservedSelectorKeys, keys)
+	assert.ElementsMatch(t, operator.ReservedSelectorKeys, keys)
 }
 
 // TestEmbeddedChartLoads: the binary always renders the chart it ships with.

@@ -38,11 +38,12 @@ func (s *State) Snapshot() *Snapshot {
 func NewSnapshot(drivers []v1alpha1.RBLNDriver, nodes []routing.Node, clusterPolicies []v1alpha1.RBLNClusterPolicy) *Snapshot {
 	slices.SortStableFunc(drivers, func(a, b v1alpha1.RBLNDriver) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(nodes, func(a, b routing.Node) int { return strings.Compare(a.Name, b.Name) })
+	cp := (&State{policies: clusterPolicies}).ClusterPolicy()
 	return &Snapshot{
 		drivers:       drivers,
 		nodes:         nodes,
-		clusterPolicy: (&State{policies: clusterPolicies}).ClusterPolicy(),
-		index:         routing.NewIndex(drivers, nodes),
+		clusterPolicy: cp,
+		index:         routing.NewIndex(drivers, nodes, routing.OptionsFor(cp)),
 	}
 }
 

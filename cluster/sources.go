@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // Source says where one part of a cluster view came from, so that every command can say what
@@ -89,13 +89,13 @@ func (s *State) InputWarnings() []string {
 	if d := src.Drivers; d.Given && d.Count == 0 && strings.HasPrefix(d.From, "--") {
 		labelled := 0
 		for _, n := range s.nodes {
-			if n.Labels[v1alpha1.LabelOwner] != "" {
+			if n.Labels[operator.LabelOwner] != "" {
 				labelled++
 			}
 		}
 		if labelled > 0 {
 			out = append(out, fmt.Sprintf("%s holds no RBLNDrivers, but %d nodes carry a %s label: each is read as stale and none can lose its driver; "+
-				"if the command that wrote it failed (kubectl get rblndrivers -o yaml), fix it and run again", d.From, labelled, v1alpha1.LabelOwner))
+				"if the command that wrote it failed (kubectl get rblndrivers -o yaml), fix it and run again", d.From, labelled, operator.LabelOwner))
 		}
 	}
 	if p := src.Workloads; p.Given && p.Count == 0 && strings.HasPrefix(p.From, "--") {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/decode"
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -44,19 +45,17 @@ func (s *State) Nodes() []routing.Node { return s.nodes }
 // only.
 func (s *State) Drivers() []v1alpha1.RBLNDriver { return s.drivers }
 
-// ClusterPolicy is the RBLNClusterPolicy that applies: the one named rbln-cluster-policy,
-// else the first by name; nil for none.
+// ClusterPolicy is the RBLNClusterPolicy that applies: the one rbln-npu-operator reads
+// (operator.ActiveClusterPolicy: the oldest whose status.state is not ignored); nil for none.
 func (s *State) ClusterPolicy() *v1alpha1.RBLNClusterPolicy {
-	var best *v1alpha1.RBLNClusterPolicy
-	for i := range s.policies {
-		switch cp := &s.policies[i]; {
-		case cp.Name == v1alpha1.ClusterPolicyName:
-			return cp
-		case best == nil || cp.Name < best.Name:
-			best = cp
-		}
+	metas := make([]operator.PolicyMeta, len(s.policies))
+	for i, cp := range s.policies {
+		metas[i] = operator.PolicyMeta{Name: cp.Name, Created: cp.CreationTimestamp.Time, State: cp.Status.State}
 	}
-	return best
+	if i := operator.ActiveClusterPolicy(metas); i >= 0 {
+		return &s.policies[i]
+	}
+	return nil
 }
 
 // Workloads are the workloads; nil when they are not known.

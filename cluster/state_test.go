@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,14 +93,24 @@ func TestFromListsKeepsDuplicates(t *testing.T) {
 	assert.Nil(t, s.Workloads())
 }
 
+// TestClusterPolicyThatApplies: the one rbln-npu-operator reads, the oldest that is not
+// ignored, whatever its name.
 func TestClusterPolicyThatApplies(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	aged := func(name string, age time.Duration, state string) v1alpha1.RBLNClusterPolicy {
+		p := policy(name)
+		p.CreationTimestamp = metav1.NewTime(t0.Add(-age))
+		p.Status.State = state
+		return p
+	}
 	for name, tc := range map[string]struct {
 		policies []v1alpha1.RBLNClusterPolicy
 		want     string
 	}{
 		"none":                              {},
-		"rbln-cluster-policy wins":          {policies: []v1alpha1.RBLNClusterPolicy{policy("a"), policy(v1alpha1.ClusterPolicyName), policy("b")}, want: v1alpha1.ClusterPolicyName},
-		"else the first by name":            {policies: []v1alpha1.RBLNClusterPolicy{policy("z"), policy("b"), policy("m")}, want: "b"},
+		"the oldest, whatever its name":     {policies: []v1alpha1.RBLNClusterPolicy{aged("a", time.Hour, ""), aged(v1alpha1.ClusterPolicyName, time.Minute, ""), aged("b", 2*time.Minute, "")}, want: "a"},
+		"the smaller name on a tie":         {policies: []v1alpha1.RBLNClusterPolicy{policy("z"), policy("b"), policy("m")}, want: "b"},
+		"ignored ones are skipped":          {policies: []v1alpha1.RBLNClusterPolicy{aged("a", time.Hour, "ignored"), aged("b", time.Minute, "")}, want: "b"},
 		"one of another name still applies": {policies: []v1alpha1.RBLNClusterPolicy{policy("other")}, want: "other"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -112,7 +123,7 @@ func TestClusterPolicyThatApplies(t *testing.T) {
 		})
 	}
 	s := &cluster.State{}
-	s.SetClusterPolicy(policy(v1alpha1.ClusterPolicyName))
+	s.SetClusterPolicy(aged(v1alpha1.ClusterPolicyName, time.Hour, ""))
 	s.SetClusterPolicy(policy("other"))
 	s.DeleteClusterPolicy(v1alpha1.ClusterPolicyName)
 	assert.Equal(t, "other", s.ClusterPolicy().Name)

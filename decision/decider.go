@@ -231,8 +231,8 @@ func (d *Decider) ClusterPolicy(ctx context.Context, req Request[*v1alpha1.RBLNC
 	}
 	if obj.Name != v1alpha1.ClusterPolicyName {
 		v.warn(warning(finding.RuleClusterPolicyName, "metadata.name",
-			"driverguard reads the RBLNClusterPolicy named %q; a policy named %q applies only while no %q exists",
-			v1alpha1.ClusterPolicyName, obj.Name, v1alpha1.ClusterPolicyName))
+			"the chart renders the RBLNClusterPolicy named %q, and rbln-npu-operator reads only one, the oldest that is not ignored, whatever its name: %q applies only if it is that one; keep a single RBLNClusterPolicy",
+			v1alpha1.ClusterPolicyName, obj.Name))
 	}
 	if d.Policy == nil {
 		return v, nil

@@ -16,13 +16,14 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
 var (
-	atom   = wt.Sel(v1alpha1.LabelFamily, "atom")
+	atom   = wt.Sel(operator.LabelFamily, "atom")
 	canary = wt.Sel("env", "canary")
 	nodes  = []routing.Node{
 		{Name: "n-atom", Labels: wt.CandidateLabels()},
@@ -44,15 +45,15 @@ func findings(fs []decision.Finding) []ruleField {
 // (render time): every decision must be the same on both.
 func views(stored []v1alpha1.RBLNDriver) map[string]decision.View {
 	return map[string]decision.View{
-		"index":   routing.NewIndex(stored, nodes),
-		"cluster": routing.NewCluster(nodes, stored, nil),
+		"index":   routing.NewIndex(stored, nodes, routing.Options{}),
+		"cluster": routing.NewCluster(nodes, stored, nil, routing.Options{}),
 	}
 }
 
 func TestDriverRules(t *testing.T) {
 	t.Parallel()
 	stored := []v1alpha1.RBLNDriver{*wt.Driver("rbln-driver", nil), *wt.Driver("rbln-driver-atom", atom)}
-	reserved := wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me"))
+	reserved := wt.Driver("rbln-driver-x", wt.Sel(operator.LabelOwner, "me"))
 	tests := []struct {
 		name     string
 		op       string
@@ -60,7 +61,7 @@ func TestDriverRules(t *testing.T) {
 		deny     []ruleField
 		warn     int
 	}{
-		{"allowed", "CREATE", wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil, []ruleField{}, 0},
+		{"allowed", "CREATE", wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel")), nil, []ruleField{}, 0},
 		{"reserved key", "CREATE", reserved, nil, []ruleField{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},
 		{"empty selector", "CREATE", wt.Driver("rbln-driver-x", nil), nil, []ruleField{{"FieldValueRequired", "spec.nodeSelector"}}, 0},
 		{"bad name: conflicts are judged on valid drivers only", "CREATE", wt.Driver("Rbln_Driver", atom), nil, []ruleField{{"FieldValueInvalid", "metadata.name"}}, 0},
@@ -70,14 +71,14 @@ func TestDriverRules(t *testing.T) {
 		{"an old tie is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-canary", canary), "3.3.0"), wt.Driver("rbln-driver-canary", canary), []ruleField{}, 1},
 		{"an update onto another's selector introduces the identical selector and the tie", "UPDATE", wt.Driver("rbln-driver-zone", atom), wt.Driver("rbln-driver-zone", wt.Sel("zone", "b")),
 			[]ruleField{{"IdenticalNodeSelector", "spec.nodeSelector"}, {"ConflictingNodeSelector", "spec.nodeSelector"}}, 0},
-		{"an old reserved key is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me")), "3.3.0"), reserved, []ruleField{}, 1},
-		{"a reserved key the update adds is denied", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me", "zone", "b")), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")),
+		{"an old reserved key is a warning on UPDATE", "UPDATE", withVersion(wt.Driver("rbln-driver-x", wt.Sel(operator.LabelOwner, "me")), "3.3.0"), reserved, []ruleField{}, 1},
+		{"a reserved key the update adds is denied", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(operator.LabelOwner, "me", "zone", "b")), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")),
 			[]ruleField{{"FieldValueForbidden", "spec.nodeSelector[rebellions.ai/npu.driver.owner]"}}, 0},
-		{"a reserved key is one finding whatever its value", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "you")), reserved, []ruleField{}, 1},
+		{"a reserved key is one finding whatever its value", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel(operator.LabelOwner, "you")), reserved, []ruleField{}, 1},
 		{"a changed invalid value is a new finding", "UPDATE", wt.Driver("rbln-driver-x", wt.Sel("env", "-b")), wt.Driver("rbln-driver-x", wt.Sel("env", "-a")),
 			[]ruleField{{"FieldValueInvalid", "spec.nodeSelector[env]"}}, 0},
 		{"being deleted: always allowed", "UPDATE", deleting(wt.Driver("rbln-driver-atom2", atom)), wt.Driver("rbln-driver-atom2", atom), []ruleField{}, 0},
-		{"being deleted, with a reserved key", "UPDATE", deleting(wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me"))), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")), []ruleField{}, 0},
+		{"being deleted, with a reserved key", "UPDATE", deleting(wt.Driver("rbln-driver-x", wt.Sel(operator.LabelOwner, "me"))), wt.Driver("rbln-driver-x", wt.Sel("zone", "b")), []ruleField{}, 0},
 	}
 	for _, tt := range tests {
 		for vname, view := range views(append(stored, storedFor(tt.old)...)) {
@@ -141,7 +142,7 @@ func TestPolicyOnUpdate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ev := pinned()
-			v, err := (&decision.Decider{Policy: ev}).Driver(t.Context(), routing.NewIndex([]v1alpha1.RBLNDriver{*tt.old}, nodes),
+			v, err := (&decision.Decider{Policy: ev}).Driver(t.Context(), routing.NewIndex([]v1alpha1.RBLNDriver{*tt.old}, nodes, routing.Options{}),
 				decision.Request[*v1alpha1.RBLNDriver]{Operation: "UPDATE", Object: tt.obj, OldObject: tt.old})
 			require.NoError(t, err)
 			var deny []string
@@ -188,9 +189,9 @@ func TestPolicyInput(t *testing.T) {
 		}, nil
 	}}
 	d := &decision.Decider{Policy: rec}
-	obj := wt.Driver("rbln-driver-canary", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary"))
+	obj := wt.Driver("rbln-driver-canary", wt.Sel(operator.LabelFamily, "atom", "env", "canary"))
 	raw := json.RawMessage(`{"kind":"RBLNDriver"}`)
-	v, err := d.Driver(t.Context(), routing.NewIndex([]v1alpha1.RBLNDriver{*wt.Driver("rbln-driver-atom", atom)}, nodes),
+	v, err := d.Driver(t.Context(), routing.NewIndex([]v1alpha1.RBLNDriver{*wt.Driver("rbln-driver-atom", atom)}, nodes, routing.Options{}),
 		decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: obj, RawObject: raw, Source: policy.SourceAdmission})
 	require.NoError(t, err)
 	assert.Equal(t, []ruleField{{"driverguard.team.deny", ""}}, findings(v.Denials))
@@ -216,11 +217,11 @@ func TestPolicyErrors(t *testing.T) {
 		return nil, errors.New("eval_conflict_error")
 	}}
 	req := decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver", nil)}
-	_, err := (&decision.Decider{Policy: failing}).Driver(t.Context(), routing.NewIndex(nil, nil), req)
+	_, err := (&decision.Decider{Policy: failing}).Driver(t.Context(), routing.NewIndex(nil, nil, routing.Options{}), req)
 	var u *decision.UnavailableError
 	require.ErrorAs(t, err, &u)
 	assert.Contains(t, err.Error(), "eval_conflict_error")
-	v, err := (&decision.Decider{Policy: failing, PolicyFailOpen: true}).Driver(t.Context(), routing.NewIndex(nil, nil), req)
+	v, err := (&decision.Decider{Policy: failing, PolicyFailOpen: true}).Driver(t.Context(), routing.NewIndex(nil, nil, routing.Options{}), req)
 	require.NoError(t, err)
 	assert.True(t, v.Allowed())
 	assert.Equal(t, finding.RulePolicyUnavailable, v.Warnings[0].Rule)
@@ -265,7 +266,7 @@ func TestLongValuesAreCut(t *testing.T) {
 	for i := range long {
 		long[i] = 'a'
 	}
-	v, err := (&decision.Decider{}).Driver(t.Context(), routing.NewIndex(nil, nil), decision.Request[*v1alpha1.RBLNDriver]{
+	v, err := (&decision.Decider{}).Driver(t.Context(), routing.NewIndex(nil, nil, routing.Options{}), decision.Request[*v1alpha1.RBLNDriver]{
 		Operation: "CREATE", Object: wt.Driver("rbln-driver-x", wt.Sel("env", string(long)))})
 	require.NoError(t, err)
 	require.Len(t, v.Denials, 1)
@@ -293,7 +294,7 @@ func TestVerdictBounds(t *testing.T) {
 	d := &decision.Decider{Policy: eval}
 	ctx := context.Background()
 
-	v, err := d.Driver(ctx, routing.NewIndex(nil, nodes), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver-x", bad)})
+	v, err := d.Driver(ctx, routing.NewIndex(nil, nodes, routing.Options{}), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver-x", bad)})
 	require.NoError(t, err)
 	assert.False(t, v.Allowed())
 	assert.Len(t, v.Denials, decision.MaxFindings)
@@ -313,7 +314,7 @@ func TestVerdictBounds(t *testing.T) {
 	for i := range 100_000 {
 		sel[fmt.Sprintf("k%d", i)] = "v"
 	}
-	v, err = d.Driver(ctx, routing.NewIndex(nil, nodes), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver-y", sel)})
+	v, err = d.Driver(ctx, routing.NewIndex(nil, nodes, routing.Options{}), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: wt.Driver("rbln-driver-y", sel)})
 	require.NoError(t, err)
 	assert.Equal(t, []ruleField{{"FieldValueTooMany", "spec.nodeSelector"}}, findings(v.Denials))
 	assert.Empty(t, v.Warnings)
@@ -322,7 +323,7 @@ func TestVerdictBounds(t *testing.T) {
 	// annotations over Kubernetes' 256 KiB in all: denied for their size the same way
 	big := wt.Driver("rbln-driver-z", map[string]string{"x": "z"})
 	big.Spec.Annotations = map[string]string{"a": strings.Repeat("v", 200<<10), "b": strings.Repeat("v", 100<<10)}
-	v, err = d.Driver(ctx, routing.NewIndex(nil, nodes), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: big})
+	v, err = d.Driver(ctx, routing.NewIndex(nil, nodes, routing.Options{}), decision.Request[*v1alpha1.RBLNDriver]{Operation: "CREATE", Object: big})
 	require.NoError(t, err)
 	assert.Equal(t, []ruleField{{"FieldValueTooLong", "spec.annotations"}}, findings(v.Denials))
 	assert.Contains(t, v.Denials[0].Message, "annotations size 307202 is larger than limit 262144")
@@ -341,8 +342,8 @@ func TestKernelTagOnBothViews(t *testing.T) {
 	require.True(t, engine.GuardsRouting(), "the library's only routing reader is guarded")
 	kernelNodes := []routing.Node{
 		{Name: "n-ok", Labels: wt.CandidateLabels("rack", "r1")},
-		{Name: "n-underscore", Labels: wt.CandidateLabels("rack", "r1", v1alpha1.LabelKernel, "5.15.0_custom")},
-		{Name: "n-plus", Labels: wt.CandidateLabels("rack", "r2", v1alpha1.LabelKernel, "5.15.0+custom")},
+		{Name: "n-underscore", Labels: wt.CandidateLabels("rack", "r1", operator.LabelKernel, "5.15.0_custom")},
+		{Name: "n-plus", Labels: wt.CandidateLabels("rack", "r2", operator.LabelKernel, "5.15.0+custom")},
 	}
 	stored := []v1alpha1.RBLNDriver{*wt.Driver("rbln-driver", nil)}
 	for _, tt := range []struct {
@@ -352,9 +353,9 @@ func TestKernelTagOnBothViews(t *testing.T) {
 	}{
 		{"valid kernels", wt.Sel("rack", "r1"), false},
 		{"plus in a kernel", wt.Sel("rack", "r2"), true},
-		{"both", wt.Sel(v1alpha1.LabelFamily, "atom"), true},
+		{"both", wt.Sel(operator.LabelFamily, "atom"), true},
 	} {
-		for name, view := range map[string]decision.View{"index": routing.NewIndex(stored, kernelNodes), "cluster": routing.NewCluster(kernelNodes, stored, nil)} {
+		for name, view := range map[string]decision.View{"index": routing.NewIndex(stored, kernelNodes, routing.Options{}), "cluster": routing.NewCluster(kernelNodes, stored, nil, routing.Options{})} {
 			t.Run(tt.name+"/"+name, func(t *testing.T) {
 				obj := wt.Driver("rbln-driver-k", tt.sel)
 				old := wt.Driver("rbln-driver-k", wt.Sel("rack", "r9"))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -22,8 +23,8 @@ func FuzzDriverDecision(f *testing.F) {
 	for _, d := range []*v1alpha1.RBLNDriver{
 		wt.Driver("rbln-driver", nil),
 		wt.Driver("rbln-driver-atom", atom),
-		wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "me", "a b", "c d")),
-		wt.Driver("rbln-driver-kernel", wt.Sel(v1alpha1.LabelFamily, "atom", "feature.node.kubernetes.io/kernel-version.full", "6.8.0+1_x")),
+		wt.Driver("rbln-driver-x", wt.Sel(operator.LabelOwner, "me", "a b", "c d")),
+		wt.Driver("rbln-driver-kernel", wt.Sel(operator.LabelFamily, "atom", "feature.node.kubernetes.io/kernel-version.full", "6.8.0+1_x")),
 		wt.Driver(strings.Repeat("n", 64), map[string]string{strings.Repeat("k", 40): strings.Repeat("v", 64)}),
 	} {
 		b, _ := json.Marshal(d)
@@ -50,7 +51,7 @@ func FuzzDriverDecision(f *testing.F) {
 				req.OldObject = &stored[1]
 			}
 			var verdicts []*decision.Verdict
-			for _, view := range []decision.View{routing.NewIndex(stored, nodes), routing.NewCluster(nodes, stored, nil)} {
+			for _, view := range []decision.View{routing.NewIndex(stored, nodes, routing.Options{}), routing.NewCluster(nodes, stored, nil, routing.Options{})} {
 				v, err := d.Driver(ctx, view, req)
 				if err != nil {
 					t.Fatalf("%s: %v", op, err)

@@ -100,6 +100,13 @@ func Denied(kind, name string, fs ...Finding) *Verdict {
 	return v
 }
 
+// Warned is a verdict that allows an object with the warnings fs (none: allowed as it is).
+func Warned(kind, name string, fs ...Finding) *Verdict {
+	v := &Verdict{Kind: kind, Name: name}
+	v.warn(fs...)
+	return v
+}
+
 // deny adds denials, keeping at most MaxFindings and counting the rest.
 func (v *Verdict) deny(fs ...Finding) {
 	v.Denials, v.OmittedDenials = v.appendBounded(v.Denials, v.OmittedDenials, fs, finding.Deny)

@@ -3,6 +3,8 @@ package finding
 import (
 	"slices"
 
+	"github.com/driverguard/driverguard/operator"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -11,7 +13,7 @@ import (
 const (
 	// The selectors (package routing, judged by package decision).
 	RuleIdenticalNodeSelector   = "IdenticalNodeSelector"
-	RuleConflictingNodeSelector = "ConflictingNodeSelector"
+	RuleConflictingNodeSelector = operator.ReasonConflictingNodeSelector
 	RulePotentialConflict       = "PotentialConflict"
 	// The decision (package decision).
 	RuleUpgradePolicy     = "UpgradePolicy"
@@ -25,11 +27,16 @@ const (
 	RuleInputWarning    = "InputWarning"
 	// The drift now (package routing).
 	RuleUnowned                  = "Unowned"
-	RuleDriverFamilyLabelMissing = "DriverFamilyLabelMissing"
+	RuleNFDLabelMissing          = "NFDLabelMissing"
+	RuleDriverFamilyLabelMissing = operator.ReasonDriverFamilyLabelMissing
+	RulePoolNameCollision        = "PoolNameCollision"
+	RuleDaemonSetNotCreated      = "DaemonSetNotCreated"
 	RuleInvalidImageTag          = "InvalidImageTag"
 	RuleStaleOwnerLabel          = "StaleOwnerLabel"
+	// The driver DaemonSet mutation (package webhook).
+	RuleDaemonSetCorrected = "DaemonSetCorrected"
 	// The registry check (packages registry and audit).
-	RuleDriverImageNotFound    = "DriverImageNotFound"
+	RuleDriverImageNotFound    = operator.ReasonDriverImageNotFound
 	RuleDriverImageNotVerified = "DriverImageNotVerified"
 	RuleDriverImageCheck       = "DriverImageCheck"
 	// A test run (package suite).
@@ -48,6 +55,7 @@ const (
 	homeRegistry   = "registry"
 	homeCluster    = "cluster"
 	homeSuite      = "suite"
+	homeWebhook    = "webhook"
 )
 
 // FieldErrorTypes are the rules of the object syntax: apimachinery's field error types,
@@ -75,12 +83,16 @@ var builtin = func() []Rule {
 		rule(RuleOmittedFindings, Warn, homeDecision, "Findings beyond what a decision lists for one object, counted"),
 		rule(RuleInputWarning, Warn, homeCluster, "An input that looks like a failed read, not a cluster"),
 		rule(RuleUnowned, Deny, homeRouting, "A node that matches no RBLNDriver (drift)"),
-		rule(RuleDriverFamilyLabelMissing, Deny, homeRouting, "A node without its NPU family label (drift)"),
-		rule(RuleInvalidImageTag, Deny, homeRouting, "A pool's image tag is not a valid tag (drift)"),
-		rule(RuleStaleOwnerLabel, Deny, homeRouting, "A node's owner label is not the driver routing gives it (drift)"),
+		rule(RuleNFDLabelMissing, Deny, homeRouting, "A node without a Node Feature Discovery label joins no pool (drift)"),
+		rule(RuleDriverFamilyLabelMissing, Deny, homeRouting, "A node whose NPU family label is missing or unusable joins no pool (drift)"),
+		rule(RulePoolNameCollision, Deny, homeRouting, "Two nodes compose one pool name from different labels: the pool's DaemonSet skips the later one (drift)"),
+		rule(RuleDaemonSetNotCreated, Deny, homeRouting, "The operator cannot create a pool's DaemonSet: an invalid name or another driver's DaemonSet of that name (drift)"),
+		rule(RuleInvalidImageTag, Deny, homeRouting, "No valid driver image can be composed for a pool (drift)"),
+		rule(RuleStaleOwnerLabel, Deny, homeRouting, "A node's owner label is not the driver rbln-npu-operator gives it (drift)"),
 		rule(RuleDriverImageNotFound, Deny, homeRegistry, "The registry answers 404 for an image a pool pulls"),
 		rule(RuleDriverImageNotVerified, Warn, homeRegistry, "No registry answered for an image a pool pulls (unreachable, timeout, TLS, DNS, 401/403)"),
 		rule(RuleDriverImageCheck, Warn, homeRegistry, "What the registry check covered: images found, missing, not verified"),
+		rule(RuleDaemonSetCorrected, Warn, homeWebhook, "The webhook corrected an operator DaemonSet to what the operator composes (image, pull policy, nodeSelector, update strategy)"),
 		rule(RuleTestCaseFailed, Deny, homeSuite, "A test case missed an expectation"),
 		rule(RuleTestCaseError, Deny, homeSuite, "A test case could not be judged"),
 		rule(RuleNeverFired, Audit, homeSuite, "No test case makes the rule fire"),
@@ -98,7 +110,8 @@ func Builtin() []Rule { return slices.Clone(builtin) }
 // whatever a change would do.
 func Drift(rule string) bool {
 	switch rule {
-	case RuleUnowned, RuleConflictingNodeSelector, RuleDriverFamilyLabelMissing, RuleInvalidImageTag, RuleStaleOwnerLabel:
+	case RuleUnowned, RuleConflictingNodeSelector, RuleNFDLabelMissing, RuleDriverFamilyLabelMissing, RulePoolNameCollision,
+		RuleDaemonSetNotCreated, RuleInvalidImageTag, RuleStaleOwnerLabel:
 		return true
 	}
 	return false

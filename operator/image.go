@@ -89,7 +89,13 @@ func DriverImage(spec DriverSpec, p Pool) (ImageRef, error) {
 	if i := strings.LastIndexByte(image, '/'); i >= 0 {
 		repo = image[:i+1] + p.Family + image[i:]
 	}
-	return ImageRef{Registry: registry, Repository: repo, Tag: version + "-" + p.Kernel + "-" + os}, nil
+	return ImageRef{Registry: registry, Repository: repo, Tag: DriverTag(version, p)}, nil
+}
+
+// DriverTag is the tag of pool p's driver image: <version>-<kernel>-<ID><VERSION_ID>, the
+// version trimmed of spaces and the kernel raw.
+func DriverTag(version string, p Pool) string {
+	return strings.TrimSpace(version) + "-" + p.Kernel + "-" + p.OS()
 }
 
 // HasDigest reports whether an image and version hold a digest the operator refuses for a

@@ -18,6 +18,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/routing"
@@ -93,9 +94,9 @@ func genPlanInputs(s planShape) plan.Inputs {
 		osv := benchOSes[r.IntN(len(benchOSes))]
 		kernels := benchKernels[osv.id+osv.version]
 		l := wt.PoolLabels(family, osv.id, osv.version, kernels[r.IntN(len(kernels))])
-		l[v1alpha1.LabelDeployDriver] = "true"
+		l[operator.LabelDeployDriver] = "true"
 		if r.IntN(100) == 0 {
-			l[v1alpha1.LabelDeployDriver] = "pre-installed"
+			l[operator.LabelDeployDriver] = "pre-installed"
 		}
 		l["kubernetes.io/hostname"] = name
 		l["kubernetes.io/os"] = "linux"
@@ -116,9 +117,9 @@ func genPlanInputs(s planShape) plan.Inputs {
 		if t == 0 {
 			d = wt.Driver(v1alpha1.DefaultDriverName, nil)
 		} else {
-			sel := map[string]string{"team": benchTeam(t), v1alpha1.LabelFamily: teamFamily(t)}
+			sel := map[string]string{"team": benchTeam(t), operator.LabelFamily: teamFamily(t)}
 			if t%5 == 0 {
-				delete(sel, v1alpha1.LabelFamily)
+				delete(sel, operator.LabelFamily)
 			}
 			d = wt.Driver("rbln-driver-"+benchTeam(t), sel)
 		}
@@ -132,14 +133,14 @@ func genPlanInputs(s planShape) plan.Inputs {
 	}
 
 	// the owner labels and driver pods of the cluster now
-	now := routing.Route(current, nodes)
+	now := routing.Route(current, nodes, routing.Options{})
 	byName := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		byName[n.Name] = i
 	}
 	for _, n := range now.Nodes {
 		if n.Owner != "" {
-			nodes[byName[n.Name]].Labels[v1alpha1.LabelOwner] = n.Owner
+			nodes[byName[n.Name]].Labels[operator.LabelOwner] = n.Owner
 		}
 	}
 	w := &plan.Workloads{}

@@ -47,11 +47,14 @@ const (
 // Drift kinds: what is wrong with the cluster now, whatever the values (routing's, which the
 // audit reports too).
 const (
-	DriftUnowned            = routing.DriftUnowned
-	DriftTie                = routing.DriftTie
-	DriftFamilyLabelMissing = routing.DriftFamilyLabelMissing
-	DriftInvalidImageTag    = routing.DriftInvalidImageTag
-	DriftStaleOwnerLabel    = routing.DriftStaleOwnerLabel
+	DriftUnowned             = routing.DriftUnowned
+	DriftTie                 = routing.DriftTie
+	DriftNFDLabelMissing     = routing.DriftNFDLabelMissing
+	DriftFamilyLabelMissing  = routing.DriftFamilyLabelMissing
+	DriftPoolNameCollision   = routing.DriftPoolNameCollision
+	DriftDaemonSetNotCreated = routing.DriftDaemonSetNotCreated
+	DriftInvalidImageTag     = routing.DriftInvalidImageTag
+	DriftStaleOwnerLabel     = routing.DriftStaleOwnerLabel
 )
 
 // Inputs are what a plan is made from.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
@@ -36,7 +37,7 @@ func owned(d *v1alpha1.RBLNDriver) v1alpha1.RBLNDriver {
 
 func node(name, family string, extra ...string) routing.Node {
 	l := wt.PoolLabels(family, "ubuntu", "22.04", "6.8.0-90-generic")
-	l[v1alpha1.LabelDeployDriver] = "true"
+	l[operator.LabelDeployDriver] = "true"
 	maps.Copy(l, wt.Sel(extra...))
 	return routing.Node{Name: name, Labels: l}
 }
@@ -70,19 +71,19 @@ func scenario(up func(*v1alpha1.UpgradePolicy)) plan.Inputs {
 		node("n-upgrade2", "rebel", "fleet", "npu"),
 		node("n-held", "rebel", "fleet", "npu", plan.LabelUpgradeSkip, "true"),
 		node("n-change", "atom", "fleet", "npu", "env", "canary"),
-		node("n-lose", "ca", v1alpha1.LabelOwner, "rbln-driver-ca"),
+		node("n-lose", "ca", operator.LabelOwner, "rbln-driver-ca"),
 		node("n-gain", "cr"),
 	}
 	current := []v1alpha1.RBLNDriver{
 		owned(def.DeepCopy()),
-		owned(wt.Driver("rbln-driver-rebel", wt.Sel("fleet", "npu", v1alpha1.LabelFamily, "rebel"))),
-		owned(wt.Driver("rbln-driver-ca", wt.Sel(v1alpha1.LabelFamily, "ca"))),
+		owned(wt.Driver("rbln-driver-rebel", wt.Sel("fleet", "npu", operator.LabelFamily, "rebel"))),
+		owned(wt.Driver("rbln-driver-ca", wt.Sel(operator.LabelFamily, "ca"))),
 	}
 	rendered := []v1alpha1.RBLNDriver{
 		*def.DeepCopy(),
-		*version(wt.Driver("rbln-driver-rebel", wt.Sel("fleet", "npu", v1alpha1.LabelFamily, "rebel")), "3.3.0"),
+		*version(wt.Driver("rbln-driver-rebel", wt.Sel("fleet", "npu", operator.LabelFamily, "rebel")), "3.3.0"),
 		*wt.Driver("rbln-driver-canary", wt.Sel("fleet", "npu", "env", "canary")),
-		*wt.Driver("rbln-driver-cr", wt.Sel(v1alpha1.LabelFamily, "cr")),
+		*wt.Driver("rbln-driver-cr", wt.Sel(operator.LabelFamily, "cr")),
 	}
 	cp := policyWith(up)
 	return plan.Inputs{
@@ -114,7 +115,7 @@ func TestNodeAndDriverActions(t *testing.T) {
 	assert.Equal(t, plan.DriverUnchanged, drivers["rbln-driver"].Action)
 	assert.Equal(t, plan.DriverPlan{Name: "rbln-driver-rebel", Action: plan.DriverUpdate, OldVersion: "3.2.2", NewVersion: "3.3.0",
 		OldSelector: "{fleet=npu,rebellions.ai/npu.family=rebel}", NewSelector: "{fleet=npu,rebellions.ai/npu.family=rebel}",
-		OldNodeSelector: map[string]string{"fleet": "npu", v1alpha1.LabelFamily: "rebel"}}, drivers["rbln-driver-rebel"])
+		OldNodeSelector: map[string]string{"fleet": "npu", operator.LabelFamily: "rebel"}}, drivers["rbln-driver-rebel"])
 	assert.Equal(t, plan.DriverCreate, drivers["rbln-driver-canary"].Action)
 	assert.Equal(t, plan.DriverDelete, drivers["rbln-driver-ca"].Action)
 	assert.Equal(t, []string{"rbln-driver", "rbln-driver-ca", "rbln-driver-canary", "rbln-driver-cr", "rbln-driver-rebel"}, names(p.Drivers))
@@ -216,7 +217,7 @@ func nodeIndex(p *plan.Plan, name string) int {
 // daemonSetOf is the driver DaemonSet of a node now.
 func daemonSetOf(t *testing.T, in plan.Inputs, node string) string {
 	t.Helper()
-	res := routing.Route(in.Cluster.Drivers(), in.Cluster.Nodes())
+	res := routing.Route(in.Cluster.Drivers(), in.Cluster.Nodes(), routing.Options{})
 	for _, pool := range res.Pools {
 		for _, n := range pool.Nodes {
 			if n == node {
@@ -396,8 +397,9 @@ func TestPercentBudgets(t *testing.T) {
 func TestDriftOnly(t *testing.T) {
 	in := scenario(func(*v1alpha1.UpgradePolicy) {})
 	in.Objects = nil
-	for _, n := range []routing.Node{node("n-unowned", "atom"), node("n-stale", "rebel", "fleet", "npu", v1alpha1.LabelOwner, "rbln-driver-old"),
-		{Name: "n-nofamily", Labels: wt.Sel(v1alpha1.LabelDeployDriver, "true", "fleet", "npu")}} {
+	for _, n := range []routing.Node{node("n-unowned", "atom"), node("n-stale", "rebel", "fleet", "npu", operator.LabelOwner, "rbln-driver-old"),
+		{Name: "n-nofamily", Labels: wt.Sel(operator.LabelDeployDriver, "true", "fleet", "npu", operator.LabelOSID, "ubuntu", operator.LabelOSVersion, "22.04", operator.LabelKernel, "6.8.0-90-generic")},
+		{Name: "n-nonfd", Labels: wt.Sel(operator.LabelDeployDriver, "true", "fleet", "npu", operator.LabelFamily, "atom")}} {
 		in.Cluster.SetNode(n)
 	}
 	p, err := plan.Make(t.Context(), in)
@@ -409,7 +411,7 @@ func TestDriftOnly(t *testing.T) {
 	for _, d := range p.Drift {
 		drift = append(drift, d.Node+" "+d.Kind)
 	}
-	assert.Subset(t, drift, []string{"n-unowned Unowned", "n-stale StaleOwnerLabel", "n-nofamily DriverFamilyLabelMissing", "n-gain Unowned"})
+	assert.Subset(t, drift, []string{"n-unowned Unowned", "n-stale StaleOwnerLabel", "n-nofamily DriverFamilyLabelMissing", "n-nonfd NFDLabelMissing", "n-gain Unowned"})
 	assert.Empty(t, p.Batches)
 	assert.True(t, p.Proceed)
 }
@@ -419,7 +421,7 @@ func TestDriftOnly(t *testing.T) {
 func TestCannotProceed(t *testing.T) {
 	in := scenario(func(*v1alpha1.UpgradePolicy) {})
 	in.AllowDriverLoss = false
-	in.Objects.Drivers = append(in.Objects.Drivers, *wt.Driver("rbln-driver-tie", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary")))
+	in.Objects.Drivers = append(in.Objects.Drivers, *wt.Driver("rbln-driver-tie", wt.Sel(operator.LabelFamily, "atom", "env", "canary")))
 	in.CheckImages = func(_ context.Context, images []string, _ *release.Result) map[string]registry.ImageResult {
 		out := map[string]registry.ImageResult{}
 		for _, img := range images {

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 )
 
@@ -34,7 +34,7 @@ func BenchmarkEvaluate(b *testing.B) {
 		view := &policy.ClusterView{}
 		for i := 0; i < size; i++ {
 			src := example[i%len(example)]
-			view.Nodes = append(view.Nodes, policy.ClusterNode{Name: fmt.Sprintf("%s-%05d", src.Name, i), Labels: maps.Clone(src.Labels), Owner: src.Labels[v1alpha1.LabelOwner]})
+			view.Nodes = append(view.Nodes, policy.ClusterNode{Name: fmt.Sprintf("%s-%05d", src.Name, i), Labels: maps.Clone(src.Labels), Owner: src.Labels[operator.LabelOwner]})
 		}
 		for _, set := range []struct {
 			name string

@@ -11,6 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -211,7 +212,7 @@ func (c *clusterData) setNode(n ClusterNode) []storeOp {
 		return nil
 	}
 	var ops []storeOp
-	if oldFamily, newFamily := old.labels[v1alpha1.LabelFamily], n.Labels[v1alpha1.LabelFamily]; !exists || oldFamily != newFamily {
+	if oldFamily, newFamily := old.labels[operator.LabelFamily], n.Labels[operator.LabelFamily]; !exists || oldFamily != newFamily {
 		if exists {
 			ops = c.countFamily(oldFamily, -1, ops)
 		}
@@ -299,7 +300,7 @@ func (c *clusterData) sync(v *ClusterView) ([]storeOp, error) {
 	removed := false
 	for name, e := range c.nodes {
 		if !present[name] {
-			nodeOps = c.countFamily(e.labels[v1alpha1.LabelFamily], -1, nodeOps)
+			nodeOps = c.countFamily(e.labels[operator.LabelFamily], -1, nodeOps)
 			delete(c.nodes, name)
 			removed = true
 		}
@@ -433,7 +434,7 @@ func RoutingOf(a *routing.Assessment, spec *v1alpha1.RBLNDriverSpec) *Routing {
 	for i, p := range a.Pools {
 		r.Pools[i] = Pool{
 			Name: p.Name, DaemonSet: p.DaemonSet,
-			Family: p.Labels.Family, OS: p.Labels.OS, OSVersion: p.Labels.OSVersion, Kernel: p.Labels.Kernel,
+			Family: p.Labels.Family, OS: p.Labels.OSID, OSVersion: p.Labels.OSVersion, Kernel: p.Labels.Kernel,
 			Tag: routing.DriverTag(spec, p.Labels), Image: p.Image, Reason: p.Reason, Nodes: p.Nodes,
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 )
 
@@ -338,7 +338,7 @@ func TestClusterNodesOnlyWhenRead(t *testing.T) {
 	const other = "package driverguard.nodes\n\ndeny contains \"families\" if data.driverguard_cluster.families.atom == 2\n"
 	writeFile(t, dir, "nodes.rego", other)
 	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true})
-	atom := map[string]string{v1alpha1.LabelFamily: "atom"}
+	atom := map[string]string{operator.LabelFamily: "atom"}
 	view := &policy.ClusterView{Nodes: []policy.ClusterNode{{Name: "n1", Labels: atom}, {Name: "n2", Labels: atom}}}
 	require.NoError(t, e.SyncCluster(t.Context(), view))
 	in := &policy.Input{Object: map[string]any{"kind": "RBLNDriver", "metadata": map[string]any{"name": "x"}}, Operation: policy.OperationCreate}

@@ -13,6 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // rawValue converts JSON text to the AST value OPA evaluates, in one pass over the text
@@ -227,8 +228,8 @@ var internedTerms = func() map[string]*ast.Term {
 			m[s] = ast.StringTerm(s)
 		}
 	}
-	for _, s := range []string{v1alpha1.GroupVersion.String(), "RBLNDriver", "RBLNClusterPolicy", v1alpha1.LabelFamily,
-		v1alpha1.LabelOSID, v1alpha1.LabelOSVersion, v1alpha1.LabelKernel, v1alpha1.LabelDeployDriver, v1alpha1.LabelOwner, "kubernetes.io/hostname"} {
+	for _, s := range []string{v1alpha1.GroupVersion.String(), "RBLNDriver", "RBLNClusterPolicy", operator.LabelFamily,
+		operator.LabelOSID, operator.LabelOSVersion, operator.LabelKernel, operator.LabelDeployDriver, operator.LabelOwner, "kubernetes.io/hostname"} {
 		add(s)
 	}
 	seen := map[reflect.Type]bool{}

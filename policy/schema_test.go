@@ -18,6 +18,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 	"github.com/driverguard/driverguard/webhook/webhooktest"
@@ -67,12 +68,12 @@ func TestRenderInputsMatchTheSchema(t *testing.T) {
 func TestAdmissionInputsMatchTheSchema(t *testing.T) {
 	s := inputSchema(t)
 	def := webhooktest.Driver(v1alpha1.DefaultDriverName, nil)
-	canary := webhooktest.Driver("rbln-driver-atom-canary", webhooktest.Sel(v1alpha1.LabelFamily, "atom", "env", "canary"))
+	canary := webhooktest.Driver("rbln-driver-atom-canary", webhooktest.Sel(operator.LabelFamily, "atom", "env", "canary"))
 	cp := webhooktest.ClusterPolicy(false)
 	nodes := webhooktest.RoutingNodes(
 		webhooktest.Node("n1", webhooktest.CandidateLabels("env", "canary")),
 		webhooktest.Node("n2", webhooktest.CandidateLabels()),
-		webhooktest.Node("n3", webhooktest.CandidateLabels(v1alpha1.LabelFamily, "rebel")),
+		webhooktest.Node("n3", webhooktest.CandidateLabels(operator.LabelFamily, "rebel")),
 	)
 	rec := &webhooktest.Evaluator{}
 	hooks := webhook.New(cluster.NewStatic(cluster.FromLists(nodes, []v1alpha1.RBLNDriver{*def, *canary}, []v1alpha1.RBLNClusterPolicy{*cp}, nil)), webhook.Options{Policy: rec})
@@ -81,7 +82,7 @@ func TestAdmissionInputsMatchTheSchema(t *testing.T) {
 	newCP := cp.DeepCopy()
 	newCP.Spec.Driver.UpgradePolicy.AutoUpgrade = true
 	for _, req := range []admission.Request{
-		webhooktest.Request(admissionv1.Create, webhooktest.Driver("rbln-driver-rebel", webhooktest.Sel(v1alpha1.LabelFamily, "rebel")), nil),
+		webhooktest.Request(admissionv1.Create, webhooktest.Driver("rbln-driver-rebel", webhooktest.Sel(operator.LabelFamily, "rebel")), nil),
 		webhooktest.Request(admissionv1.Update, newCanary, canary),
 		webhooktest.Request(admissionv1.Update, newCP, cp),
 	} {
@@ -131,7 +132,7 @@ func TestClusterDataMatchesTheSchema(t *testing.T) {
 		view.Nodes = append(view.Nodes, policy.ClusterNode{Name: n.Name, Labels: n.Labels, Owner: "rbln-driver"})
 	}
 	require.NoError(t, e.SyncCluster(t.Context(), view))
-	require.NoError(t, e.PatchCluster(t.Context(), &policy.ClusterPatch{Drivers: []*v1alpha1.RBLNDriver{webhooktest.Driver("rbln-driver-atom", webhooktest.Sel(v1alpha1.LabelFamily, "atom"))}}))
+	require.NoError(t, e.PatchCluster(t.Context(), &policy.ClusterPatch{Drivers: []*v1alpha1.RBLNDriver{webhooktest.Driver("rbln-driver-atom", webhooktest.Sel(operator.LabelFamily, "atom"))}}))
 	got, err := e.ClusterDocument()
 	require.NoError(t, err)
 	b, err := json.Marshal(got)
@@ -202,6 +203,8 @@ func TestSchemaCoversTheGoTypes(t *testing.T) {
 		{v1alpha1.SMDSpec{}, at("$defs", "RBLNDriverSpec", "properties", "smd")},
 		{v1alpha1.RBLNClusterPolicySpec{}, at("$defs", "RBLNClusterPolicy", "properties", "spec")},
 		{v1alpha1.ClusterDriverSpec{}, at("$defs", "RBLNClusterPolicy", "properties", "spec", "properties", "driver")},
+		{v1alpha1.RDSSpec{}, at("$defs", "RBLNClusterPolicy", "properties", "spec", "properties", "rds")},
+		{v1alpha1.RDSDeviceSelection{}, at("$defs", "RBLNClusterPolicy", "properties", "spec", "properties", "rds", "properties", "deviceSelection", "items")},
 		{v1alpha1.UpgradePolicy{}, defs["UpgradePolicy"].(map[string]any)},
 		{v1alpha1.WaitForCompletionSpec{}, at("$defs", "UpgradePolicy", "properties", "waitForCompletion")},
 		{v1alpha1.NPUPodDeletionSpec{}, at("$defs", "UpgradePolicy", "properties", "npuPodDeletion")},

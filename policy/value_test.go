@@ -11,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // TestInputValueIsTheJSONForm: policies see exactly the document `policy input` prints.
@@ -51,8 +52,8 @@ func TestInputValueIsTheJSONForm(t *testing.T) {
 func TestClusterDataSyncAndPatch(t *testing.T) {
 	c := newClusterData()
 	c.holdNodes(true)
-	atom := map[string]string{v1alpha1.LabelFamily: "atom"}
-	rebel := map[string]string{v1alpha1.LabelFamily: "rebel"}
+	atom := map[string]string{operator.LabelFamily: "atom"}
+	rebel := map[string]string{operator.LabelFamily: "rebel"}
 	d1 := &v1alpha1.RBLNDriver{}
 	d1.Name = "rbln-driver"
 	view := &ClusterView{
@@ -87,7 +88,7 @@ func TestClusterDataSyncAndPatch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{
 		"drivers":  map[string]any{},
-		"nodes":    map[string]any{"n1": map[string]any{"name": "n1", "labels": map[string]any{v1alpha1.LabelFamily: "atom"}, "owner": "rbln-driver", "pool": ""}},
+		"nodes":    map[string]any{"n1": map[string]any{"name": "n1", "labels": map[string]any{operator.LabelFamily: "atom"}, "owner": "rbln-driver", "pool": ""}},
 		"families": map[string]any{"atom": json.Number("1")},
 	}, doc)
 }
@@ -97,7 +98,7 @@ func TestClusterDataSyncAndPatch(t *testing.T) {
 // as they are now.
 func TestClusterDataWithoutNodes(t *testing.T) {
 	c := newClusterData()
-	atom := map[string]string{v1alpha1.LabelFamily: "atom"}
+	atom := map[string]string{operator.LabelFamily: "atom"}
 	view := &ClusterView{Nodes: []ClusterNode{{Name: "n1", Labels: atom}, {Name: "n2", Labels: atom, Owner: "rbln-driver"}}}
 	ops, err := c.sync(view)
 	require.NoError(t, err)

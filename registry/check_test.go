@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -303,8 +304,8 @@ func TestApply(t *testing.T) {
 
 	labels := func(kernel string) map[string]string {
 		return map[string]string{
-			v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom",
-			v1alpha1.LabelOSID: "ubuntu", v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: kernel,
+			operator.LabelDeployDriver: "true", operator.LabelFamily: "atom",
+			operator.LabelOSID: "ubuntu", operator.LabelOSVersion: "22.04", operator.LabelKernel: kernel,
 		}
 	}
 	driver := func(name, registry string, sel map[string]string) v1alpha1.RBLNDriver {
@@ -320,7 +321,8 @@ func TestApply(t *testing.T) {
 			{Name: "skew2", Labels: labels("6.8.0-91-generic")},
 			{Name: "locked", Labels: func() map[string]string { l := labels("6.8.0-90-generic"); l["team"] = "locked"; return l }()},
 			{Name: "rpi", Labels: labels("6.1.0+rpt-rpi-v8")},
-		})
+		}, routing.Options{})
+
 	images := Images(res)
 	require.Len(t, images, 3, "the invalid-tag pool has no image to check")
 
@@ -338,7 +340,7 @@ func TestApply(t *testing.T) {
 	assert.Empty(t, byNode["ok"].Reason)
 	assert.Empty(t, byNode["locked"].Reason, "auth failures let the pool proceed")
 	assert.Equal(t, "image not verified (unauthorized)", byNode["locked"].Detail, "and say so")
-	assert.Equal(t, routing.ReasonInvalidImageTag, byNode["rpi"].Reason)
+	assert.Equal(t, routing.ReasonDaemonSetNotCreated, byNode["rpi"].Reason, "a kernel with + makes a pool name the API server refuses")
 	skew := byNode["skew"]
 	assert.Equal(t, routing.ReasonDriverImageNotFound, skew.Reason)
 	assert.Contains(t, skew.Detail, reg.host+"/rebellions/atom/rbln-driver:3.2.2-6.8.0-91-generic-ubuntu22.04")
@@ -351,13 +353,13 @@ func TestCheckResult(t *testing.T) {
 	reg.push(t, "rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04")
 	labels := func(kernel string) map[string]string {
 		return map[string]string{
-			v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom",
-			v1alpha1.LabelOSID: "ubuntu", v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: kernel,
+			operator.LabelDeployDriver: "true", operator.LabelFamily: "atom",
+			operator.LabelOSID: "ubuntu", operator.LabelOSVersion: "22.04", operator.LabelKernel: kernel,
 		}
 	}
 	res := routing.Route([]v1alpha1.RBLNDriver{{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultDriverName},
-		Spec: v1alpha1.RBLNDriverSpec{Registry: reg.host, Image: "rebellions/rbln-driver", Version: "3.2.2"}}},
-		[]routing.Node{{Name: "a", Labels: labels("6.8.0-90-generic")}, {Name: "b", Labels: labels("6.8.0-91-generic")}})
+		Spec: v1alpha1.RBLNDriverSpec{Registry: reg.host, Image: "rebellions/rbln-driver", Version: "3.2.2"}}}, []routing.Node{{Name: "a", Labels: labels("6.8.0-90-generic")}, {Name: "b", Labels: labels("6.8.0-91-generic")}}, routing.Options{})
+
 	got, sum := Check(t.Context(), res, Options{Timeout: 2 * time.Second}, nil)
 	assert.Equal(t, Summary{Checked: true, Images: 2, Found: 1, Missing: 1, NotVerifiedBy: map[Reason]int{}}, sum)
 	require.Len(t, got, 2)

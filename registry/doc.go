@@ -14,7 +14,7 @@
 //
 // The CLI calls
 //
-//	res := routing.Route(drivers, nodes)
+//	res := routing.Route(drivers, nodes, routing.Options{})
 //	results, summary := registry.Check(ctx, res, registry.Options{Keychain: kc})
 //
 // and a long-running caller (the webhook, a periodic re-check) keeps one Checker:

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/registry/registrytest"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -30,10 +31,10 @@ func passCluster(reg *registrytest.Registry, nodes, drivers int) ([]v1alpha1.RBL
 	for i := range ns {
 		os := oses[i%len(oses)]
 		ns[i] = routing.Node{Name: fmt.Sprintf("node-%05d", i), Labels: map[string]string{
-			v1alpha1.LabelDeployDriver: "true",
-			v1alpha1.LabelFamily:       families[i%len(families)],
-			v1alpha1.LabelOSID:         os[0], v1alpha1.LabelOSVersion: os[1],
-			v1alpha1.LabelKernel: kernels[(i/7)%len(kernels)],
+			operator.LabelDeployDriver: "true",
+			operator.LabelFamily:       families[i%len(families)],
+			operator.LabelOSID:         os[0], operator.LabelOSVersion: os[1],
+			operator.LabelKernel: kernels[(i/7)%len(kernels)],
 			"example.com/group":  fmt.Sprintf("g%d", i%(drivers+drivers/5)),
 		}}
 	}
@@ -49,7 +50,7 @@ func passCluster(reg *registrytest.Registry, nodes, drivers int) ([]v1alpha1.RBL
 		}
 		ds[i] = d
 	}
-	return ds, routing.Route(ds, ns)
+	return ds, routing.Route(ds, ns, routing.Options{})
 }
 
 // TestCheckAsksEachImageOnce (SPEC §12 cost): one image pass at 10,000 nodes × 500 drivers,

@@ -202,7 +202,13 @@ func NewReplay(ctx context.Context, objs Objects, cl *cluster.State, opts Option
 	if err := checkOwnership(objs, cl); err != nil {
 		return nil, err
 	}
-	view := routing.NewCluster(cl.Nodes(), cl.Drivers(), upcoming)
+	// The operator routes by the cluster policy it reads: the rendered one once applied (Helm
+	// applies it before the RBLNDrivers), the cluster's otherwise.
+	cp := cl.ClusterPolicy()
+	if objs.ClusterPolicy != nil {
+		cp = objs.ClusterPolicy
+	}
+	view := routing.NewCluster(cl.Nodes(), cl.Drivers(), upcoming, routing.OptionsFor(cp))
 	if opts.Data != nil {
 		if err := opts.Data.SyncCluster(ctx, clusterView(view, cl)); err != nil {
 			return nil, err

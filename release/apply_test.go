@@ -15,6 +15,7 @@ import (
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/routing"
@@ -22,14 +23,14 @@ import (
 )
 
 var (
-	atom   = wt.Sel(v1alpha1.LabelFamily, "atom")
+	atom   = wt.Sel(operator.LabelFamily, "atom")
 	canary = wt.Sel("env", "canary")
 )
 
 func node(name, owner string, extra ...string) routing.Node {
 	labels := wt.CandidateLabels(extra...)
 	if owner != "" {
-		labels[v1alpha1.LabelOwner] = owner
+		labels[operator.LabelOwner] = owner
 	}
 	return routing.Node{Name: name, Labels: labels}
 }
@@ -89,7 +90,7 @@ func TestOrderAndOperations(t *testing.T) {
 func TestTieAmongRenderedInstances(t *testing.T) {
 	t.Parallel()
 	objs := release.Objects{Drivers: drivers(wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-atom", atom), wt.Driver("rbln-driver-canary", canary))}
-	nodes := []routing.Node{node("n-atom", ""), node("n-both", "", "env", "canary"), node("n-rebel", "", v1alpha1.LabelFamily, "rebel", "env", "canary")}
+	nodes := []routing.Node{node("n-atom", ""), node("n-both", "", "env", "canary"), node("n-rebel", "", operator.LabelFamily, "rebel", "env", "canary")}
 	res, err := release.Apply(t.Context(), objs, cluster.FromLists(nodes, nil, nil, nil), release.Options{})
 	require.NoError(t, err)
 	v := verdicts(res)
@@ -123,13 +124,13 @@ func TestWithoutNodes(t *testing.T) {
 func TestUpgrade(t *testing.T) {
 	t.Parallel()
 	a, b := wt.Driver("rbln-driver-a", atom), wt.Driver("rbln-driver-b", canary)
-	gone := wt.Driver("rbln-driver-gone", wt.Sel(v1alpha1.LabelFamily, "rebel"))
-	foreign := wt.Driver("rbln-driver-foreign", wt.Sel(v1alpha1.LabelFamily, "ca"))
+	gone := wt.Driver("rbln-driver-gone", wt.Sel(operator.LabelFamily, "rebel"))
+	foreign := wt.Driver("rbln-driver-foreign", wt.Sel(operator.LabelFamily, "ca"))
 	current := []v1alpha1.RBLNDriver{owned(a), owned(b), owned(gone), *foreign}
 	bumped := owned(a)
 	bumped.Spec.Version = "3.3.0"
 	objs := release.Objects{Drivers: []v1alpha1.RBLNDriver{bumped, owned(b)}, ReleaseName: "dg"}
-	nodes := []routing.Node{node("tied", "rbln-driver-a", "env", "canary"), node("rebel", "rbln-driver-gone", v1alpha1.LabelFamily, "rebel")}
+	nodes := []routing.Node{node("tied", "rbln-driver-a", "env", "canary"), node("rebel", "rbln-driver-gone", operator.LabelFamily, "rebel")}
 	res, err := release.Apply(t.Context(), objs, cluster.FromLists(nodes, current, nil, nil), release.Options{})
 	require.NoError(t, err)
 	v := verdicts(res)
@@ -167,12 +168,12 @@ func TestDriverLoss(t *testing.T) {
 		{
 			name:     "deployDefault false",
 			rendered: drivers(a),
-			nodes:    []routing.Node{node("n1", "rbln-driver", v1alpha1.LabelFamily, "rebel"), node("n2", "rbln-driver")},
+			nodes:    []routing.Node{node("n1", "rbln-driver", operator.LabelFamily, "rebel"), node("n2", "rbln-driver")},
 			want:     []release.NodeLoss{{Node: "n1", From: "rbln-driver", Reason: routing.ReasonNoMatchingDriver}},
 		},
 		{
 			name:     "a narrowed instance",
-			rendered: drivers(wt.Driver("rbln-driver-a", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary"))),
+			rendered: drivers(wt.Driver("rbln-driver-a", wt.Sel(operator.LabelFamily, "atom", "env", "canary"))),
 			current:  []v1alpha1.RBLNDriver{owned(a)},
 			nodes:    []routing.Node{node("n1", "rbln-driver-a"), node("n2", "rbln-driver-a", "env", "canary")},
 			want:     []release.NodeLoss{{Node: "n1", From: "rbln-driver-a", Reason: routing.ReasonNoMatchingDriver}},
@@ -186,13 +187,13 @@ func TestDriverLoss(t *testing.T) {
 		{
 			name:     "out of scope and unlabelled nodes never lose a driver",
 			rendered: drivers(a),
-			nodes:    []routing.Node{{Name: "pre", Labels: map[string]string{v1alpha1.LabelDeployDriver: "pre-installed", v1alpha1.LabelOwner: "rbln-driver"}}, node("fresh", "", v1alpha1.LabelFamily, "rebel")},
+			nodes:    []routing.Node{{Name: "pre", Labels: map[string]string{operator.LabelDeployDriver: "pre-installed", operator.LabelOwner: "rbln-driver"}}, node("fresh", "", operator.LabelFamily, "rebel")},
 			want:     []release.NodeLoss{},
 		},
 		{
 			name:     "the default stays",
 			rendered: drivers(def, a),
-			nodes:    []routing.Node{node("n1", "rbln-driver", v1alpha1.LabelFamily, "rebel")},
+			nodes:    []routing.Node{node("n1", "rbln-driver", operator.LabelFamily, "rebel")},
 			want:     []release.NodeLoss{},
 		},
 	}

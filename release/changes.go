@@ -5,8 +5,8 @@ import (
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -63,7 +63,7 @@ func labelRouting(r *routing.Result) (*routing.Result, []routing.Drift) {
 			if !CanNameADriver(n.CurrentOwner) {
 				drift = append(drift, routing.Drift{Kind: routing.DriftStaleOwnerLabel, Node: n.Name,
 					Detail: fmt.Sprintf("its %s label is %q, which no RBLNDriver can be named (not a DNS-1123 subdomain: lowercase letters, "+
-						"digits, '-' and '.', at most 253 characters): it names no driver", v1alpha1.LabelOwner, validation.Truncate(n.CurrentOwner, maxLabelQuote))})
+						"digits, '-' and '.', at most 253 characters): it names no driver", operator.LabelOwner, validation.Truncate(n.CurrentOwner, maxLabelQuote))})
 				continue
 			}
 		}

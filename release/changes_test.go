@@ -9,6 +9,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/routing"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -27,7 +28,7 @@ func TestStaleOwnerLabelIsNotADriverLoss(t *testing.T) {
 	t.Parallel()
 	a := owned(wt.Driver("rbln-driver-a", atom))
 	nodes := []routing.Node{
-		node("ghost-1", "ghost-driver", v1alpha1.LabelFamily, "rebel"), // no driver selects it, its label is stale
+		node("ghost-1", "ghost-driver", operator.LabelFamily, "rebel"), // no driver selects it, its label is stale
 		node("ghost-2", "ghost-driver"),                                // atom: rbln-driver-a owns it now
 		node("atom-1", "rbln-driver-a"),
 	}
@@ -44,7 +45,7 @@ func TestStaleOwnerLabelIsNotADriverLoss(t *testing.T) {
 		}
 	}
 	assert.Contains(t, stale["ghost-1"], `"ghost-driver"`)
-	assert.Contains(t, stale["ghost-2"], `routing gives "rbln-driver-a"`)
+	assert.Contains(t, stale["ghost-2"], `writes "rbln-driver-a" on its next reconcile`)
 	assert.NotContains(t, stale, "atom-1")
 	rep := res.Report(release.ReportOptions{})
 	assert.True(t, rep.Passed, "drift the release did not cause fails nothing")
@@ -73,12 +74,12 @@ func TestChanges(t *testing.T) {
 	a := owned(wt.Driver("rbln-driver-a", atom))
 	bumped := *a.DeepCopy()
 	bumped.Spec.Version = "3.3.0"
-	canaryDriver := owned(wt.Driver("rbln-driver-c", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary")))
+	canaryDriver := owned(wt.Driver("rbln-driver-c", wt.Sel(operator.LabelFamily, "atom", "env", "canary")))
 	nodes := []routing.Node{
 		node("atom", "rbln-driver-a"),
 		node("canary", "rbln-driver-a", "env", "canary"),
-		node("rebel", "rbln-driver", v1alpha1.LabelFamily, "rebel"),
-		node("fresh", "", v1alpha1.LabelFamily, "rebel"),
+		node("rebel", "rbln-driver", operator.LabelFamily, "rebel"),
+		node("fresh", "", operator.LabelFamily, "rebel"),
 		{Name: "cpu", Labels: map[string]string{}},
 	}
 	objs := release.Objects{Drivers: []v1alpha1.RBLNDriver{bumped, canaryDriver}, ReleaseName: "dg"} // the default is removed
@@ -146,10 +147,10 @@ func TestOwnerLabelThatNamesNoDriver(t *testing.T) {
 	a := owned(wt.Driver("rbln-driver-a", atom))
 	long := strings.Repeat("x", 254)
 	nodes := []routing.Node{
-		node("blank", " ", v1alpha1.LabelFamily, "rebel"),
-		node("bang", "RBLN_DRIVER!!", v1alpha1.LabelFamily, "rebel"),
-		node("long", long, v1alpha1.LabelFamily, "rebel"),
-		node("dotted", "rbln.driver", v1alpha1.LabelFamily, "rebel"), // a stored driver may be named so
+		node("blank", " ", operator.LabelFamily, "rebel"),
+		node("bang", "RBLN_DRIVER!!", operator.LabelFamily, "rebel"),
+		node("long", long, operator.LabelFamily, "rebel"),
+		node("dotted", "rbln.driver", operator.LabelFamily, "rebel"), // a stored driver may be named so
 		node("atom-upper", "RBLN-Driver"),                            // rbln-driver-a selects it
 	}
 	res, err := release.Apply(t.Context(), release.Objects{Drivers: []v1alpha1.RBLNDriver{a}, ReleaseName: "dg"},

@@ -23,7 +23,7 @@ func BenchmarkRoute(b *testing.B) {
 				drivers, nodes := benchCluster(n, d)
 				b.ReportAllocs()
 				for b.Loop() {
-					_ = Route(drivers, nodes)
+					_ = Route(drivers, nodes, Options{})
 				}
 			})
 		}
@@ -32,7 +32,7 @@ func BenchmarkRoute(b *testing.B) {
 
 func BenchmarkConflicts(b *testing.B) {
 	drivers, nodes := benchCluster(10_000, 500)
-	ix := NewIndex(drivers, nodes)
+	ix := NewIndex(drivers, nodes, Options{})
 	candidates := map[string]v1alpha1.RBLNDriver{
 		"family":        drv("rbln-driver-bench", famSel("atom")),
 		"family+canary": drv("rbln-driver-bench", canarySel()),
@@ -54,6 +54,6 @@ func BenchmarkNewIndex(b *testing.B) {
 	drivers, nodes := benchCluster(10_000, 500)
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = NewIndex(drivers, nodes)
+		_ = NewIndex(drivers, nodes, Options{})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // Cluster is a routing view that changes one driver at a time: the RBLNDrivers a cluster
@@ -40,23 +41,23 @@ type NodeChange struct {
 
 // NewCluster indexes nodes, the drivers the cluster holds now (current, active from the
 // start) and the drivers that may be applied later (upcoming, inactive until
-// [Cluster.Apply]). Invalid drivers take no part in routing, as in [Route]: applying an
-// invalid upcoming driver (an update the decision allows because the stored driver was
-// invalid alike) takes the driver of its name out of routing. The objects are referenced, not copied, and must not be
+// [Cluster.Apply]). The drivers the operator leaves out take no part in routing, as in
+// [Route]: applying such an upcoming driver (an update the decision allows because the stored
+// driver was refused alike) takes the driver of its name out of routing. The objects are referenced, not copied, and must not be
 // modified while the Cluster is in use.
-func NewCluster(nodes []Node, current []v1alpha1.RBLNDriver, upcoming []*v1alpha1.RBLNDriver) *Cluster {
+func NewCluster(nodes []Node, current []v1alpha1.RBLNDriver, upcoming []*v1alpha1.RBLNDriver, opts Options) *Cluster {
 	all := make([]*v1alpha1.RBLNDriver, 0, len(current)+len(upcoming))
 	for i := range current {
 		all = append(all, &current[i])
 	}
 	all = append(all, upcoming...)
-	ix, slotOf := newSlotIndex(all, nodes)
+	ix, slotOf := newSlotIndex(all, nodes, opts)
 	c := &Cluster{ix: ix, slotOf: slotOf, named: map[string]int32{}, upcoming: make(map[*v1alpha1.RBLNDriver]bool, len(upcoming))}
 	for _, d := range upcoming {
 		c.upcoming[d] = true
 	}
 	// Current drivers: one per name, as a cluster holds them (a duplicate name is invalid).
-	stored := newIndex(current, nil)
+	stored := newIndex(current, nil, opts)
 	for i := range current {
 		d := &current[i]
 		if _, valid := stored.byName[d.Name]; !valid {
@@ -177,7 +178,7 @@ func (c *Cluster) Route() *Result {
 	for _, d := range c.Drivers() {
 		drivers = append(drivers, *d)
 	}
-	return Route(drivers, c.ix.nodes)
+	return Route(drivers, c.ix.nodes, c.ix.opts)
 }
 
 func (c *Cluster) nodeState(n int32) NodeChange {
@@ -225,12 +226,12 @@ func (c *Cluster) reroute(nodes []int32) []NodeChange {
 			owner = r.owner
 			if r.tied {
 				// a tied node keeps its current owner if that driver still matches it
-				if s, ok := c.named[c.ix.nodes[n].Labels[v1alpha1.LabelOwner]]; ok && g.has(s) {
+				if s, ok := c.named[c.ix.nodes[n].Labels[operator.LabelOwner]]; ok && g.has(s) {
 					owner = s
 				}
 			}
 			if owner >= 0 {
-				pool = c.ix.pools[c.ix.nodePool[n]].name // "" when the node joins no pool
+				pool = c.ix.pools[c.ix.nodePool[n]].pool.Name // "" when the node joins no pool
 			}
 		}
 		before := c.nodeState(n)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // TestPropertyClusterReplay replays random releases (updates of stored drivers, new drivers,
@@ -38,7 +39,7 @@ func TestPropertyClusterReplay(t *testing.T) {
 		for i := range upcoming {
 			ptrs[i] = &upcoming[i]
 		}
-		cl := NewCluster(nodes, current, ptrs)
+		cl := NewCluster(nodes, current, ptrs, Options{})
 		state := validDrivers(current)
 		check := func(step string) {
 			t.Helper()
@@ -46,7 +47,7 @@ func TestPropertyClusterReplay(t *testing.T) {
 			for _, d := range state {
 				drivers = append(drivers, d)
 			}
-			res := Route(drivers, nodes)
+			res := Route(drivers, nodes, Options{})
 			got := cl.Nodes()
 			require.Len(t, got, len(res.Nodes))
 			for i, nr := range res.Nodes {
@@ -66,13 +67,13 @@ func TestPropertyClusterReplay(t *testing.T) {
 		check("start")
 		for i := range upcoming {
 			d := &upcoming[i]
-			fresh := NewIndex(stateDrivers(state), nodes)
+			fresh := NewIndex(stateDrivers(state), nodes, Options{})
 			require.Equal(t, fresh.Assess(d), cl.Assess(d), "case %d assess %s", c, d.Name)
 			before := cl.Nodes()
 			changes, err := cl.Apply(d)
 			require.NoError(t, err)
-			if len(fresh.Assess(d).Invalid) > 0 {
-				// An invalid driver routes no node: the driver it replaces leaves routing.
+			if operator.Excluded(d.Name, d.Spec.NodeSelector, d.DeletionTimestamp != nil) != nil {
+				// A driver the operator excludes routes no node: the driver it replaces leaves routing.
 				delete(state, d.Name)
 			} else {
 				state[d.Name] = *d
@@ -93,7 +94,7 @@ func TestPropertyClusterReplay(t *testing.T) {
 
 // TestClusterApplyUnknownDriver: only the drivers the Cluster was built with can be applied.
 func TestClusterApplyUnknownDriver(t *testing.T) {
-	cl := NewCluster(nil, nil, nil)
+	cl := NewCluster(nil, nil, nil, Options{})
 	_, err := cl.Apply(&v1alpha1.RBLNDriver{})
 	require.ErrorContains(t, err, "is not one the cluster view was built with")
 }

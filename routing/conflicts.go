@@ -10,6 +10,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // ConflictReport answers, for one new or changed driver, how it would tie with the drivers
@@ -61,12 +62,13 @@ type Assessment struct {
 	// InvalidImageTag. DaemonSet names are those of [DaemonSetName] (Route's renaming of two
 	// pools that would share a name across drivers is not applied).
 	Pools []Pool `json:"pools"`
-	// Unpooled are the nodes the candidate would own that join no pool, sorted by name, with
-	// reason DriverFamilyLabelMissing or InvalidImageTag (missing node-feature labels).
+	// Unpooled are the nodes the candidate would own that its pools do not run on, sorted by
+	// name, with reason NFDLabelMissing, DriverFamilyLabelMissing or PoolNameCollision
+	// (ConflictingNodeSelector for a tied node it keeps).
 	Unpooled []NodeResult `json:"unpooled"`
 	// PoolLabels are the distinct labels of the pools the candidate would run, in no order:
 	// what [Index.AssessPoolLabels] gives in place of Pools (nil otherwise).
-	PoolLabels []PoolLabels `json:"-"`
+	PoolLabels []operator.Pool `json:"-"`
 }
 
 // Conflicts reports how candidate would tie if it were added to the index, replacing the
@@ -214,22 +216,26 @@ func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, det
 	seen := newGroupSeen(len(ix.groups), ix.matchEstimate(cand.sel))
 	var outcomes []groupOutcome
 	ties := make(map[string]*Conflict)
-	var pools *poolSet
+	var pools *driverPools
 	if full {
-		pools = ix.newPoolSet()
+		pools = ix.newDriverPools(&cand.driver)
 	}
-	var labelsOf map[int32]bool // pool index -> seen, with withPoolLabels
+	var labelsOf operator.PoolSet // the pools defined so far, with withPoolLabels
 	run := func(node int32, tied bool) {
 		switch detail {
 		case withPools:
-			pools.add(node, &cand.driver, tied, &a.Unpooled)
+			nr := NodeResult{Name: ix.nodes[node].Name, Owner: cand.name, CurrentOwner: ix.nodes[node].Labels[operator.LabelOwner]}
+			if tied {
+				nr.Reason = ReasonConflictingNodeSelector
+			}
+			if !pools.add(node, &nr) {
+				a.Unpooled = append(a.Unpooled, nr)
+			}
 		case withPoolLabels:
-			if pi := ix.nodePool[node]; !labelsOf[pi] && ix.pools[pi].err == nil {
-				if labelsOf == nil {
-					labelsOf = map[int32]bool{}
+			if np := &ix.pools[ix.nodePool[node]]; np.err == nil {
+				if defined, _ := labelsOf.Add(np.pool); defined == np.pool && !slices.Contains(a.PoolLabels, np.pool) {
+					a.PoolLabels = append(a.PoolLabels, np.pool)
 				}
-				labelsOf[pi] = true
-				a.PoolLabels = append(a.PoolLabels, ix.pools[pi].labels)
 			}
 		}
 	}
@@ -266,7 +272,7 @@ func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, det
 			run(node, false)
 			return
 		}
-		if detail == conflictsOnly || ix.nodes[node].Labels[v1alpha1.LabelOwner] != cand.name {
+		if detail == conflictsOnly || ix.nodes[node].Labels[operator.LabelOwner] != cand.name {
 			return
 		}
 		// The candidate is the node's current owner and still matches it: it keeps the node
@@ -287,47 +293,6 @@ func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, det
 		a.Pools = pools.sorted()
 	}
 	return a
-}
-
-// poolSet collects the pools of one driver's nodes.
-type poolSet struct {
-	ix    *Index
-	byIdx map[int32]*Pool
-}
-
-func (ix *Index) newPoolSet() *poolSet {
-	return &poolSet{ix: ix, byIdx: map[int32]*Pool{}}
-}
-
-// add puts node n (owned by d) into its pool, or into unpooled with the reason it has none.
-// Nodes must come in name order.
-func (s *poolSet) add(n int32, d *driver, tied bool, unpooled *[]NodeResult) {
-	node := &s.ix.nodes[n]
-	pi := s.ix.nodePool[n]
-	np := &s.ix.pools[pi]
-	if np.err != nil {
-		nr := NodeResult{Name: node.Name, Owner: d.name, Reason: np.err.Reason, Detail: np.err.Error(), CurrentOwner: node.Labels[v1alpha1.LabelOwner]}
-		if tied {
-			nr.Reason = ReasonConflictingNodeSelector
-		}
-		*unpooled = append(*unpooled, nr)
-		return
-	}
-	p := s.byIdx[pi]
-	if p == nil {
-		p = newPool(d, np.labels, np.name)
-		s.byIdx[pi] = p
-	}
-	p.Nodes = append(p.Nodes, node.Name)
-}
-
-func (s *poolSet) sorted() []Pool {
-	out := make([]Pool, 0, len(s.byIdx))
-	for _, p := range s.byIdx {
-		out = append(out, *p)
-	}
-	slices.SortFunc(out, func(a, b Pool) int { return strings.Compare(a.Name, b.Name) })
-	return out
 }
 
 // forMatchingNodes calls fn, in name order, for every candidate node that sel matches. It

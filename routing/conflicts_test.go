@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 func TestIndexConflicts(t *testing.T) {
@@ -21,10 +22,10 @@ func TestIndexConflicts(t *testing.T) {
 		node("a-canary", "env", "canary"),
 		node("a-zone", "zone", "a"),
 		node("a-canary-zone", "env", "canary", "zone", "a"),
-		node("r1", v1alpha1.LabelFamily, "rebel"),
-		node("out", v1alpha1.LabelDeployDriver, "pre-installed", "zone", "a"),
+		node("r1", operator.LabelFamily, "rebel"),
+		node("out", operator.LabelDeployDriver, "pre-installed", "zone", "a"),
 	}
-	zoneSel := sel(v1alpha1.LabelFamily, "atom", "zone", "a")
+	zoneSel := sel(operator.LabelFamily, "atom", "zone", "a")
 
 	type tie struct {
 		resources []string
@@ -51,19 +52,19 @@ func TestIndexConflicts(t *testing.T) {
 			drivers:   []v1alpha1.RBLNDriver{def, atom, canary},
 			candidate: drv("rbln-driver-zone", zoneSel),
 			ties:      []tie{{[]string{"rbln-driver-atom-canary", "rbln-driver-zone"}, []string{"a-canary-zone"}}},
-			potential: []PotentialConflict{{Resource: "rbln-driver-atom-canary", Labels: sel(v1alpha1.LabelFamily, "atom", "env", "canary", "zone", "a")}},
+			potential: []PotentialConflict{{Resource: "rbln-driver-atom-canary", Labels: sel(operator.LabelFamily, "atom", "env", "canary", "zone", "a")}},
 			owns:      1,
 		},
 		{
 			name:      "a third driver containing both resolves every shared node",
-			drivers:   []v1alpha1.RBLNDriver{def, atom, canary, drv("rbln-driver-both", sel(v1alpha1.LabelFamily, "atom", "env", "canary", "zone", "a"))},
+			drivers:   []v1alpha1.RBLNDriver{def, atom, canary, drv("rbln-driver-both", sel(operator.LabelFamily, "atom", "env", "canary", "zone", "a"))},
 			candidate: drv("rbln-driver-zone", zoneSel),
 			owns:      1,
 		},
 		{
 			name:      "no future tie without a common node: incompatible values",
 			drivers:   []v1alpha1.RBLNDriver{def, atom, rebel},
-			candidate: drv("rbln-driver-rebel-canary", sel(v1alpha1.LabelFamily, "rebel", "env", "canary")),
+			candidate: drv("rbln-driver-rebel-canary", sel(operator.LabelFamily, "rebel", "env", "canary")),
 		},
 		{
 			name:      "strict containment is not a conflict; the candidate owns what it specialises",
@@ -80,7 +81,7 @@ func TestIndexConflicts(t *testing.T) {
 		{
 			name:      "an update replaces the old object of the same name",
 			drivers:   []v1alpha1.RBLNDriver{def, atom, canary, drv("rbln-driver-zone", zoneSel)},
-			candidate: drv("rbln-driver-zone", sel(v1alpha1.LabelFamily, "atom", "zone", "a", "env", "canary")),
+			candidate: drv("rbln-driver-zone", sel(operator.LabelFamily, "atom", "zone", "a", "env", "canary")),
 			owns:      1,
 		},
 		{
@@ -93,12 +94,12 @@ func TestIndexConflicts(t *testing.T) {
 		{
 			name:      "invalid candidates are reported and take no part",
 			drivers:   []v1alpha1.RBLNDriver{def, atom},
-			candidate: drv("rbln-driver-bad", sel(v1alpha1.LabelFamily, "atom", v1alpha1.LabelOwner, "x")),
+			candidate: drv("rbln-driver-bad", sel(operator.LabelFamily, "atom", operator.LabelOwner, "x")),
 			invalid:   true,
 		},
 		{
 			name:      "invalid existing drivers are ignored",
-			drivers:   []v1alpha1.RBLNDriver{def, drv("rbln-driver-bad", sel(v1alpha1.LabelFamily, "atom", v1alpha1.LabelDeployDriver, "true"))},
+			drivers:   []v1alpha1.RBLNDriver{def, drv("rbln-driver-bad", sel(operator.LabelFamily, "atom", operator.LabelDeployDriver, "true"))},
 			candidate: atom,
 			owns:      5,
 		},
@@ -106,7 +107,7 @@ func TestIndexConflicts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rep := NewIndex(tt.drivers, nodes).Conflicts(tt.candidate)
+			rep := NewIndex(tt.drivers, nodes, Options{}).Conflicts(tt.candidate)
 			assert.Equal(t, tt.candidate.Name, rep.Resource)
 			if tt.invalid {
 				assert.NotEmpty(t, rep.Invalid)
@@ -136,7 +137,7 @@ func TestConflictsSampleIsCapped(t *testing.T) {
 	for i := range 30 {
 		nodes = append(nodes, node(fmt.Sprintf("n%02d", 29-i)))
 	}
-	rep := NewIndex([]v1alpha1.RBLNDriver{drv("rbln-driver-a", famSel("atom"))}, nodes).Conflicts(drv("rbln-driver-b", famSel("atom")))
+	rep := NewIndex([]v1alpha1.RBLNDriver{drv("rbln-driver-a", famSel("atom"))}, nodes, Options{}).Conflicts(drv("rbln-driver-b", famSel("atom")))
 	require.Len(t, rep.Ties, 1)
 	assert.Equal(t, 30, rep.Ties[0].Total)
 	assert.Equal(t, []string{"n00", "n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09"}, rep.Ties[0].Nodes)
@@ -145,7 +146,7 @@ func TestConflictsSampleIsCapped(t *testing.T) {
 func TestIndexConcurrentUse(t *testing.T) {
 	t.Parallel()
 	drivers, nodes := benchCluster(500, 40)
-	ix := newIndex(drivers, nodes) // postings built lazily, by whichever goroutine comes first
+	ix := newIndex(drivers, nodes, Options{}) // postings built lazily, by whichever goroutine comes first
 	want := ix.Route()
 	cand := drv("rbln-driver-x", famSel("atom"))
 	done := make(chan ConflictReport)

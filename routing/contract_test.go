@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // TestContractKeys pins the `route -o json` contract of SPEC §7: exactly these keys.
@@ -17,16 +18,16 @@ func TestContractKeys(t *testing.T) {
 		drv("rbln-driver", nil),
 		drv("rbln-driver-a", map[string]string{"env": "a"}),
 		drv("rbln-driver-b", map[string]string{"zone": "b"}),
-		drv("rbln-driver-bad", map[string]string{v1alpha1.LabelOwner: "x"}),
+		drv("rbln-driver-bad", map[string]string{operator.LabelOwner: "x"}),
 	}
 	nodes := []Node{{Name: "n1", Labels: map[string]string{
-		v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", v1alpha1.LabelOSID: "ubuntu",
-		v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: "6.8.0-90-generic", "env": "a", "zone": "b",
+		operator.LabelDeployDriver: "true", operator.LabelFamily: "atom", operator.LabelOSID: "ubuntu",
+		operator.LabelOSVersion: "22.04", operator.LabelKernel: "6.8.0-90-generic", "env": "a", "zone": "b",
 	}}, {Name: "n2", Labels: map[string]string{
-		v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", v1alpha1.LabelOSID: "ubuntu",
-		v1alpha1.LabelOSVersion: "22.04", v1alpha1.LabelKernel: "6.8.0-90-generic",
+		operator.LabelDeployDriver: "true", operator.LabelFamily: "atom", operator.LabelOSID: "ubuntu",
+		operator.LabelOSVersion: "22.04", operator.LabelKernel: "6.8.0-90-generic",
 	}}}
-	data, err := json.Marshal(Route(drivers, nodes).Contract())
+	data, err := json.Marshal(Route(drivers, nodes, Options{}).Contract())
 	require.NoError(t, err)
 	var doc map[string][]map[string]any
 	require.NoError(t, json.Unmarshal(data, &doc))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/routing"
 )
 
@@ -30,25 +31,25 @@ func multiDriver() []v1alpha1.RBLNDriver {
 	}
 	return []v1alpha1.RBLNDriver{
 		d("rbln-driver", "3.2.2", nil),
-		d("rbln-driver-atom-canary", "3.3.0-rc1", map[string]string{v1alpha1.LabelFamily: "atom", "env": "canary"}),
-		d("rbln-driver-rebel", "3.2.2", map[string]string{v1alpha1.LabelFamily: "rebel"}),
+		d("rbln-driver-atom-canary", "3.3.0-rc1", map[string]string{operator.LabelFamily: "atom", "env": "canary"}),
+		d("rbln-driver-rebel", "3.2.2", map[string]string{operator.LabelFamily: "rebel"}),
 	}
 }
 
 func ExampleRoute() {
 	nfd := func(family, env, owner string) map[string]string {
 		l := map[string]string{
-			v1alpha1.LabelDeployDriver: "true",
-			v1alpha1.LabelFamily:       family,
-			v1alpha1.LabelOSID:         "ubuntu",
-			v1alpha1.LabelOSVersion:    "22.04",
-			v1alpha1.LabelKernel:       "6.8.0-90-generic",
+			operator.LabelDeployDriver: "true",
+			operator.LabelFamily:       family,
+			operator.LabelOSID:         "ubuntu",
+			operator.LabelOSVersion:    "22.04",
+			operator.LabelKernel:       "6.8.0-90-generic",
 		}
 		if env != "" {
 			l["env"] = env
 		}
 		if owner != "" {
-			l[v1alpha1.LabelOwner] = owner
+			l[operator.LabelOwner] = owner
 		}
 		return l
 	}
@@ -56,7 +57,8 @@ func ExampleRoute() {
 		{Name: "npu-2", Labels: nfd("atom", "canary", "rbln-driver")},
 		{Name: "npu-1", Labels: nfd("atom", "", "")},
 		{Name: "npu-3", Labels: nfd("rebel", "canary", "")},
-	})
+	}, routing.Options{})
+
 	for _, n := range res.Nodes {
 		fmt.Printf("%s owner=%s image=%s\n", n.Name, n.Owner, n.Image)
 	}
@@ -74,13 +76,13 @@ func ExampleRoute() {
 
 func ExampleIndex_Conflicts() {
 	nodes := []routing.Node{{Name: "npu-1", Labels: map[string]string{
-		v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", "env": "canary", "zone": "a",
+		operator.LabelDeployDriver: "true", operator.LabelFamily: "atom", "env": "canary", "zone": "a",
 	}}}
-	ix := routing.NewIndex(multiDriver(), nodes)
+	ix := routing.NewIndex(multiDriver(), nodes, routing.Options{})
 
 	zone := multiDriver()[1]
 	zone.Name = "rbln-driver-zone-a"
-	zone.Spec.NodeSelector = map[string]string{v1alpha1.LabelFamily: "atom", "zone": "a"}
+	zone.Spec.NodeSelector = map[string]string{operator.LabelFamily: "atom", "zone": "a"}
 	rep := ix.Conflicts(zone)
 	for _, c := range rep.Ties {
 		fmt.Printf("ties with %v on %v\n", c.Resources, c.Nodes)
@@ -107,13 +109,13 @@ func TestExampleNodes(t *testing.T) {
 	require.Equal(t, "List", list.Kind)
 	require.Len(t, list.Items, 12)
 
-	res := routing.Route(multiDriver(), routing.NodesFromCore(list.Items))
+	res := routing.Route(multiDriver(), routing.NodesFromCore(list.Items), routing.Options{})
 	type row struct{ owner, pool, reason string }
 	got := map[string]row{}
 	for _, n := range res.Nodes {
 		got[n.Name] = row{n.Owner, n.Pool, n.Reason}
 	}
-	rhelPool := routing.PoolLabels{Family: "rebel", OS: "rhel", OSVersion: "9.2", Kernel: "5.14.0-284.11.1.el9_2.x86_64"}.Name()
+	rhelPool := "rebel-rhel9.2-5.14.0-284.11.1.el9.2" // the operator's: the architecture removed, '_' turned into '.'
 	assert.Equal(t, map[string]row{
 		"npu-atom-01":         {"rbln-driver", "atom-ubuntu22.04-6.8.0-90-generic", ""},
 		"npu-atom-02":         {"rbln-driver", "atom-ubuntu22.04-6.8.0-90-generic", ""},

@@ -3,8 +3,11 @@ package routing
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // clusterShape sizes a generated cluster.
@@ -28,7 +31,7 @@ var (
 		key    string
 		values []string
 	}{
-		{v1alpha1.LabelFamily, nil}, // values from genFamilies
+		{operator.LabelFamily, nil}, // values from genFamilies
 		{"env", []string{"canary", "prod", "staging", ""}},
 		{"topology.kubernetes.io/zone", []string{"zone-a", "zone-b", "zone-c"}},
 		{"rack", []string{"r1", "r2", "r3", "r4"}},
@@ -48,28 +51,28 @@ func genNodes(r *rand.Rand, n int, ownerNames []string) []Node {
 			"kubernetes.io/os":                 "linux",
 			"kubernetes.io/arch":               "amd64",
 			"node.kubernetes.io/instance-type": []string{"npu.8x", "npu.4x"}[r.IntN(2)],
-			v1alpha1.LabelDeployDriver:         "true",
+			operator.LabelDeployDriver:         "true",
 		}
 		switch x := r.IntN(100); {
 		case x < 3:
-			labels[v1alpha1.LabelDeployDriver] = "pre-installed"
+			labels[operator.LabelDeployDriver] = "pre-installed"
 		case x < 4:
-			delete(labels, v1alpha1.LabelDeployDriver)
+			delete(labels, operator.LabelDeployDriver)
 		}
 		if r.IntN(50) != 0 {
-			labels[v1alpha1.LabelFamily] = genFamilies[r.IntN(len(genFamilies))]
+			labels[operator.LabelFamily] = genFamilies[r.IntN(len(genFamilies))]
 		}
 		osv := genOSes[r.IntN(len(genOSes))]
 		if r.IntN(80) != 0 {
-			labels[v1alpha1.LabelOSID] = osv[0]
-			labels[v1alpha1.LabelOSVersion] = osv[1]
+			labels[operator.LabelOSID] = osv[0]
+			labels[operator.LabelOSVersion] = osv[1]
 		}
 		kernels := genKernels[osv[0]+osv[1]]
 		if r.IntN(80) != 0 {
-			labels[v1alpha1.LabelKernel] = kernels[r.IntN(len(kernels))]
+			labels[operator.LabelKernel] = kernels[r.IntN(len(kernels))]
 		}
 		if r.IntN(200) == 0 {
-			labels[v1alpha1.LabelKernel] = "6.1.0+rpt-rpi-v8"
+			labels[operator.LabelKernel] = "6.1.0+rpt-rpi-v8"
 		}
 		for _, k := range genKeys[1:] {
 			if r.IntN(3) == 0 {
@@ -77,7 +80,7 @@ func genNodes(r *rand.Rand, n int, ownerNames []string) []Node {
 			}
 		}
 		if len(ownerNames) > 0 && r.IntN(2) == 0 {
-			labels[v1alpha1.LabelOwner] = ownerNames[r.IntN(len(ownerNames))]
+			labels[operator.LabelOwner] = ownerNames[r.IntN(len(ownerNames))]
 		}
 		nodes[i] = Node{Name: fmt.Sprintf("npu-%05d", i), Labels: labels}
 	}
@@ -91,7 +94,7 @@ func genDrivers(r *rand.Rand, n, invalidEvery int) []v1alpha1.RBLNDriver {
 		s := map[string]string{}
 		for range 1 + r.IntN(4) {
 			k := genKeys[r.IntN(len(genKeys))]
-			if k.key == v1alpha1.LabelFamily {
+			if k.key == operator.LabelFamily {
 				s[k.key] = genFamilies[r.IntN(len(genFamilies))]
 			} else {
 				s[k.key] = k.values[r.IntN(len(k.values))]
@@ -99,10 +102,17 @@ func genDrivers(r *rand.Rand, n, invalidEvery int) []v1alpha1.RBLNDriver {
 		}
 		d := withVersion(drv(fmt.Sprintf("rbln-driver-i%d", i), s), fmt.Sprintf("3.%d.%d", r.IntN(4), r.IntN(10)))
 		if invalidEvery > 0 && i%invalidEvery == 0 {
-			switch r.IntN(3) {
-			case 0:
-				d.Spec.NodeSelector[v1alpha1.LabelOwner] = "x"
+			switch r.IntN(6) {
+			case 0: // the operator excludes these
+				d.Spec.NodeSelector[operator.LabelOwner] = "x"
 			case 1:
+				d.Spec.NodeSelector[operator.LabelDeployDriver] = "true"
+			case 2:
+				d.Name = fmt.Sprintf("rbln-driver-%d-%s", i, strings.Repeat("x", 60))
+			case 3:
+				now := metav1.Now()
+				d.DeletionTimestamp = &now
+			case 4: // driverguard refuses these; the operator routes them
 				d.Spec.NodeSelector = nil
 			default:
 				d.Name = fmt.Sprintf("RBLN_%d", i)

@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 const (
@@ -46,11 +47,11 @@ func sel(kv ...string) map[string]string {
 // baseLabels are the labels of an atom candidate on Ubuntu 22.04.
 func baseLabels() map[string]string {
 	return map[string]string{
-		v1alpha1.LabelDeployDriver: "true",
-		v1alpha1.LabelFamily:       "atom",
-		v1alpha1.LabelOSID:         "ubuntu",
-		v1alpha1.LabelOSVersion:    "22.04",
-		v1alpha1.LabelKernel:       atomKernel,
+		operator.LabelDeployDriver: "true",
+		operator.LabelFamily:       "atom",
+		operator.LabelOSID:         "ubuntu",
+		operator.LabelOSVersion:    "22.04",
+		operator.LabelKernel:       atomKernel,
 		"kubernetes.io/os":         "linux",
 	}
 }
@@ -68,10 +69,10 @@ func node(name string, kv ...string) Node {
 	return Node{Name: name, Labels: labels}
 }
 
-func famSel(f string) map[string]string { return sel(v1alpha1.LabelFamily, f) }
+func famSel(f string) map[string]string { return sel(operator.LabelFamily, f) }
 
 func canarySel() map[string]string {
-	return sel(v1alpha1.LabelFamily, "atom", "env", "canary")
+	return sel(operator.LabelFamily, "atom", "env", "canary")
 }
 
 // byName indexes node results.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // Index is a routing snapshot of drivers and nodes, built once by [NewIndex] and queried
@@ -38,6 +38,8 @@ type Index struct {
 	emptySel      []int32               // drivers with an empty selector, ascending
 	words         int                   // uint64 words of a key bitset
 	keyDrivers    [][]uint64            // per key index, the bitset of drivers whose selector has it
+
+	opts Options
 
 	nodes      []Node  // sorted by name
 	nodeGroup  []int32 // group of each node, -1 when out of scope
@@ -73,18 +75,33 @@ type group struct {
 	tiedKey string     // canonical encoding of tied
 }
 
-// NewIndex builds an Index. Invalid drivers are recorded (see [Result.Invalid]) and ignored.
-func NewIndex(drivers []v1alpha1.RBLNDriver, nodes []Node) *Index {
-	ix := newIndex(drivers, nodes)
+// NewIndex builds an Index. The drivers rbln-npu-operator leaves out of routing are recorded
+// (see [Result.Invalid]) and ignored.
+func NewIndex(drivers []v1alpha1.RBLNDriver, nodes []Node, opts Options) *Index {
+	ix := newIndex(drivers, nodes, opts)
 	ix.ensurePostings()
 	return ix
 }
 
-func newIndex(drivers []v1alpha1.RBLNDriver, nodes []Node) *Index {
-	ix := &Index{}
+func newIndex(drivers []v1alpha1.RBLNDriver, nodes []Node, opts Options) *Index {
+	ix := &Index{opts: opts}
 	ix.addDrivers(drivers)
 	ix.addNodes(nodes)
 	return ix
+}
+
+// excluded says why the operator leaves d out of routing (operator.Excluded), nil when d
+// takes part. Only the operator's own rules count: a driver driverguard's validation refuses
+// (the webhook denies it) still routes if it was stored.
+func excluded(d *v1alpha1.RBLNDriver) *Invalid {
+	e := operator.Excluded(d.Name, d.Spec.NodeSelector, d.DeletionTimestamp != nil)
+	switch {
+	case e == nil:
+		return nil
+	case e.Deleting:
+		return &Invalid{Resource: d.Name, Reason: ReasonBeingDeleted, Message: "it is being deleted: rbln-npu-operator routes no node to it"}
+	}
+	return &Invalid{Resource: d.Name, Reason: ReasonInvalidSpec, Message: e.Message + ": rbln-npu-operator routes no node to it (InvalidSpec)"}
 }
 
 func (ix *Index) addDrivers(in []v1alpha1.RBLNDriver) {
@@ -102,16 +119,17 @@ func (ix *Index) addDrivers(in []v1alpha1.RBLNDriver) {
 			j++
 		}
 		d := order[i]
-		var errs field.ErrorList
+		var inv *Invalid
 		if j-i > 1 && !sameSpecs(order[i:j]) {
 			// Which copy is first depends on the input order, so report only the duplicate.
-			errs = field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"),
+			errs := field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"),
 				fmt.Sprintf("%s (%d RBLNDrivers share this name with different specs; keep one)", d.Name, j-i))}
+			inv = &Invalid{Resource: d.Name, Reason: ReasonInvalidSpec, Message: errs.ToAggregate().Error(), Errors: errs}
 		} else {
-			errs = validation.ValidateDriver(d)
+			inv = excluded(d)
 		}
-		if len(errs) > 0 {
-			ix.invalid = append(ix.invalid, Invalid{Resource: d.Name, Reason: ReasonInvalidSpec, Message: errs.ToAggregate().Error(), Errors: errs})
+		if inv != nil {
+			ix.invalid = append(ix.invalid, *inv)
 		} else {
 			ix.byName[d.Name] = int32(len(ix.drivers))
 			ix.drivers = append(ix.drivers, driver{obj: d, name: d.Name, sel: selectorPairs(d.Spec.NodeSelector)})
@@ -121,16 +139,16 @@ func (ix *Index) addDrivers(in []v1alpha1.RBLNDriver) {
 	ix.indexDrivers()
 }
 
-// newSlotIndex indexes nodes and every valid driver of drivers as its own slot, names
+// newSlotIndex indexes nodes and every routable driver of drivers as its own slot, names
 // repeating allowed (a stored driver and its update), all inactive: the index of a [Cluster].
-// Invalid drivers are left out; they can never take part in routing.
-func newSlotIndex(drivers []*v1alpha1.RBLNDriver, nodes []Node) (ix *Index, slotOf map[*v1alpha1.RBLNDriver]int32) {
+// The drivers the operator leaves out are left out; they can never take part in routing.
+func newSlotIndex(drivers []*v1alpha1.RBLNDriver, nodes []Node, opts Options) (ix *Index, slotOf map[*v1alpha1.RBLNDriver]int32) {
 	order := slices.Clone(drivers)
 	slices.SortStableFunc(order, func(a, b *v1alpha1.RBLNDriver) int { return strings.Compare(a.Name, b.Name) })
-	ix = &Index{byName: map[string]int32{}, invalid: []Invalid{}}
+	ix = &Index{byName: map[string]int32{}, invalid: []Invalid{}, opts: opts}
 	slotOf = make(map[*v1alpha1.RBLNDriver]int32, len(order))
 	for _, d := range order {
-		if len(validation.ValidateDriver(d)) > 0 {
+		if excluded(d) != nil {
 			continue
 		}
 		slotOf[d] = int32(len(ix.drivers))
@@ -224,7 +242,7 @@ func (ix *Index) addNodes(in []Node) {
 	)
 	for i := range ix.nodes {
 		labels := ix.nodes[i].Labels
-		if labels[v1alpha1.LabelDeployDriver] != "true" {
+		if !operator.InScope(labels) {
 			ix.nodeGroup[i] = -1
 			continue
 		}
@@ -249,44 +267,25 @@ func (ix *Index) addNodes(in []Node) {
 	ix.addNodePools()
 }
 
-// nodePool is the pool identity of a candidate node, read once from its labels.
-type nodePool struct {
-	labels PoolLabels
-	name   string
-	err    *PoolLabelError
-}
-
-// addNodePools reads every candidate node's pool labels once (routing a node then reads an
-// array, not four labels of its map), naming each distinct pool once.
+// addNodePools composes every candidate node's pool once (routing a node then reads an array,
+// not four labels of its map); equal pools share an entry.
 func (ix *Index) addNodePools() {
 	ix.nodePool = make([]int32, len(ix.nodes))
-	byLabels := map[PoolLabels]int32{}
-	familyOK := map[string]bool{}
+	byPool := map[operator.Pool]int32{}
 	for i := range ix.nodePool {
 		ix.nodePool[i] = -1
 	}
 	for _, n := range ix.candidates {
-		pl, err := poolLabelsOf(ix.nodes[n].Labels, func(f string) bool {
-			ok, seen := familyOK[f]
-			if !seen {
-				ok = validFamily(f)
-				familyOK[f] = ok
-			}
-			return ok
-		})
+		pl, err := operator.PoolOf(ix.nodes[n].Labels, ix.opts.RDS)
 		if err == nil {
-			if pi, ok := byLabels[pl]; ok {
+			if pi, ok := byPool[pl]; ok {
 				ix.nodePool[n] = pi
 				continue
 			}
-		}
-		np := nodePool{labels: pl, err: err}
-		if err == nil {
-			np.name = pl.Name()
-			byLabels[pl] = int32(len(ix.pools))
+			byPool[pl] = int32(len(ix.pools))
 		}
 		ix.nodePool[n] = int32(len(ix.pools))
-		ix.pools = append(ix.pools, np)
+		ix.pools = append(ix.pools, nodePool{pool: pl, err: err})
 	}
 }
 

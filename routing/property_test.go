@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
-	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // propertyCases is the number of generated clusters per property.
@@ -31,11 +31,12 @@ func strictSuperset(a, b map[string]string) bool {
 	return len(a) > len(b) && matches(b, a)
 }
 
-// validDrivers applies the same validity rules as Route, by brute force.
+// validDrivers applies the operator's participation rule (operator.Excluded) as Route does,
+// by brute force.
 func validDrivers(drivers []v1alpha1.RBLNDriver) map[string]v1alpha1.RBLNDriver {
 	out := map[string]v1alpha1.RBLNDriver{}
 	for _, d := range drivers {
-		if len(validation.ValidateDriver(&d)) == 0 {
+		if operator.Excluded(d.Name, d.Spec.NodeSelector, d.DeletionTimestamp != nil) == nil {
 			out[d.Name] = d
 		}
 	}
@@ -44,7 +45,7 @@ func validDrivers(drivers []v1alpha1.RBLNDriver) map[string]v1alpha1.RBLNDriver 
 
 // naiveOwner is the reference implementation of SPEC §3 for one node: O(drivers²).
 func naiveOwner(valid map[string]v1alpha1.RBLNDriver, n Node) (owner, reason string) {
-	if n.Labels[v1alpha1.LabelDeployDriver] != "true" {
+	if n.Labels[operator.LabelDeployDriver] != "true" {
 		return "", ReasonOutOfScope
 	}
 	var m []v1alpha1.RBLNDriver
@@ -68,7 +69,7 @@ func naiveOwner(valid map[string]v1alpha1.RBLNDriver, n Node) (owner, reason str
 			return d.Name, ""
 		}
 	}
-	if cur, ok := valid[n.Labels[v1alpha1.LabelOwner]]; ok && matches(cur.Spec.NodeSelector, n.Labels) {
+	if cur, ok := valid[n.Labels[operator.LabelOwner]]; ok && matches(cur.Spec.NodeSelector, n.Labels) {
 		return cur.Name, ReasonConflictingNodeSelector
 	}
 	return "", ReasonConflictingNodeSelector
@@ -84,7 +85,7 @@ func TestPropertyOwnerIsStrictSupersetOfEveryMatch(t *testing.T) {
 	for c := range propertyCases {
 		drivers, nodes := genCluster(r, genShape(r))
 		valid := validDrivers(drivers)
-		res := Route(drivers, nodes)
+		res := Route(drivers, nodes, Options{})
 		labels := map[string]map[string]string{}
 		for _, n := range nodes {
 			labels[n.Name] = n.Labels
@@ -116,7 +117,7 @@ func TestPropertyEveryOwnerMatchesItsNode(t *testing.T) {
 	for c := range propertyCases {
 		drivers, nodes := genCluster(r, genShape(r))
 		valid := validDrivers(drivers)
-		res := Route(drivers, nodes)
+		res := Route(drivers, nodes, Options{})
 		labels := map[string]map[string]string{}
 		for _, n := range nodes {
 			labels[n.Name] = n.Labels
@@ -127,7 +128,7 @@ func TestPropertyEveryOwnerMatchesItsNode(t *testing.T) {
 			}
 			d, ok := valid[nr.Owner]
 			require.True(t, ok, "case %d: owner %s of %s is not a valid driver", c, nr.Owner, nr.Name)
-			require.Equal(t, "true", labels[nr.Name][v1alpha1.LabelDeployDriver])
+			require.Equal(t, "true", labels[nr.Name][operator.LabelDeployDriver])
 			require.True(t, matches(d.Spec.NodeSelector, labels[nr.Name]), "case %d: owner %s does not match %s", c, nr.Owner, nr.Name)
 		}
 		invalid := map[string]bool{}
@@ -152,13 +153,13 @@ func TestPropertyInvariantUnderPermutation(t *testing.T) {
 		if r.IntN(4) == 0 { // neither must duplicate drivers
 			drivers = append(drivers, drivers[r.IntN(len(drivers))])
 		}
-		want, err := json.Marshal(Route(drivers, nodes))
+		want, err := json.Marshal(Route(drivers, nodes, Options{}))
 		require.NoError(t, err)
 		for range 3 {
 			d2, n2 := slices.Clone(drivers), slices.Clone(nodes)
 			r.Shuffle(len(d2), func(i, j int) { d2[i], d2[j] = d2[j], d2[i] })
 			r.Shuffle(len(n2), func(i, j int) { n2[i], n2[j] = n2[j], n2[i] })
-			got, err := json.Marshal(Route(d2, n2))
+			got, err := json.Marshal(Route(d2, n2, Options{}))
 			require.NoError(t, err)
 			require.JSONEq(t, string(want), string(got), "case %d", c)
 		}
@@ -170,7 +171,7 @@ func TestPropertyPoolsPartitionOwnedLabelledNodes(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for c := range propertyCases {
 		drivers, nodes := genCluster(r, genShape(r))
-		res := Route(drivers, nodes)
+		res := Route(drivers, nodes, Options{})
 		labels := map[string]map[string]string{}
 		for _, n := range nodes {
 			labels[n.Name] = n.Labels
@@ -180,21 +181,21 @@ func TestPropertyPoolsPartitionOwnedLabelledNodes(t *testing.T) {
 		for _, p := range res.Pools {
 			require.False(t, dsNames[p.DaemonSet], "case %d: DaemonSet %s twice", c, p.DaemonSet)
 			dsNames[p.DaemonSet] = true
-			require.LessOrEqual(t, len(p.DaemonSet), MaxDaemonSetNameLength)
+			require.Equal(t, operator.DriverDaemonSet(p.Owner, p.Name), p.DaemonSet)
 			require.True(t, slices.IsSorted(p.Nodes))
 			require.NotEmpty(t, p.Nodes)
 			for _, n := range p.Nodes {
 				_, dup := inPool[n]
 				require.False(t, dup, "case %d: node %s in two pools", c, n)
 				inPool[n] = p
-				pl, err := PoolLabelsOf(labels[n])
-				require.NoError(t, err)
+				pl, err := operator.PoolOf(labels[n], false)
+				require.Nil(t, err)
 				require.Equal(t, pl, p.Labels, "case %d: node %s", c, n)
 			}
 		}
 		for _, nr := range res.Nodes {
-			_, poolErr := PoolLabelsOf(labels[nr.Name])
-			wantPool := nr.Owner != "" && poolErr == nil
+			_, poolErr := operator.PoolOf(labels[nr.Name], false)
+			wantPool := nr.Owner != "" && poolErr == nil && nr.Reason != ReasonPoolNameCollision
 			p, ok := inPool[nr.Name]
 			require.Equal(t, wantPool, ok, "case %d: node %s (owner %q, %v)", c, nr.Name, nr.Owner, poolErr)
 			if ok {
@@ -225,14 +226,14 @@ func TestPropertyConflictsAgreesWithRoute(t *testing.T) {
 		if cand.Name == v1alpha1.DefaultDriverName && r.IntN(2) == 0 {
 			cand.Spec.NodeSelector = nil
 		}
-		rep := NewIndex(drivers, nodes).Conflicts(cand)
+		rep := NewIndex(drivers, nodes, Options{}).Conflicts(cand)
 
 		after := slices.DeleteFunc(slices.Clone(drivers), func(d v1alpha1.RBLNDriver) bool { return d.Name == cand.Name })
 		after = append(after, cand)
 		if len(rep.Invalid) > 0 {
 			continue
 		}
-		res := Route(after, nodes)
+		res := Route(after, nodes, Options{})
 		var want []Conflict
 		for _, cf := range res.Conflicts {
 			if slices.Contains(cf.Resources, cand.Name) {
@@ -275,8 +276,8 @@ func TestPropertyConflictsAgreesWithRoute(t *testing.T) {
 				require.False(t, potential[name], "case %d: %s is incompatible with the candidate", c, name)
 				continue
 			}
-			union[v1alpha1.LabelDeployDriver] = "true"
-			fr := Route(after, []Node{{Name: "future", Labels: union}})
+			union[operator.LabelDeployDriver] = "true"
+			fr := Route(after, []Node{{Name: "future", Labels: union}}, Options{})
 			tied := false
 			for _, cf := range fr.Conflicts {
 				tied = tied || (slices.Contains(cf.Resources, name) && slices.Contains(cf.Resources, cand.Name))
@@ -304,7 +305,7 @@ func TestPropertyAssessAgreesWithRoute(t *testing.T) {
 		if cand.Name == v1alpha1.DefaultDriverName && r.IntN(2) == 0 {
 			cand.Spec.NodeSelector = nil
 		}
-		ix := NewIndex(drivers, nodes)
+		ix := NewIndex(drivers, nodes, Options{})
 		a := ix.Assess(&cand)
 		if len(a.Invalid) > 0 {
 			continue
@@ -313,7 +314,7 @@ func TestPropertyAssessAgreesWithRoute(t *testing.T) {
 		labelled := ix.AssessPoolLabels(&cand)
 		require.Equal(t, a.ConflictReport, labelled.ConflictReport, "case %d", c)
 		require.Equal(t, [3]int{a.Selected, a.Owns, a.Kept}, [3]int{labelled.Selected, labelled.Owns, labelled.Kept}, "case %d", c)
-		var poolLabels []PoolLabels
+		var poolLabels []operator.Pool
 		for _, p := range a.Pools {
 			poolLabels = append(poolLabels, p.Labels)
 		}
@@ -322,7 +323,7 @@ func TestPropertyAssessAgreesWithRoute(t *testing.T) {
 
 		after := slices.DeleteFunc(slices.Clone(drivers), func(d v1alpha1.RBLNDriver) bool { return d.Name == cand.Name })
 		after = append(after, cand)
-		res := Route(after, nodes)
+		res := Route(after, nodes, Options{})
 		selected, serves := 0, 0
 		wantUnpooled := []NodeResult{}
 		for i, nr := range res.Nodes {
@@ -351,7 +352,7 @@ func TestPropertyAssessAgreesWithRoute(t *testing.T) {
 		}
 		for _, p := range a.Pools {
 			require.Equal(t, cand.Name, p.Owner)
-			require.Equal(t, DaemonSetName(cand.Name, p.Labels), p.DaemonSet)
+			require.Equal(t, operator.DriverDaemonSet(cand.Name, p.Name), p.DaemonSet)
 			got = append(got, poolView{p.Name, p.Image, p.Reason, p.Nodes})
 		}
 		require.Equal(t, want, got, "case %d", c)

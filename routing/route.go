@@ -1,20 +1,20 @@
 package routing
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
-// Route decides owner, pool and image for every node (SPEC §3, §4). It is deterministic:
-// the result does not depend on the order of drivers or nodes.
-func Route(drivers []v1alpha1.RBLNDriver, nodes []Node) *Result {
-	return newIndex(drivers, nodes).Route()
-}
-
-type poolKey struct {
-	owner, pool int32
+// Route decides owner, pool and image for every node as rbln-npu-operator does (package
+// operator has its rules). It is deterministic: the result does not depend on the order of
+// drivers or nodes.
+func Route(drivers []v1alpha1.RBLNDriver, nodes []Node, opts Options) *Result {
+	return newIndex(drivers, nodes, opts).Route()
 }
 
 // Route routes the indexed nodes; see the package documentation for the rules.
@@ -24,10 +24,10 @@ func (ix *Index) Route() *Result {
 		Conflicts: []Conflict{},
 		Invalid:   slices.Clone(ix.invalid),
 		Pools:     []Pool{},
-		SMD:       make([]SMDDaemonSet, 0, len(ix.drivers)),
+		SMD:       []SMDDaemonSet{},
 	}
 
-	pools := make(map[poolKey]*Pool)
+	pools := make(map[int32]*driverPools) // by owner
 	type tie struct {
 		c             *Conflict
 		kept, notKept string // node details
@@ -38,10 +38,13 @@ func (ix *Index) Route() *Result {
 		n := &ix.nodes[i]
 		nr := &res.Nodes[i]
 		nr.Name = n.Name
-		nr.CurrentOwner = n.Labels[v1alpha1.LabelOwner]
+		nr.CurrentOwner = n.Labels[operator.LabelOwner]
 		gi := ix.nodeGroup[i]
 		if gi < 0 {
 			nr.Reason = ReasonOutOfScope
+			if nr.CurrentOwner != "" {
+				nr.Detail = fmt.Sprintf("%s is not %q: rbln-npu-operator removes its %s label, and its driver pod goes", operator.LabelDeployDriver, operator.DeployDriverTrue, operator.LabelOwner)
+			}
 			continue
 		}
 		g := &ix.groups[gi]
@@ -72,28 +75,12 @@ func (ix *Index) Route() *Result {
 			}
 		}
 		nr.Owner = ix.drivers[owner].name
-
-		np := &ix.pools[ix.nodePool[i]]
-		if np.err != nil {
-			if nr.Reason == "" {
-				nr.Reason = np.err.Reason
-				nr.Detail = np.err.Error()
-			}
-			continue
+		dp := pools[owner]
+		if dp == nil {
+			dp = ix.newDriverPools(&ix.drivers[owner])
+			pools[owner] = dp
 		}
-		key := poolKey{owner, ix.nodePool[i]}
-		p := pools[key]
-		if p == nil {
-			p = newPool(&ix.drivers[owner], np.labels, np.name)
-			pools[key] = p
-		}
-		p.Nodes = append(p.Nodes, n.Name)
-		nr.Pool = p.Name
-		nr.Image = p.Image
-		if p.Reason != "" && nr.Reason == "" {
-			nr.Reason = p.Reason
-			nr.Detail = p.Detail
-		}
+		dp.add(int32(i), nr)
 	}
 
 	for _, tc := range ties {
@@ -101,19 +88,22 @@ func (ix *Index) Route() *Result {
 	}
 	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return slices.Compare(a.Resources, b.Resources) })
 
-	for _, p := range pools {
-		res.Pools = append(res.Pools, *p)
-	}
-	ix.dedupeDaemonSets(res.Pools)
-	slices.SortFunc(res.Pools, func(a, b Pool) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
+	for _, dp := range pools {
+		for _, p := range dp.byName {
+			if len(p.Nodes) > 0 {
+				res.Pools = append(res.Pools, *p)
+			}
 		}
-		return strings.Compare(a.Owner, b.Owner)
-	})
+	}
+	sortPools(res.Pools)
+	ix.markDaemonSetCollisions(res)
 
-	for _, d := range ix.drivers {
-		s := SMDDaemonSet{Resource: d.name, DaemonSet: SMDDaemonSetName(d.name)}
+	for owner, dp := range pools {
+		if !slices.ContainsFunc(res.Pools, func(p Pool) bool { return p.Owner == dp.d.name }) {
+			continue
+		}
+		d := &ix.drivers[owner]
+		s := SMDDaemonSet{Resource: d.name, DaemonSet: operator.SMDDaemonSet(d.name)}
 		img, err := SMDImage(&d.obj.Spec)
 		if err != nil {
 			s.Detail = err.Error()
@@ -121,6 +111,7 @@ func (ix *Index) Route() *Result {
 		s.Image = img
 		res.SMD = append(res.SMD, s)
 	}
+	slices.SortFunc(res.SMD, func(a, b SMDDaemonSet) int { return strings.Compare(a.Resource, b.Resource) })
 	return res
 }
 
@@ -132,35 +123,44 @@ func (ix *Index) names(ds []int32) []string {
 	return out
 }
 
-func newPool(d *driver, pl PoolLabels, name string) *Pool {
-	p := &Pool{
-		Name:         name,
-		DaemonSet:    daemonSetName(d.name, name, pl),
-		Owner:        d.name,
-		NodeSelector: pl.Selector(),
-		Labels:       pl,
-	}
-	img, err := DriverImage(&d.obj.Spec, pl)
-	if err != nil {
-		p.Reason = ReasonInvalidImageTag
-		p.Detail = err.Error()
-	}
-	p.Image = img
-	return p
+// sortPools orders pools by name, then owner.
+func sortPools(pools []Pool) {
+	slices.SortFunc(pools, func(a, b Pool) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Owner, b.Owner))
+	})
 }
 
-// dedupeDaemonSets gives every pool whose DaemonSet name another pool also uses a hashed name
-// instead. Names differ by construction within one driver; across drivers they can meet only
-// with contrived labels: driver "d" on {family b, os x, version 1, kernel y1-k} and driver
-// "d-b" on {family x1, os y, version 1, kernel k} both compose "d-b-x1-y1-k".
-func (ix *Index) dedupeDaemonSets(pools []Pool) {
-	seen := make(map[string]int, len(pools))
-	for _, p := range pools {
-		seen[p.DaemonSet]++
+// markDaemonSetCollisions marks the pools of different drivers that compose one DaemonSet
+// name: driver "d" on family "b-x" and driver "d-b" on family "x" both compose
+// "d-b-x-<os>-<kernel>". The operator refuses to adopt a DaemonSet labelled for another
+// RBLNDriver, so whichever driver it reconciles first keeps the name and the other's pool gets
+// no driver: driverguard cannot tell which, so both are reported, with their nodes.
+func (ix *Index) markDaemonSetCollisions(res *Result) {
+	byName := make(map[string][]int, len(res.Pools))
+	for i, p := range res.Pools {
+		byName[p.DaemonSet] = append(byName[p.DaemonSet], i)
 	}
-	for i := range pools {
-		if seen[pools[i].DaemonSet] > 1 {
-			pools[i].DaemonSet = forcedDaemonSetName(pools[i].Owner, pools[i].Labels)
+	for _, same := range byName {
+		if len(same) < 2 {
+			continue
+		}
+		for _, i := range same {
+			p := &res.Pools[i]
+			var others []string
+			for _, j := range same {
+				if j != i {
+					others = append(others, fmt.Sprintf("%s's pool %s", res.Pools[j].Owner, res.Pools[j].Name))
+				}
+			}
+			p.Reason, p.Detail = ReasonDaemonSetNotCreated, fmt.Sprintf(
+				"its DaemonSet name %s is also that of %s: rbln-npu-operator refuses to adopt a DaemonSet labelled for another RBLNDriver (\"name collision\"), so only the RBLNDriver it reconciles first runs it; rename one of the RBLNDrivers",
+				p.DaemonSet, strings.Join(others, " and "))
+			for _, node := range p.Nodes {
+				k, ok := slices.BinarySearchFunc(res.Nodes, node, func(n NodeResult, name string) int { return strings.Compare(n.Name, name) })
+				if ok && res.Nodes[k].Reason != ReasonConflictingNodeSelector {
+					res.Nodes[k].Reason, res.Nodes[k].Detail = p.Reason, p.Detail
+				}
+			}
 		}
 	}
 }

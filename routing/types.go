@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -18,19 +19,34 @@ const (
 	ReasonConflictingNodeSelector = finding.RuleConflictingNodeSelector
 	// ReasonNoMatchingDriver: no valid driver matches the candidate node.
 	ReasonNoMatchingDriver = "NoMatchingDriver"
-	// ReasonDriverFamilyLabelMissing: the node is owned but has no valid
-	// rebellions.ai/npu.family label, so it joins no pool.
+	// ReasonNFDLabelMissing: the node is owned but lacks a Node Feature Discovery label (OS
+	// ID, VERSION_ID or kernel-version.full), so the operator puts it in no pool.
+	ReasonNFDLabelMissing = finding.RuleNFDLabelMissing
+	// ReasonDriverFamilyLabelMissing: the node is owned but its rebellions.ai/npu.family label
+	// is absent, not a DNS-1123 label, or makes the pool name too long: the operator's
+	// DriverFamilyLabelMissing, and no pool.
 	ReasonDriverFamilyLabelMissing = finding.RuleDriverFamilyLabelMissing
-	// ReasonInvalidImageTag: no valid driver image can be composed for the node: the tag is
-	// not a valid OCI tag, a repository path component is invalid, or a node-feature label
-	// the tag needs is missing.
+	// ReasonPoolNameCollision: the node's labels compose a pool name that another node of the
+	// same owner (the first by name) defines with other labels; the pool's DaemonSet does not
+	// select the node.
+	ReasonPoolNameCollision = finding.RulePoolNameCollision
+	// ReasonDaemonSetNotCreated: the operator cannot create the pool's DaemonSet: its name or
+	// pool label is refused by the API server, or another RBLNDriver's pool has the same
+	// DaemonSet name.
+	ReasonDaemonSetNotCreated = finding.RuleDaemonSetNotCreated
+	// ReasonInvalidImageTag: no valid driver image can be composed for the node's pool: the
+	// operator refuses the spec (a digest, no version) or composes a reference no registry
+	// can serve (a tag that is not a valid OCI tag, an invalid repository path component).
 	ReasonInvalidImageTag = finding.RuleInvalidImageTag
 )
 
 // Resource and pool reasons.
 const (
-	// ReasonInvalidSpec: the driver's name or spec is invalid; it takes no part in routing.
-	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonInvalidSpec: the operator refuses the driver (a reserved selector key, a name over
+	// 63 characters); it takes no part in routing.
+	ReasonInvalidSpec = operator.ReasonInvalidSpec
+	// ReasonBeingDeleted: the driver has a deletionTimestamp; it takes no part in routing.
+	ReasonBeingDeleted = "BeingDeleted"
 	// ReasonDriverImageNotFound: the registry answered 404 for the pool's composed image.
 	// Set on a [Pool] by the registry check, never by [Route].
 	ReasonDriverImageNotFound = finding.RuleDriverImageNotFound
@@ -65,7 +81,8 @@ type Result struct {
 	Invalid []Invalid `json:"invalid"`
 	// Pools lists the driver DaemonSets, sorted by pool name, then owner.
 	Pools []Pool `json:"pools"`
-	// SMD lists one RSMD DaemonSet per valid driver, sorted by resource name.
+	// SMD lists the RSMD DaemonSet of every driver that runs at least one pool, sorted by
+	// resource name.
 	SMD []SMDDaemonSet `json:"smd"`
 }
 
@@ -99,7 +116,7 @@ type Conflict struct {
 // Invalid is a driver excluded from routing.
 type Invalid struct {
 	Resource string `json:"resource"`
-	// Reason is ReasonInvalidSpec.
+	// Reason is ReasonInvalidSpec or ReasonBeingDeleted.
 	Reason string `json:"reason"`
 	// Message lists every problem found.
 	Message string `json:"message"`
@@ -116,18 +133,20 @@ type Pool struct {
 	Image string `json:"image"`
 	// Nodes are the pool's nodes, sorted.
 	Nodes []string `json:"nodes"`
-	// Reason is "", ReasonInvalidImageTag, or (after a registry check)
-	// ReasonDriverImageNotFound.
+	// Reason is "", ReasonDaemonSetNotCreated, ReasonInvalidImageTag, or (after a registry
+	// check) ReasonDriverImageNotFound.
 	Reason string `json:"reason,omitempty"`
 	// Detail explains Reason, naming the exact image path.
 	Detail string `json:"detail,omitempty"`
-	// NodeSelector holds the pool's raw node labels, as the DaemonSet selects them.
+	// NodeSelector is the pod nodeSelector of the pool's DaemonSet: the scope and owner labels,
+	// the raw NFD labels and the family (operator.Pool.NodeSelector).
 	NodeSelector map[string]string `json:"nodeSelector"`
-	// Labels are the raw pool labels.
-	Labels PoolLabels `json:"-"`
+	// Labels is the pool as the operator composes it from its first node's labels.
+	Labels operator.Pool `json:"-"`
 }
 
-// SMDDaemonSet is the RSMD DaemonSet of one driver.
+// SMDDaemonSet is the RSMD DaemonSet of one driver: the operator creates it once a driver
+// DaemonSet of the driver exists.
 type SMDDaemonSet struct {
 	Resource  string `json:"resource"`
 	DaemonSet string `json:"daemonSet"`

@@ -27,6 +27,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 	"github.com/driverguard/driverguard/webhook"
@@ -39,15 +40,15 @@ func benchState(n, d int) webhook.State {
 	families := []string{"atom", "rebel", "atom-max"}
 	drivers := []v1alpha1.RBLNDriver{*wt.Driver("rbln-driver", nil)}
 	for _, f := range families {
-		drivers = append(drivers, *wt.Driver("rbln-driver-"+f, wt.Sel(v1alpha1.LabelFamily, f)))
+		drivers = append(drivers, *wt.Driver("rbln-driver-"+f, wt.Sel(operator.LabelFamily, f)))
 	}
 	for i := len(drivers); i < d; i++ {
-		drivers = append(drivers, *wt.Driver(fmt.Sprintf("rbln-driver-p%04d", i), wt.Sel(v1alpha1.LabelFamily, families[i%3], "pool", fmt.Sprintf("p%d", i))))
+		drivers = append(drivers, *wt.Driver(fmt.Sprintf("rbln-driver-p%04d", i), wt.Sel(operator.LabelFamily, families[i%3], "pool", fmt.Sprintf("p%d", i))))
 	}
 	nodes := make([]routing.Node, n)
 	for i := range nodes {
 		l := wt.PoolLabels(families[i%3], "ubuntu", "22.04", "6.8.0-90-generic")
-		l[v1alpha1.LabelDeployDriver] = "true"
+		l[operator.LabelDeployDriver] = "true"
 		l["pool"] = fmt.Sprintf("p%d", i%max(d, 1))
 		l["kubernetes.io/hostname"] = fmt.Sprintf("node-%05d", i)
 		l["topology.kubernetes.io/zone"] = fmt.Sprintf("zone-%d", i%4)
@@ -81,7 +82,7 @@ func BenchmarkAdmission(b *testing.B) {
 		if _, err := state.Snapshot(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		drv := wt.Driver("rbln-driver-bench", wt.Sel(v1alpha1.LabelFamily, "atom", "pool", "p3", "env", "canary"))
+		drv := wt.Driver("rbln-driver-bench", wt.Sel(operator.LabelFamily, "atom", "pool", "p3", "env", "canary"))
 		ds := wt.DaemonSet("npu", "rbln-driver-atom-pool", "rbln-driver-atom", "driver", wt.PoolLabels("atom", "ubuntu", "22.04", "6.8.0-90-generic"))
 		reqs := map[string]admission.Request{
 			"driver":    wt.Request(admissionv1.Create, drv, nil),
@@ -235,7 +236,7 @@ func BenchmarkAdmissionWithPolicies(b *testing.B) {
 	}
 	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
 		hooks := webhook.New(benchState(size.nodes, size.drivers), webhook.Options{Policy: engine})
-		drv := wt.Driver("rbln-driver-bench", wt.Sel(v1alpha1.LabelFamily, "atom", "pool", "p3", "env", "canary"))
+		drv := wt.Driver("rbln-driver-bench", wt.Sel(operator.LabelFamily, "atom", "pool", "p3", "env", "canary"))
 		req := wt.Request(admissionv1.Create, drv, nil)
 		srv := startServer(b, hooks)
 		prefix := fmt.Sprintf("nodes=%d/drivers=%d/driver+policies", size.nodes, size.drivers)
@@ -295,7 +296,7 @@ deny contains msg if {
 // webhook does per request minus TLS: the three checks alone and the bundled library, on a
 // small and a large cluster. Its cost must not grow with the cluster (SPEC §5.2).
 func BenchmarkServeHTTP(b *testing.B) {
-	benchServeHTTP(b, benchState, wt.Driver("rbln-driver-bench", wt.Sel(v1alpha1.LabelFamily, "rebel", "pool", "p7", "topology.kubernetes.io/zone", "zone-3")))
+	benchServeHTTP(b, benchState, wt.Driver("rbln-driver-bench", wt.Sel(operator.LabelFamily, "rebel", "pool", "p7", "topology.kubernetes.io/zone", "zone-3")))
 }
 
 // benchServeHTTP runs drv's CREATE through the handler with the three checks and with the
@@ -349,7 +350,7 @@ func rackState(n, d int) webhook.State {
 	nodes := make([]routing.Node, n)
 	for i := range nodes {
 		l := wt.PoolLabels([]string{"atom", "rebel"}[i%2], "ubuntu", []string{"22.04", "24.04"}[(i/2)%2], kernels[i%len(kernels)])
-		l[v1alpha1.LabelDeployDriver] = "true"
+		l[operator.LabelDeployDriver] = "true"
 		l["rack"] = fmt.Sprintf("r%d", i%50)
 		l["topology.kubernetes.io/zone"] = fmt.Sprintf("zone-%d", i%3)
 		l["kubernetes.io/hostname"] = fmt.Sprintf("npu-%05d", i)
@@ -357,7 +358,7 @@ func rackState(n, d int) webhook.State {
 	}
 	drivers := []v1alpha1.RBLNDriver{*wt.Driver("rbln-driver", nil)}
 	for i := 1; i < d; i++ {
-		drivers = append(drivers, *wt.Driver(fmt.Sprintf("rbln-driver-d%04d", i), wt.Sel(v1alpha1.LabelFamily, "atom", "rack", fmt.Sprintf("r%d", i%50), "slot", fmt.Sprintf("s%d", i))))
+		drivers = append(drivers, *wt.Driver(fmt.Sprintf("rbln-driver-d%04d", i), wt.Sel(operator.LabelFamily, "atom", "rack", fmt.Sprintf("r%d", i%50), "slot", fmt.Sprintf("s%d", i))))
 	}
 	return cluster.NewStatic(cluster.FromLists(nodes, drivers, nil, nil))
 }
@@ -367,5 +368,5 @@ func rackState(n, d int) webhook.State {
 // matched nodes grow with the cluster; its cost should not (the issue #35 goal: 10,000 / 100
 // nodes ≥ 0.95 in throughput).
 func BenchmarkServeHTTPRack(b *testing.B) {
-	benchServeHTTP(b, rackState, wt.Driver("rbln-driver-perf", wt.Sel(v1alpha1.LabelFamily, "rebel", "rack", "r7")))
+	benchServeHTTP(b, rackState, wt.Driver("rbln-driver-perf", wt.Sel(operator.LabelFamily, "rebel", "rack", "r7")))
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -34,7 +35,7 @@ type hostileReview struct {
 func hostileReviews(t testing.TB) []hostileReview {
 	t.Helper()
 	driver := func(mutate func(d *v1alpha1.RBLNDriver)) []byte {
-		d := wt.Driver("rbln-driver-hostile", wt.Sel(v1alpha1.LabelFamily, "atom"))
+		d := wt.Driver("rbln-driver-hostile", wt.Sel(operator.LabelFamily, "atom"))
 		mutate(d)
 		return wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, d, nil)))
 	}
@@ -60,7 +61,7 @@ func hostileReviews(t testing.TB) []hostileReview {
 		d.Spec.Tolerations = make([]corev1.Toleration, 100_000)
 	}))
 	add("a 1.4 MiB label value", webhook.PathValidateDriver, driver(func(d *v1alpha1.RBLNDriver) {
-		d.Spec.NodeSelector[v1alpha1.LabelFamily] = strings.Repeat("a", 1400<<10)
+		d.Spec.NodeSelector[operator.LabelFamily] = strings.Repeat("a", 1400<<10)
 	}))
 	add("a 1 MiB selector key", webhook.PathValidateDriver, driver(func(d *v1alpha1.RBLNDriver) {
 		d.Spec.NodeSelector[strings.Repeat("k", 1<<20)] = "v"

@@ -35,7 +35,7 @@ func TestClusterPolicyRules(t *testing.T) {
 			warn: []string{"spec.driver.upgradePolicy.reboot.enable is true but spec.driver.upgradePolicy.drain.enable is false", "enable them together"}},
 		{name: "reboot with drain", mutate: func(u *v1alpha1.UpgradePolicy) { u.Reboot.Enable, u.Drain.Enable = true, true }},
 		{name: "another name is a warning", mutate: func(*v1alpha1.UpgradePolicy) {}, rename: "other",
-			warn: []string{`driverguard reads the RBLNClusterPolicy named "rbln-cluster-policy"`}},
+			warn: []string{`rbln-npu-operator reads only one, the oldest that is not ignored`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

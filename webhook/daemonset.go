@@ -16,28 +16,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/decision"
+	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/routing"
-)
-
-// Driver DaemonSet components (the value of the rebellions.ai/npu.driver.component label).
-const (
-	ComponentDriver = "driver"
-	ComponentSMD    = "smd"
-)
-
-// Containers whose image the mutation sets.
-const (
-	DriverContainer = "rbln-driver-container"
-	SMDContainer    = "rbln-smd"
 )
 
 var daemonSetGVK = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
-// DaemonSetMutator decides how a driver DaemonSet is completed (SPEC §5): the pool-composed
-// image, the owner and candidate keys of the nodeSelector, and the update strategy.
+// DaemonSetMutator keeps rbln-npu-operator's DaemonSets as the operator composes them (package
+// operator): the driver or RSMD image and its pull policy, the scope and owner keys of the pod
+// nodeSelector, and the OnDelete update strategy. On a DaemonSet the operator rendered
+// correctly it changes nothing; where it corrects one (an operator that predates family image
+// paths, a hand edit, an RSMD image with a stale tag) it says what it changed.
 type DaemonSetMutator struct {
 	state State
 }
@@ -47,39 +39,41 @@ func NewDaemonSetMutator(state State) *DaemonSetMutator {
 	return &DaemonSetMutator{state: state}
 }
 
-// DaemonSetPlan is what the mutation sets on one driver DaemonSet. Applying it twice changes
-// nothing the second time.
+// DaemonSetPlan is what the operator composes for one of its DaemonSets and what differs.
+// Applying it twice changes nothing the second time.
 type DaemonSetPlan struct {
-	// Container is the container whose image is set, Image the image.
-	Container string
-	Image     string
-	// NodeSelector holds the keys set on spec.template.spec.nodeSelector (other keys, the pool
-	// labels among them, are kept).
+	// Container is the container whose image is kept, Image the image and PullPolicy its pull
+	// policy ("" leaves the pull policy to the API server's default, as the operator does).
+	Container  string
+	Image      string
+	PullPolicy string
+	// NodeSelector holds the keys kept on spec.template.spec.nodeSelector (other keys, the
+	// pool's labels among them, are left alone).
 	NodeSelector map[string]string
-	// UpdateStrategy is OnDelete, or RollingUpdate when the cluster policy's autoUpgrade is true.
-	UpdateStrategy appsv1.DaemonSetUpdateStrategyType
+	// Corrections say, one per field, what differs from what the operator composes and what
+	// the webhook sets instead; none means the DaemonSet is left unchanged (no patch).
+	Corrections []string
 }
 
 var (
-	instanceLabelPath = field.NewPath("metadata", "labels").Key(v1alpha1.LabelDriverInstance)
+	instanceLabelPath = field.NewPath("metadata", "labels").Key(operator.LabelInstance)
 	podNodeSelector   = field.NewPath("spec", "template", "spec", "nodeSelector")
 	containersPath    = field.NewPath("spec", "template", "spec", "containers")
 )
 
-// Plan decides the mutation of ds. It returns no plan and no denial when ds is not a driver
-// DaemonSet: its rebellions.ai/npu.driver.component label is absent or neither driver nor smd.
-// Its denial names what is missing instead of guessing: the instance label, the RBLNDriver it
-// names, a pool label (driver component), the container, or a composable image. An error
-// means the cluster view is not ready (503).
+// Plan decides the mutation of ds. It returns no plan and no denial when ds is not one of the
+// operator's DaemonSets (operator.Recognize). Its denial names what is missing instead of
+// guessing: the instance label, the RBLNDriver it names, a pool label (driver DaemonSet), the
+// container, or a composable image. An error means the cluster view is not ready (503).
 func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*DaemonSetPlan, *field.Error, error) {
-	component := ds.Labels[v1alpha1.LabelDriverComponent]
-	if component != ComponentDriver && component != ComponentSMD {
+	kind, cr, poolLabel := operator.Recognize(ds.Labels)
+	if kind == operator.NotOperator {
 		return nil, nil, nil
 	}
-	cr := ds.Labels[v1alpha1.LabelDriverInstance]
+	component := ds.Labels[operator.LabelComponent]
 	if cr == "" {
 		return nil, field.Required(instanceLabelPath, fmt.Sprintf(
-			"a driver DaemonSet (label %s=%s) must name its RBLNDriver in this label; set it to the RBLNDriver's name", v1alpha1.LabelDriverComponent, component)), nil
+			"rbln-npu-operator's %s DaemonSets name their RBLNDriver in this label; set it to the RBLNDriver's name", component)), nil
 	}
 	snap, err := m.state.Snapshot(ctx)
 	if err != nil {
@@ -92,47 +86,102 @@ func (m *DaemonSetMutator) Plan(ctx context.Context, ds *appsv1.DaemonSet) (*Dae
 	}
 	if errs := validation.ValidateDriver(drv); len(errs) > 0 {
 		return nil, field.Invalid(instanceLabelPath, cr, fmt.Sprintf(
-			"RBLNDriver %q is invalid and takes no part in routing (%s); fix the RBLNDriver first", cr, errs.ToAggregate().Error())), nil
+			"RBLNDriver %q is invalid (%s); fix the RBLNDriver first", cr, errs.ToAggregate().Error())), nil
 	}
-	plan := &DaemonSetPlan{
-		NodeSelector:   map[string]string{v1alpha1.LabelOwner: cr, v1alpha1.LabelDeployDriver: "true"},
-		UpdateStrategy: appsv1.OnDeleteDaemonSetStrategyType,
-	}
-	if snap.AutoUpgrade() {
-		plan.UpdateStrategy = appsv1.RollingUpdateDaemonSetStrategyType
-	}
-	switch component {
-	case ComponentDriver:
-		plan.Container = DriverContainer
-		pool, err := routing.PoolLabelsOf(ds.Spec.Template.Spec.NodeSelector)
-		if err != nil {
+	plan := &DaemonSetPlan{}
+	podSpec := &ds.Spec.Template.Spec
+	switch kind {
+	case operator.DriverKind:
+		plan.Container = operator.ContainerDriver
+		pool, perr := operator.PoolOf(podSpec.NodeSelector, routing.OptionsFor(snap.ClusterPolicy()).RDS)
+		if perr != nil {
 			return nil, field.Required(podNodeSelector, fmt.Sprintf(
-				"%v: a driver DaemonSet serves one pool and must select its raw pool labels %s, %s, %s and %s; add them (driverguard never guesses a pool)",
-				err, v1alpha1.LabelFamily, v1alpha1.LabelOSID, v1alpha1.LabelOSVersion, v1alpha1.LabelKernel)), nil
+				"the pool cannot be composed from it (%s): rbln-npu-operator's driver DaemonSets select the pool's %s, %s, %s and %s; driverguard never guesses a pool",
+				poolSelectorProblem(perr), operator.LabelFamily, operator.LabelOSID, operator.LabelOSVersion, operator.LabelKernel)), nil
 		}
 		if plan.Image, err = routing.DriverImage(&drv.Spec, pool); err != nil {
-			return nil, field.Invalid(podNodeSelector, decision.FormatSelector(pool.Selector()), fmt.Sprintf(
+			return nil, field.Invalid(podNodeSelector, decision.FormatSelector(pool.NodeSelector(cr)), fmt.Sprintf(
 				"no valid driver image can be composed for this pool from RBLNDriver %q (InvalidImageTag): %v", cr, err)), nil
 		}
-	case ComponentSMD:
-		plan.Container = SMDContainer
+		plan.PullPolicy = operator.DriverPullPolicy(string(drv.Spec.ImagePullPolicy), drv.Spec.Version)
+		plan.NodeSelector = map[string]string{operator.LabelOwner: cr, operator.LabelDeployDriver: operator.DeployDriverTrue}
+		if poolLabel != pool.Name {
+			plan.Corrections = append(plan.Corrections, fmt.Sprintf(
+				"its %s label is %q, but rbln-npu-operator names the pool of this nodeSelector %q (DaemonSet %s): an operator that predates family pools made it; driverguard corrects its image and selector, the operator replaces it once upgraded",
+				operator.LabelPool, poolLabel, pool.Name, operator.DriverDaemonSet(cr, pool.Name)))
+		}
+	case operator.SMDKind:
+		plan.Container = operator.ContainerSMD
 		if plan.Image, err = routing.SMDImage(&drv.Spec); err != nil {
 			return nil, field.Invalid(instanceLabelPath, cr, fmt.Sprintf(
-				"the RSMD image cannot be composed from RBLNDriver %q: %v; set spec.smd.registry and spec.smd.image on the RBLNDriver", cr, err)), nil
+				"the RSMD image cannot be composed from RBLNDriver %q: %v", cr, err)), nil
 		}
+		ref, _ := operator.SMDImage(drv.Spec.SMD.Registry, drv.Spec.SMD.Image, drv.Spec.Version)
+		plan.PullPolicy = operator.ReferencePullPolicy(string(drv.Spec.ImagePullPolicy), ref)
+		plan.NodeSelector = operator.SMDNodeSelector(cr)
 	}
-	containers := ds.Spec.Template.Spec.Containers
+	containers := podSpec.Containers
 	if len(containers) > MaxDaemonSetContainers {
 		return nil, field.TooMany(containersPath, len(containers), MaxDaemonSetContainers), nil
 	}
+	i := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == plan.Container })
 	switch n := countContainers(containers, plan.Container); {
 	case n == 0:
 		return nil, field.Required(containersPath, fmt.Sprintf(
-			"a %s DaemonSet must have a container named %s, whose image driverguard sets; rename the container", component, plan.Container)), nil
+			"rbln-npu-operator's %s DaemonSets run the container %s, whose image driverguard keeps; rename the container", component, plan.Container)), nil
 	case n > 1:
 		return nil, field.Duplicate(containersPath, plan.Container), nil
 	}
+	plan.corrections(cr, ds, &containers[i])
 	return plan, nil, nil
+}
+
+// poolSelectorProblem says what of a DaemonSet's nodeSelector keeps the pool from being
+// composed.
+func poolSelectorProblem(err *operator.PoolError) string {
+	switch err.Problem {
+	case operator.NFDLabelMissing, operator.FamilyMissing:
+		return err.Label + " is missing"
+	case operator.FamilyInvalid:
+		return fmt.Sprintf("%s=%q is not a DNS-1123 label", err.Label, validation.Truncate(err.Family, validation.MaxQuotedValue))
+	}
+	return fmt.Sprintf("the pool name %q would be longer than %d characters", validation.Truncate(err.Name, validation.MaxQuotedValue), err.Limit)
+}
+
+// corrections lists what of ds differs from the plan.
+func (p *DaemonSetPlan) corrections(cr string, ds *appsv1.DaemonSet, c *corev1.Container) {
+	quote := func(s string) string { return fmt.Sprintf("%q", validation.Truncate(s, validation.MaxQuotedValue)) }
+	if c.Image != p.Image {
+		why := "the image rbln-npu-operator composes from RBLNDriver " + cr
+		if ds.Labels[operator.LabelComponent] == operator.ComponentDriver {
+			why += " and the pool's labels (the family before the image's last segment, the tag <version>-<kernel>-<ID><VERSION_ID>)"
+		} else {
+			why += " (<smd.registry>/<smd.image>:<spec.version>)"
+		}
+		p.Corrections = append(p.Corrections, fmt.Sprintf("set the image of container %s to %q (was %s): %s", p.Container, p.Image, quote(c.Image), why))
+	}
+	if p.PullPolicy != "" && string(c.ImagePullPolicy) != p.PullPolicy {
+		p.Corrections = append(p.Corrections, fmt.Sprintf("set the imagePullPolicy of container %s to %s (was %s): the operator's pull policy (the RBLNDriver's spec.imagePullPolicy, Always for the version latest)", p.Container, p.PullPolicy, quote(string(c.ImagePullPolicy))))
+	}
+	keys := make([]string, 0, len(p.NodeSelector))
+	for k := range p.NodeSelector {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		got, ok := ds.Spec.Template.Spec.NodeSelector[k]
+		if ok && got == p.NodeSelector[k] {
+			continue
+		}
+		was := "absent"
+		if ok {
+			was = quote(got)
+		}
+		p.Corrections = append(p.Corrections, fmt.Sprintf("set nodeSelector %s=%s (was %s): rbln-npu-operator's pods of RBLNDriver %s select it", k, p.NodeSelector[k], was, cr))
+	}
+	if t := ds.Spec.UpdateStrategy.Type; t != appsv1.OnDeleteDaemonSetStrategyType {
+		p.Corrections = append(p.Corrections, fmt.Sprintf("set updateStrategy %s (was %s): rbln-npu-operator replaces driver pods itself, node by node", operator.UpdateStrategyOnDelete, quote(string(t))))
+	}
 }
 
 // MaxDaemonSetContainers bounds the containers of a driver DaemonSet the mutation reads: a
@@ -149,9 +198,9 @@ func countContainers(containers []corev1.Container, name string) int {
 	return n
 }
 
-// Apply applies the plan to the DaemonSet's JSON, touching only the fields it sets, and
+// Apply applies the plan to the DaemonSet's JSON, touching only the fields that differ, and
 // returns the new JSON. Fields it does not own are left byte-for-byte alone in meaning, so
-// the JSON patch computed from the two documents holds only the mutation.
+// the JSON patch computed from the two documents holds only the corrections.
 func (p *DaemonSetPlan) Apply(raw []byte) ([]byte, error) {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
@@ -162,6 +211,9 @@ func (p *DaemonSetPlan) Apply(raw []byte) ([]byte, error) {
 		for _, c := range containers {
 			if cm, ok := c.(map[string]any); ok && cm["name"] == p.Container {
 				cm["image"] = p.Image
+				if p.PullPolicy != "" {
+					cm["imagePullPolicy"] = p.PullPolicy
+				}
 			}
 		}
 	}
@@ -170,20 +222,8 @@ func (p *DaemonSetPlan) Apply(raw []byte) ([]byte, error) {
 		sel[k] = v
 	}
 	spec := child(obj, "spec")
-	strategy := child(spec, "updateStrategy")
-	switch p.UpdateStrategy {
-	case appsv1.OnDeleteDaemonSetStrategyType:
+	if child(spec, "updateStrategy")["type"] != string(appsv1.OnDeleteDaemonSetStrategyType) {
 		spec["updateStrategy"] = map[string]any{"type": string(appsv1.OnDeleteDaemonSetStrategyType)}
-	case appsv1.RollingUpdateDaemonSetStrategyType:
-		if strategy["type"] != string(appsv1.RollingUpdateDaemonSetStrategyType) {
-			// the API server's defaults for a RollingUpdate DaemonSet
-			spec["updateStrategy"] = map[string]any{
-				"type":          string(appsv1.RollingUpdateDaemonSetStrategyType),
-				"rollingUpdate": map[string]any{"maxUnavailable": 1, "maxSurge": 0},
-			}
-		} else if _, ok := strategy["rollingUpdate"]; !ok {
-			strategy["rollingUpdate"] = map[string]any{"maxUnavailable": 1, "maxSurge": 0}
-		}
 	}
 	return json.Marshal(obj)
 }
@@ -221,17 +261,20 @@ func (h *daemonSetHandler) Handle(ctx context.Context, req admission.Request) ad
 		return admission.Allowed("being deleted: unchanged")
 	}
 	plan, denial, err := h.m.Plan(ctx, &ds)
+	name := ds.Namespace + "/" + ds.Name
 	switch {
 	case err != nil:
 		return response(daemonSetGVK.Group, nil, err)
 	case denial != nil:
-		v := decision.Denied(daemonSetGVK.Kind, ds.Namespace+"/"+ds.Name, decision.FieldFindings(denial)...)
-		if sink, ok := ctx.Value(verdictSinkKey{}).(*verdictSink); ok {
-			sink.verdict = v
-		}
+		v := decision.Denied(daemonSetGVK.Kind, name, decision.FieldFindings(denial)...)
+		sinkVerdict(ctx, v)
 		return response(daemonSetGVK.Group, v, nil)
 	case plan == nil:
-		return admission.Allowed("not a driver DaemonSet (no " + v1alpha1.LabelDriverComponent + "=driver|smd label): unchanged")
+		return admission.Allowed(fmt.Sprintf("not a DaemonSet of rbln-npu-operator (%s=%s, %s=%s|%s): unchanged",
+			operator.LabelAppName, operator.AppName, operator.LabelComponent, operator.ComponentDriver, operator.ComponentSMD))
+	case len(plan.Corrections) == 0:
+		sinkVerdict(ctx, decision.Warned(daemonSetGVK.Kind, name))
+		return admission.Allowed("as rbln-npu-operator composes it: unchanged")
 	}
 	patched, err := plan.Apply(req.Object.Raw)
 	if err != nil { // decodeObject already parsed the same bytes; kept for safety
@@ -247,5 +290,18 @@ func (h *daemonSetHandler) Handle(ctx context.Context, req admission.Request) ad
 	slices.SortFunc(resp.Patches, func(a, b jsonpatch.JsonPatchOperation) int {
 		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Operation, b.Operation))
 	})
-	return resp
+	fs := make([]decision.Finding, len(plan.Corrections))
+	for i, c := range plan.Corrections {
+		fs[i] = decision.Finding{Rule: finding.RuleDaemonSetCorrected, Message: "driverguard " + c}
+	}
+	v := decision.Warned(daemonSetGVK.Kind, name, fs...)
+	sinkVerdict(ctx, v)
+	return resp.WithWarnings(v.BoundedWarningTexts(maxWarningsBytes)...)
+}
+
+// sinkVerdict hands an offline review the verdict its response was made from.
+func sinkVerdict(ctx context.Context, v *decision.Verdict) {
+	if sink, ok := ctx.Value(verdictSinkKey{}).(*verdictSink); ok {
+		sink.verdict = v
+	}
 }

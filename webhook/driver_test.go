@@ -12,6 +12,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -83,12 +84,12 @@ func TestDriverSyntaxRules(t *testing.T) {
 		want []string // empty: allowed
 	}{
 		{"default may have an empty selector", wt.Driver("rbln-driver", nil), nil},
-		{"instance with a selector", wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")), nil},
+		{"instance with a selector", wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom")), nil},
 		{"empty selector on an instance", wt.Driver("rbln-driver-atom", nil),
 			[]string{"spec.nodeSelector: Required value", "only the default resource rbln-driver may have an empty selector"}},
-		{"reserved owner key", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelOwner, "x")),
+		{"reserved owner key", wt.Driver("rbln-driver-x", wt.Sel(operator.LabelOwner, "x")),
 			[]string{"spec.nodeSelector[rebellions.ai/npu.driver.owner]: Forbidden", "is reserved", "remove it from the selector"}},
-		{"reserved deploy key", wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelDeployDriver, "true")),
+		{"reserved deploy key", wt.Driver("rbln-driver-x", wt.Sel(operator.LabelDeployDriver, "true")),
 			[]string{"spec.nodeSelector[rebellions.ai/npu.deploy.driver]: Forbidden"}},
 		{"invalid label key", wt.Driver("rbln-driver-x", wt.Sel("bad key!", "v")),
 			[]string{"spec.nodeSelector[bad key!]", "not a valid label key"}},
@@ -120,12 +121,12 @@ func TestDriverSyntaxRules(t *testing.T) {
 
 func TestDriverConflicts(t *testing.T) {
 	t.Parallel()
-	atom := wt.Sel(v1alpha1.LabelFamily, "atom")
+	atom := wt.Sel(operator.LabelFamily, "atom")
 	canary := wt.Sel("env", "canary")
 	nodes := []*corev1.Node{
 		wt.Node("node-a", wt.CandidateLabels()),
 		wt.Node("node-b", wt.CandidateLabels("env", "canary")),
-		wt.Node("node-out", wt.Sel("env", "canary", v1alpha1.LabelFamily, "atom")), // not a candidate
+		wt.Node("node-out", wt.Sel("env", "canary", operator.LabelFamily, "atom")), // not a candidate
 	}
 	existing := []*v1alpha1.RBLNDriver{
 		wt.Driver("rbln-driver", nil),
@@ -141,7 +142,7 @@ func TestDriverConflicts(t *testing.T) {
 	}{
 		{name: "strict superset owns its nodes",
 			drivers: existing, nodes: nodes,
-			obj: wt.Driver("rbln-driver-atom-canary", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary"))},
+			obj: wt.Driver("rbln-driver-atom-canary", wt.Sel(operator.LabelFamily, "atom", "env", "canary"))},
 		{name: "identical selector is denied",
 			drivers: existing, nodes: nodes,
 			obj:  wt.Driver("rbln-driver-atom2", atom),
@@ -168,7 +169,7 @@ func TestDriverConflicts(t *testing.T) {
 			old: wt.Driver("rbln-driver-atom", atom)},
 		{name: "update of a selector to overlap its own old selector",
 			drivers: existing, nodes: nodes,
-			obj: wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary")),
+			obj: wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom", "env", "canary")),
 			old: wt.Driver("rbln-driver-atom", atom)},
 		{name: "update keeping a pre-existing tie is a warning (version bump)",
 			drivers: append(existing, wt.Driver("rbln-driver-canary", canary)), nodes: nodes,
@@ -191,10 +192,10 @@ func TestDriverConflicts(t *testing.T) {
 			deny: []string{`identical to the nodeSelector of RBLNDriver "rbln-driver-atom"`}},
 		{name: "conflicts among other drivers are not this object's fault",
 			drivers: append(existing, wt.Driver("rbln-driver-atom2", atom)), nodes: nodes,
-			obj: wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel"))},
+			obj: wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel"))},
 		{name: "invalid drivers in the cluster take no part",
-			drivers: append(existing, wt.Driver("rbln-driver-bad", wt.Sel(v1alpha1.LabelOwner, "x", "env", "canary"))), nodes: nodes,
-			obj: wt.Driver("rbln-driver-atom-canary", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary"))},
+			drivers: append(existing, wt.Driver("rbln-driver-bad", wt.Sel(operator.LabelOwner, "x", "env", "canary"))), nodes: nodes,
+			obj: wt.Driver("rbln-driver-atom-canary", wt.Sel(operator.LabelFamily, "atom", "env", "canary"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,7 +225,7 @@ func TestDriverConflictsManyNodes(t *testing.T) {
 	for _, n := range []string{"n00", "n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09", "n10", "n11"} {
 		nodes = append(nodes, wt.Node(n, wt.CandidateLabels("env", "canary")))
 	}
-	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom"))}, nodes, nil), webhook.Options{})
+	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom"))}, nodes, nil), webhook.Options{})
 	resp := handle(t, hooks, webhook.PathValidateDriver, wt.Request(admissionv1.Create, wt.Driver("rbln-driver-canary", wt.Sel("env", "canary")), nil))
 	expect(t, resp, false, []string{"on 12 existing node(s), e.g. n00, n01", "n09"}, nil)
 	if strings.Contains(resp.Result.Message, "n10") {

@@ -12,7 +12,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -29,7 +29,7 @@ func FuzzAdmissionReview(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	drv := wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom"))
+	drv := wt.Driver("rbln-driver-x", wt.Sel(operator.LabelFamily, "atom"))
 	ds := wt.DaemonSet("npu", "rbln-driver-atom-pool", "rbln-driver-atom", "driver", wt.PoolLabels("atom", "ubuntu", "22.04", "6.8.0-90-generic"))
 	for _, body := range [][]byte{
 		wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil))),

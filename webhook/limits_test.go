@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -70,7 +70,7 @@ func TestSlowBodyDeadline(t *testing.T) {
 	assert.GreaterOrEqual(t, elapsed, 250*time.Millisecond)
 
 	// The server still answers.
-	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
+	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(operator.LabelFamily, "atom")), nil))))
 	assert.Equal(t, http.StatusOK, code, body)
 }
 
@@ -80,7 +80,7 @@ func TestSlowBodyDeadline(t *testing.T) {
 func TestInFlightCap(t *testing.T) {
 	hooks := webhook.New(benchState(10, 2), webhook.Options{Limits: webhook.Limits{BodyTimeout: 2 * time.Second, MaxInFlight: 3, MaxInFlightBytes: 1 << 20}})
 	srv := startServer(t, hooks)
-	review := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil)))
+	review := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(operator.LabelFamily, "atom")), nil)))
 
 	code, body := post(t, srv, append(review, bytes.Repeat([]byte(" "), 2<<20)...))
 	assert.Equal(t, http.StatusTooManyRequests, code, "a 2 MiB body is over the 1 MiB budget")
@@ -203,7 +203,7 @@ func TestPerClientRequests(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the third request of 127.0.0.2")
 
-	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
+	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(operator.LabelFamily, "atom")), nil))))
 	assert.Equal(t, http.StatusOK, code, "another client: %s", body)
 }
 
@@ -241,7 +241,7 @@ func TestConnectionLimits(t *testing.T) {
 	// the oldest silent connection is closed for it.
 	held = append(held, silent("127.0.0.3"))
 	time.Sleep(100 * time.Millisecond)
-	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
+	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(operator.LabelFamily, "atom")), nil))))
 	assert.Equal(t, http.StatusOK, code, "an honest client while the handshake slots are taken: %s", body)
 	assert.True(t, closedAtOnce(held[0]), "the oldest silent connection made room")
 
@@ -281,7 +281,7 @@ func tcpAddr(t *testing.T, addr string) *net.TCPAddr {
 func TestValueBudget(t *testing.T) {
 	hooks := webhook.New(benchState(10, 2), webhook.Options{Limits: webhook.Limits{MaxInFlightValues: 1}}) // raised to one request at the limit
 	srv := startServer(t, hooks)
-	d := wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom"))
+	d := wt.Driver("rbln-driver-x", wt.Sel(operator.LabelFamily, "atom"))
 	d.Labels = map[string]string{}
 	for i := range 60_000 {
 		d.Labels["l"+strconv.Itoa(i)] = "v"
@@ -329,7 +329,7 @@ func TestStalledBodiesAreEvicted(t *testing.T) {
 	b, rb := stallFrom(t, srv, "127.0.0.3", fmt.Sprintf("Content-Length: %d\r\n", 1<<20-100))
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
-	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))))
+	code, body := post(t, srv, wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-x", wt.Sel(operator.LabelFamily, "atom")), nil))))
 	assert.Equal(t, http.StatusOK, code, "a third client while two stalled bodies hold every byte: %s", body)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	// One of the stalled requests was ended: its client gets an answer (400) or a closed

@@ -56,7 +56,7 @@ func TestMalformedRequestsAreDeniedWith400(t *testing.T) {
 		{"cluster policy not JSON", webhook.PathValidateClusterPolicy, req(cpKind, admissionv1.Create, "nope", ""), "request.object is not a JSON object"},
 		{"daemonset not JSON", webhook.PathMutateDaemonSet, req(dsKind, admissionv1.Create, "\x00\x01", ""), "request.object is not a JSON object"},
 		{"daemonset empty", webhook.PathMutateDaemonSet, req(dsKind, admissionv1.Update, "", ""), "request.object is empty"},
-		{"daemonset with bad containers", webhook.PathMutateDaemonSet, req(dsKind, admissionv1.Create, `{"metadata":{"labels":{"rebellions.ai/npu.driver.component":"driver"}},"spec":{"template":{"spec":{"containers":{}}}}}`, ""), "request.object is not a valid apps/v1 DaemonSet"},
+		{"daemonset with bad containers", webhook.PathMutateDaemonSet, req(dsKind, admissionv1.Create, `{"metadata":{"labels":{"app.kubernetes.io/name":"rbln-npu-operator","app.kubernetes.io/component":"rbln-driver"}},"spec":{"template":{"spec":{"containers":{}}}}}`, ""), "request.object is not a valid apps/v1 DaemonSet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,8 +125,8 @@ func FuzzHandle(f *testing.F) {
 	f.Add(0, "CREATE", string(wt.MustJSON(wt.Driver("rbln-driver-x", wt.Sel("env", "x")))))
 	f.Add(1, "UPDATE", string(wt.MustJSON(wt.ClusterPolicy(true))))
 	f.Add(2, "CREATE", string(wt.MustJSON(wt.DaemonSet("n", "d", "rbln-driver", "driver", wt.PoolLabels("atom", "ubuntu", "22.04", "6.8.0")))))
-	f.Add(2, "CREATE", `{"metadata":{"labels":{"rebellions.ai/npu.driver.component":"smd","rebellions.ai/npu.driver.instance":"rbln-driver"}},"spec":null}`)
-	f.Add(2, "CREATE", `{"metadata":{"labels":{"rebellions.ai/npu.driver.component":"driver","rebellions.ai/npu.driver.instance":"rbln-driver"}},"spec":{"template":{"spec":{"nodeSelector":{"rebellions.ai/npu.family":"atom","feature.node.kubernetes.io/system-os_release.ID":"u","feature.node.kubernetes.io/system-os_release.VERSION_ID":"1","feature.node.kubernetes.io/kernel-version.full":"k"},"containers":[{"name":"rbln-driver-container"},7]},"nodeSelector":3},"updateStrategy":"x"}}`)
+	f.Add(2, "CREATE", `{"metadata":{"labels":{"app.kubernetes.io/name":"rbln-npu-operator","app.kubernetes.io/component":"rbln-smd","rebellions.ai/driver-instance":"rbln-driver"}},"spec":null}`)
+	f.Add(2, "CREATE", `{"metadata":{"labels":{"app.kubernetes.io/name":"rbln-npu-operator","app.kubernetes.io/component":"rbln-driver","rebellions.ai/driver-instance":"rbln-driver"}},"spec":{"template":{"spec":{"nodeSelector":{"rebellions.ai/npu.family":"atom","feature.node.kubernetes.io/system-os_release.ID":"u","feature.node.kubernetes.io/system-os_release.VERSION_ID":"1","feature.node.kubernetes.io/kernel-version.full":"k"},"containers":[{"name":"rbln-driver-container"},7]},"nodeSelector":3},"updateStrategy":"x"}}`)
 	f.Add(0, "DELETE", "null")
 	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, nil, wt.ClusterPolicy(false)), webhook.Options{})
 	kinds := []metav1.GroupVersionKind{

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -99,7 +100,7 @@ func TestPolicyEvaluationErrors(t *testing.T) {
 func TestPolicyInput(t *testing.T) {
 	t.Parallel()
 	eval := &wt.Evaluator{}
-	atom := wt.Sel(v1alpha1.LabelFamily, "atom")
+	atom := wt.Sel(operator.LabelFamily, "atom")
 	nodes := []*corev1.Node{
 		wt.Node("node-a", wt.CandidateLabels()),
 		wt.Node("node-c", wt.CandidateLabels("env", "canary")),
@@ -108,7 +109,7 @@ func TestPolicyInput(t *testing.T) {
 	cp := wt.ClusterPolicy(true)
 	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-atom", atom)}, nodes, cp), webhook.Options{Policy: eval})
 
-	canary := wt.Driver("rbln-driver-canary", wt.Sel(v1alpha1.LabelFamily, "atom", "env", "canary"))
+	canary := wt.Driver("rbln-driver-canary", wt.Sel(operator.LabelFamily, "atom", "env", "canary"))
 	req := wt.Request(admissionv1.Create, canary, nil)
 	expect(t, handle(t, hooks, webhook.PathValidateDriver, req), true, nil, nil)
 	in := eval.Inputs()[0]
@@ -175,8 +176,8 @@ warn contains sprintf("drivers=%d nodes=%d atom=%d owner=%s auto=%v", [
 		wt.Node("node-c", wt.CandidateLabels("env", "canary")),
 		wt.Node("node-x", wt.Sel("kubernetes.io/os", "linux")),
 	}
-	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom"))}, nodes, wt.ClusterPolicy(true)), webhook.Options{Policy: engine})
-	resp := handle(t, hooks, webhook.PathValidateDriver, wt.Request(admissionv1.Create, wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil))
+	hooks := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil), wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom"))}, nodes, wt.ClusterPolicy(true)), webhook.Options{Policy: engine})
+	resp := handle(t, hooks, webhook.PathValidateDriver, wt.Request(admissionv1.Create, wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel")), nil))
 	expect(t, resp, true, nil, []string{"policy driverguard.view: drivers=2 nodes=3 atom=2 owner=rbln-driver-atom auto=true"})
 }
 
@@ -203,7 +204,7 @@ deny contains "drivers need the team annotation" if {
 	not input.object.metadata.annotations["team.example/owner"]
 }
 `)
-	req := wt.Request(admissionv1.Create, wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil)
+	req := wt.Request(admissionv1.Create, wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel")), nil)
 	for _, tt := range []struct {
 		mode     map[string]policy.Enforcement
 		allowed  bool

@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -21,7 +22,7 @@ import (
 // AdmissionReview of those versions is answered with a 400 in the response.
 func TestReviewVersions(t *testing.T) {
 	h := webhook.New(state([]*v1alpha1.RBLNDriver{wt.Driver("rbln-driver", nil)}, nil, nil), webhook.Options{}).Handlers()[webhook.PathValidateDriver]
-	review := wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")), nil))
+	review := wt.Review(wt.Request(admissionv1.Create, wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom")), nil))
 	post := func(t *testing.T, apiVersion, kind string) map[string]any {
 		t.Helper()
 		r := *review

@@ -7,6 +7,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -29,7 +30,7 @@ warn contains "drivers should name a contact" if {
 }
 `
 	const contact = "policy driverguard.team: drivers should name a contact"
-	req := wt.Request(admissionv1.Create, wt.Driver("rbln-driver-rebel", wt.Sel(v1alpha1.LabelFamily, "rebel")), nil)
+	req := wt.Request(admissionv1.Create, wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel")), nil)
 	for _, tt := range []struct {
 		name, meta string
 		allowed    bool

@@ -1,45 +1,16 @@
 package v1alpha1
 
-// Node and workload labels that driverguard reads or writes. Each is defined once here and
-// used by the renderer, the routing engine, the webhook and the CLI alike.
+// Labels driverguard itself writes. The operator's labels (owner, deploy gate, family, NFD,
+// its DaemonSets') are package operator's.
 const (
-	// LabelOwner holds the name of the RBLNDriver that owns a node.
-	LabelOwner = "rebellions.ai/npu.driver.owner"
-	// LabelDeployDriver marks a node as a candidate for a driver ("true").
-	LabelDeployDriver = "rebellions.ai/npu.deploy.driver"
-	// LabelFamily is the NPU product family of a node (e.g. "atom").
-	LabelFamily = "rebellions.ai/npu.family"
-	// LabelOSID is the OS identifier published by Node Feature Discovery (e.g. "ubuntu").
-	LabelOSID = "feature.node.kubernetes.io/system-os_release.ID"
-	// LabelOSVersion is the OS version published by Node Feature Discovery (e.g. "22.04").
-	LabelOSVersion = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
-	// LabelKernel is the full kernel version published by Node Feature Discovery.
-	LabelKernel = "feature.node.kubernetes.io/kernel-version.full"
-
-	// LabelDriverInstance names the RBLNDriver a driver DaemonSet belongs to.
-	LabelDriverInstance = "rebellions.ai/npu.driver.instance"
-	// LabelDriverComponent is "driver" or "smd" on a driver DaemonSet.
-	LabelDriverComponent = "rebellions.ai/npu.driver.component"
-
 	// LabelRelease marks the RBLNDrivers and the RBLNClusterPolicy a Helm release of the chart
 	// renders (value: the release name): which release an object came from. It exempts nothing:
 	// the webhook judges a labelled object as any other.
 	LabelRelease = "driverguard.rebellions.ai/release"
+	// LabelInstance is the driver.instances key of an RBLNDriver, on the ClusterReport the
+	// audit writes for it (read from the same label on the RBLNDriver when it carries one).
+	LabelInstance = "driverguard.rebellions.ai/instance"
 )
-
-// ReservedSelectorKeys are label keys that no RBLNDriver nodeSelector may set: the routing
-// engine writes them itself.
-var ReservedSelectorKeys = []string{LabelOwner, LabelDeployDriver}
-
-// IsReservedSelectorKey reports whether key is one of ReservedSelectorKeys.
-func IsReservedSelectorKey(key string) bool {
-	for _, k := range ReservedSelectorKeys {
-		if k == key {
-			return true
-		}
-	}
-	return false
-}
 
 const (
 	// DefaultDriverName is the name of the default (fallback) RBLNDriver; it alone may have an

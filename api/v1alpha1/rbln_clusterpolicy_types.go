@@ -8,6 +8,35 @@ import (
 type RBLNClusterPolicySpec struct {
 	// +optional
 	Driver ClusterDriverSpec `json:"driver,omitempty"`
+	// RDS is rbln-npu-operator's RDS binding: with it enabled, nodes labelled
+	// rebellions.ai/rds.present=true run a driver pool of their own (<pool>-rds).
+	// +optional
+	RDS *RDSSpec `json:"rds,omitempty"`
+}
+
+// RDSSpec is the RDS binding of rbln-npu-operator's RBLNClusterPolicy.
+type RDSSpec struct {
+	// Enabled splits every driver pool: nodes labelled rebellions.ai/rds.present=true form
+	// their own <pool>-rds pool, and the other pools keep off them.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled"`
+	// DeviceSelection names, per node, the PCI devices the RDS binding takes.
+	// +listType=map
+	// +listMapKey=nodeName
+	// +optional
+	DeviceSelection []RDSDeviceSelection `json:"deviceSelection,omitempty"`
+}
+
+// RDSDeviceSelection is the PCI devices of one node the RDS binding takes.
+type RDSDeviceSelection struct {
+	// NodeName is the node's name.
+	// +kubebuilder:validation:MinLength=1
+	NodeName string `json:"nodeName"`
+	// TargetBDFs are the devices' PCI addresses (domain:bus:device.function).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:items:Pattern=`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`
+	TargetBDFs []string `json:"targetBDFs"`
 }
 
 // ClusterDriverSpec holds the cluster-wide driver settings.

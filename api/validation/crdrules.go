@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // The object-local rules of SPEC §5 as the API server enforces them without the webhook
@@ -105,7 +106,7 @@ func DriverCRDValidation() CRDValidation {
 			{
 				Path: []string{"metadata", "name"}, Rule: "!format.dns1123Label().validate(self).hasValue()",
 				MessageExpression: "self + " +
-					celString(" is not a DNS-1123 label (at most 63 characters: lowercase a-z, 0-9 and '-', starting and ending alphanumeric); the name is written onto nodes as the "+v1alpha1.LabelOwner+" label value: rename the driver"),
+					celString(" is not a DNS-1123 label (at most 63 characters: lowercase a-z, 0-9 and '-', starting and ending alphanumeric); the name is written onto nodes as the "+operator.LabelOwner+" label value: rename the driver"),
 			},
 			{
 				// Ratcheted by hand: a root rule runs on every update, so an empty selector the
@@ -115,7 +116,7 @@ func DriverCRDValidation() CRDValidation {
 					celString(v1alpha1.DefaultDriverName)),
 				OptionalOldSelf: true,
 				Message: "only the default resource " + v1alpha1.DefaultDriverName + " may have an empty selector; select the nodes this driver owns, e.g. {" +
-					v1alpha1.LabelFamily + ": atom}",
+					operator.LabelFamily + ": atom}",
 				Reason: "FieldValueRequired", FieldPath: ".spec.nodeSelector",
 			},
 			{
@@ -126,15 +127,15 @@ func DriverCRDValidation() CRDValidation {
 			pullPolicyRule("spec", "imagePullPolicy"),
 			pullPolicyRule("spec", "manager", "imagePullPolicy"),
 			{
-				Path: sel, Rule: "!self.exists(k, k in " + celList(v1alpha1.ReservedSelectorKeys) + ")",
-				MessageExpression: "self.filter(k, k in " + celList(v1alpha1.ReservedSelectorKeys) + ")[0] + " +
-					celString(" is reserved: driverguard writes it onto nodes itself; remove it from the selector and select nodes by your own labels (e.g. "+v1alpha1.LabelFamily+")"),
+				Path: sel, Rule: "!self.exists(k, k in " + celList(operator.ReservedSelectorKeys) + ")",
+				MessageExpression: "self.filter(k, k in " + celList(operator.ReservedSelectorKeys) + ")[0] + " +
+					celString(" is reserved: rbln-npu-operator writes it onto nodes itself (the owner label) or scopes nodes by it (the deploy label); remove it from the selector and select nodes by your own labels (e.g. "+operator.LabelFamily+")"),
 				Reason: "FieldValueForbidden",
 			},
 			{
 				Path: sel, Rule: "self.all(k, !format.qualifiedName().validate(k).hasValue())",
 				MessageExpression: celString("key ") + " + self.filter(k, format.qualifiedName().validate(k).hasValue())[0] + " +
-					celString(" is not a valid label key: a name of at most 63 characters (a-z, A-Z, 0-9, '-', '_', '.', starting and ending alphanumeric), with an optional DNS subdomain prefix and '/', e.g. "+v1alpha1.LabelFamily),
+					celString(" is not a valid label key: a name of at most 63 characters (a-z, A-Z, 0-9, '-', '_', '.', starting and ending alphanumeric), with an optional DNS subdomain prefix and '/', e.g. "+operator.LabelFamily),
 			},
 			{
 				Path: sel, Rule: "self.all(k, !format.labelValue().validate(self[k]).hasValue())",

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // MaxInstanceKeyLength is the longest instance key: rbln-driver-<key> must stay a valid label
@@ -36,7 +37,7 @@ func ValidateInstanceKey(key string, fldPath *field.Path) field.ErrorList {
 		return nil
 	}
 	detail := "must be a lowercase DNS-1123 label of 1-40 characters (a-z, 0-9 and '-', starting and ending alphanumeric), " +
-		"because rbln-driver-<key> is written onto nodes as the " + v1alpha1.LabelOwner + " label value"
+		"because rbln-driver-<key> is written onto nodes as the " + operator.LabelOwner + " label value"
 	if len(key) > MaxInstanceKeyLength {
 		detail = fmt.Sprintf("is %d characters; at most %d are allowed, because rbln-driver-<key> is written onto nodes as a label value", len(key), MaxInstanceKeyLength)
 	}
@@ -88,7 +89,7 @@ func specPathsOf(p *field.Path) *specPaths {
 func ValidateDriverName(name string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Label(name) {
-		errs = append(errs, field.Invalid(fldPath, name, msg+"; the name is written onto nodes as the "+v1alpha1.LabelOwner+" label value"))
+		errs = append(errs, field.Invalid(fldPath, name, msg+"; the name is written onto nodes as the "+operator.LabelOwner+" label value"))
 	}
 	return errs
 }
@@ -144,7 +145,7 @@ func ValidateNodeSelector(sel map[string]string, fldPath *field.Path) field.Erro
 	}
 	valid := true
 	for k, v := range sel { // the common case, judged without building paths or sorting
-		if v1alpha1.IsReservedSelectorKey(k) || len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+		if operator.IsReservedSelectorKey(k) || len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
 			valid = false
 			break
 		}
@@ -156,8 +157,8 @@ func ValidateNodeSelector(sel map[string]string, fldPath *field.Path) field.Erro
 	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		v := sel[k]
 		p := fldPath.Key(k)
-		if v1alpha1.IsReservedSelectorKey(k) {
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s is reserved: driverguard writes it onto nodes itself; remove it from the selector and select nodes by your own labels (e.g. %s)", k, v1alpha1.LabelFamily)))
+		if operator.IsReservedSelectorKey(k) {
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s is reserved: rbln-npu-operator writes it onto nodes itself (the owner label) or scopes nodes by it (the deploy label); remove it from the selector and select nodes by your own labels (e.g. %s)", k, operator.LabelFamily)))
 			continue
 		}
 		for _, msg := range validation.IsQualifiedName(k) {
@@ -268,7 +269,7 @@ func ValidateDriverSpec(name string, spec *v1alpha1.RBLNDriverSpec, fldPath *fie
 		}
 	}
 	if len(spec.NodeSelector) == 0 && name != v1alpha1.DefaultDriverName {
-		errs = append(errs, field.Required(p.nodeSelector, "only the default resource "+v1alpha1.DefaultDriverName+" may have an empty selector; select the nodes this driver owns, e.g. {"+v1alpha1.LabelFamily+": atom}"))
+		errs = append(errs, field.Required(p.nodeSelector, "only the default resource "+v1alpha1.DefaultDriverName+" may have an empty selector; select the nodes this driver owns, e.g. {"+operator.LabelFamily+": atom}"))
 	}
 	return errs
 }

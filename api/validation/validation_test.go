@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 func TestValidateInstanceKey(t *testing.T) {
@@ -53,10 +54,10 @@ func TestValidateNodeSelector(t *testing.T) {
 		want []string
 	}{
 		{"empty", nil, nil},
-		{"family and env", map[string]string{v1alpha1.LabelFamily: "atom", "env": "canary"}, nil},
+		{"family and env", map[string]string{operator.LabelFamily: "atom", "env": "canary"}, nil},
 		{"empty value is a valid label value", map[string]string{"env": ""}, nil},
-		{"reserved owner", map[string]string{v1alpha1.LabelOwner: "x"}, []string{"Forbidden", "reserved"}},
-		{"reserved deploy", map[string]string{v1alpha1.LabelDeployDriver: "true"}, []string{"Forbidden", "reserved"}},
+		{"reserved owner", map[string]string{operator.LabelOwner: "x"}, []string{"Forbidden", "reserved"}},
+		{"reserved deploy", map[string]string{operator.LabelDeployDriver: "true"}, []string{"Forbidden", "reserved"}},
 		{"bad key", map[string]string{"a b": "x"}, []string{"not a valid label key"}},
 		{"prefix too long", map[string]string{strings.Repeat("a", 254) + "/k": "x"}, []string{"not a valid label key"}},
 		{"bad value", map[string]string{"k": "a b"}, []string{"not a valid label value"}},
@@ -260,7 +261,7 @@ func TestQuotable(t *testing.T) {
 func BenchmarkValidateDriver(b *testing.B) {
 	d := &v1alpha1.RBLNDriver{Spec: v1alpha1.RBLNDriverSpec{
 		Registry: "registry.example", Image: "rebellions/rbln-driver", Version: "3.2.2", ImagePullPolicy: "IfNotPresent",
-		NodeSelector: map[string]string{v1alpha1.LabelFamily: "rebel", "rack": "r7"},
+		NodeSelector: map[string]string{operator.LabelFamily: "rebel", "rack": "r7"},
 		Annotations:  map[string]string{"example.com/team": "npu"},
 		Manager:      &v1alpha1.ManagerSpec{ImagePullPolicy: "Always"},
 	}}
@@ -277,7 +278,7 @@ func BenchmarkValidateDriver(b *testing.B) {
 // and those built for another root name the same fields.
 func TestValidateDriverPathsOfSharedAndOtherRoots(t *testing.T) {
 	spec := &v1alpha1.RBLNDriverSpec{ImagePullPolicy: "Sometimes", Manager: &v1alpha1.ManagerSpec{ImagePullPolicy: "Rarely"},
-		NodeSelector: map[string]string{"bad key!": "v", v1alpha1.LabelFamily: "atom"}, Annotations: map[string]string{"bad key!": "x"}}
+		NodeSelector: map[string]string{"bad key!": "v", operator.LabelFamily: "atom"}, Annotations: map[string]string{"bad key!": "x"}}
 	fields := func(errs field.ErrorList, prefix string) []string {
 		var out []string
 		for _, e := range errs {

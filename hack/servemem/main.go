@@ -50,6 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -378,14 +379,14 @@ func populate(ctx context.Context, c client.Client, nodes, drivers int) error {
 	for i := range nodes {
 		fam := []string{"atom", "rebel"}[i%2]
 		l := wt.PoolLabels(fam, "ubuntu", "22.04", "6.8.0-90-generic")
-		l[v1alpha1.LabelDeployDriver] = "true"
+		l[operator.LabelDeployDriver] = "true"
 		l["rack"] = fmt.Sprintf("r%d", i%50)
 		l["topology.kubernetes.io/zone"] = fmt.Sprintf("zone-%d", i%3)
 		l["kubernetes.io/hostname"] = fmt.Sprintf("npu-%05d", i)
 		objs = append(objs, wt.Node(fmt.Sprintf("npu-%05d", i), l))
 	}
 	for i := range drivers {
-		objs = append(objs, wt.Driver(fmt.Sprintf("rbln-driver-d%04d", i), wt.Sel(v1alpha1.LabelFamily, "atom", "rack", fmt.Sprintf("r%d", i%50), "slot", fmt.Sprintf("s%d", i))))
+		objs = append(objs, wt.Driver(fmt.Sprintf("rbln-driver-d%04d", i), wt.Sel(operator.LabelFamily, "atom", "rack", fmt.Sprintf("r%d", i%50), "slot", fmt.Sprintf("s%d", i))))
 	}
 	work := make(chan client.Object)
 	var (
@@ -415,7 +416,7 @@ func populate(ctx context.Context, c client.Client, nodes, drivers int) error {
 // sendLoad posts one RBLNDriver CREATE review over 8 kept-alive TLS connections for d and
 // returns the rate of allowed answers.
 func sendLoad(ctx context.Context, url string, d time.Duration) (float64, error) {
-	drv := wt.Driver("rbln-driver-servemem", wt.Sel(v1alpha1.LabelFamily, "rebel", "rack", "r7"))
+	drv := wt.Driver("rbln-driver-servemem", wt.Sel(operator.LabelFamily, "rebel", "rack", "r7"))
 	body := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil)))
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 8} //nolint:gosec // the self-signed test certificate
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}

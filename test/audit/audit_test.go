@@ -30,6 +30,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
@@ -309,7 +310,7 @@ func relabel(t *testing.T, c client.Client, name string, change func(map[string]
 }
 
 func withOwner(l map[string]string, owner string) map[string]string {
-	l[v1alpha1.LabelOwner] = owner
+	l[operator.LabelOwner] = owner
 	return l
 }
 
@@ -321,7 +322,7 @@ func TestAuditFollowsTheCluster(t *testing.T) {
 	create(t, c,
 		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
 		wt.Node("n2", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
-		wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")),
+		wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom")),
 		wt.Driver("rbln-driver-canary", wt.Sel("env", "canary")),
 		wt.ClusterPolicy(false),
 	)
@@ -344,28 +345,28 @@ func TestAuditFollowsTheCluster(t *testing.T) {
 		totals(t, c, func(a *v1alpha1.AuditStatus) bool { return a.Fail == 0 && a.Enforced == 0 && a.Pass > 0 })
 	})
 	t.Run("a stale owner label", func(t *testing.T) {
-		relabel(t, c, "n2", func(l map[string]string) { l[v1alpha1.LabelOwner] = "rbln-driver-gone" })
+		relabel(t, c, "n2", func(l map[string]string) { l[operator.LabelOwner] = "rbln-driver-gone" })
 		report(t, c, "rbln-driver-atom", hasRule("StaleOwnerLabel"))
-		relabel(t, c, "n2", func(l map[string]string) { l[v1alpha1.LabelOwner] = "rbln-driver-atom" })
+		relabel(t, c, "n2", func(l map[string]string) { l[operator.LabelOwner] = "rbln-driver-atom" })
 		report(t, c, "rbln-driver-atom", not(hasRule("StaleOwnerLabel")))
 	})
 	t.Run("a node that loses its family label", func(t *testing.T) {
 		// n2 moves to the canary driver (which does not select on the family) without a family.
 		relabel(t, c, "n2", func(l map[string]string) {
-			l["env"], l[v1alpha1.LabelOwner] = "canary", "rbln-driver-canary"
-			delete(l, v1alpha1.LabelFamily)
+			l["env"], l[operator.LabelOwner] = "canary", "rbln-driver-canary"
+			delete(l, operator.LabelFamily)
 		})
 		report(t, c, "rbln-driver-canary", hasRule("DriverFamilyLabelMissing"))
 		relabel(t, c, "n2", func(l map[string]string) {
-			l[v1alpha1.LabelFamily], l[v1alpha1.LabelOwner] = "atom", "rbln-driver-atom"
+			l[operator.LabelFamily], l[operator.LabelOwner] = "atom", "rbln-driver-atom"
 			delete(l, "env")
 		})
 		report(t, c, "rbln-driver-canary", not(hasRule("DriverFamilyLabelMissing")))
 	})
 	t.Run("a candidate node no driver selects", func(t *testing.T) {
-		relabel(t, c, "n2", func(l map[string]string) { delete(l, v1alpha1.LabelFamily) })
+		relabel(t, c, "n2", func(l map[string]string) { delete(l, operator.LabelFamily) })
 		report(t, c, audit.ClusterReportName, hasRule("Unowned"))
-		relabel(t, c, "n2", func(l map[string]string) { l[v1alpha1.LabelFamily] = "atom" })
+		relabel(t, c, "n2", func(l map[string]string) { l[operator.LabelFamily] = "atom" })
 		report(t, c, audit.ClusterReportName, not(hasRule("Unowned")))
 	})
 	t.Run("a report deleted by hand comes back", func(t *testing.T) {
@@ -447,7 +448,7 @@ func TestTrialPolicy(t *testing.T) {
 			assert.Equal(t, openreports.ResultSeverity("high"), r.Severity)
 		}
 	}
-	err := c.Create(t.Context(), wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")))
+	err := c.Create(t.Context(), wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom")))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "policy driverguard.trial: drivers need the team annotation")
 }
@@ -459,7 +460,7 @@ func TestStatusTotals(t *testing.T) {
 	c := newClient(t, plane, nil)
 	create(t, c,
 		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
-		wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")),
+		wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom")),
 		wt.Driver("rbln-driver-canary", wt.Sel("env", "canary")),
 		wt.ClusterPolicy(false),
 	)

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/serve"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -51,7 +51,7 @@ func TestServedMetricsCountEveryFinding(t *testing.T) {
 	plane, _ := start(t, func(a *serve.AuditOptions) { a.MaxResults = 1 })
 	c := newClient(t, plane, nil)
 	noFamily := withOwner(wt.CandidateLabels(), "rbln-driver")
-	delete(noFamily, v1alpha1.LabelFamily)
+	delete(noFamily, operator.LabelFamily)
 	create(t, c,
 		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-old")),
 		wt.Node("n2", withOwner(wt.CandidateLabels(), "rbln-driver-old")),

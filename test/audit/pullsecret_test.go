@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/registry/registrytest"
 	"github.com/driverguard/driverguard/routing"
 	"github.com/driverguard/driverguard/serve"
@@ -46,7 +46,7 @@ func TestPrivateRegistryPullSecrets(t *testing.T) {
 	create(t, c, secret)
 	t.Cleanup(func() { _ = c.Delete(context.Background(), secret) })
 
-	d := wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom"))
+	d := wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom"))
 	d.Spec.Registry, d.Spec.SMD.Registry = reg.Host, reg.Host
 	d.Spec.ImagePullSecrets = []string{secretName}
 	create(t, c, wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")), d, wt.ClusterPolicy(false))

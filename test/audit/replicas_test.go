@@ -24,9 +24,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/routing"
 	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
@@ -83,7 +83,7 @@ func TestFailover(t *testing.T) {
 	}
 	create(t, c,
 		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
-		wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")),
+		wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom")),
 		wt.ClusterPolicy(false),
 	)
 	deadline := time.Now().Add(30 * time.Second)
@@ -110,7 +110,7 @@ func TestFailover(t *testing.T) {
 
 	killed := time.Now()
 	replicas[leader].Kill()
-	relabel(t, c, "n1", func(l map[string]string) { l[v1alpha1.LabelOwner] = "rbln-driver-gone" })
+	relabel(t, c, "n1", func(l map[string]string) { l[operator.LabelOwner] = "rbln-driver-gone" })
 	deadline = time.Now().Add(30 * time.Second)
 	for metric(t, replicas[follower], passesMetric) == 0 {
 		require.True(t, time.Now().Before(deadline), "the follower did not take over within 30s; logs:\n%s", logs[follower].Tail(30))
@@ -137,7 +137,7 @@ func TestImageDeletedFromTheRegistry(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	plane, _ := start(t, func(a *serve.AuditOptions) { a.CheckImages, a.ImageInterval = true, 500*time.Millisecond })
 	c := newClient(t, plane, nil)
-	d := wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom"))
+	d := wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom"))
 	d.Spec.Registry, d.Spec.SMD.Registry = host, host
 	create(t, c, wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")), d, wt.ClusterPolicy(false))
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/operator"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -66,8 +67,8 @@ func writes(t *testing.T, p *passes, n int) int {
 func TestHandEditedReportIsRestored(t *testing.T) {
 	plane, p := start(t)
 	c := newClient(t, plane, nil)
-	atom := wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom"))
-	atom.Labels = map[string]string{v1alpha1.LabelDriverInstance: "atom"}
+	atom := wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom"))
+	atom.Labels = map[string]string{v1alpha1.LabelInstance: "atom"}
 	create(t, c,
 		wt.Node("n1", withOwner(wt.CandidateLabels(), "rbln-driver-atom")),
 		wt.Node("n2", withOwner(wt.CandidateLabels(), "rbln-driver-gone")),
@@ -143,7 +144,7 @@ func TestHandEditedReportIsRestored(t *testing.T) {
 			cr.Scope.Name = "rbln-driver-other"
 		}},
 		{"the instance label removed", func(cr *openreports.ClusterReport) {
-			delete(cr.Labels, v1alpha1.LabelDriverInstance)
+			delete(cr.Labels, v1alpha1.LabelInstance)
 		}},
 		{"the managed-by label removed: the report is the audit's by its name", func(cr *openreports.ClusterReport) {
 			delete(cr.Labels, audit.LabelManagedBy)

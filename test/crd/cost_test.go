@@ -21,6 +21,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // structuralSchema is the RBLNDriver CRD's schema as the API server holds it.
@@ -123,7 +124,7 @@ func TestCELCostWithinBudget(t *testing.T) {
 func BenchmarkCELValidate(b *testing.B) {
 	s := structuralSchema(b)
 	typical, err := runtime.DefaultUnstructuredConverter.ToUnstructured(driver("rbln-driver-atom-canary",
-		map[string]string{v1alpha1.LabelFamily: "atom", "env": "canary"}, func(s *v1alpha1.RBLNDriverSpec) {
+		map[string]string{operator.LabelFamily: "atom", "env": "canary"}, func(s *v1alpha1.RBLNDriverSpec) {
 			s.ImagePullSecrets, s.Annotations = []string{"drivercred"}, map[string]string{"example.com/team": "npu"}
 		}))
 	require.NoError(b, err)

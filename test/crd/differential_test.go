@@ -13,6 +13,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // driver is a valid RBLNDriver: name, its selector, then whatever change makes the case.
@@ -83,8 +84,8 @@ func handCases() []driverCase {
 		{"instance with a selector", driver("rbln-driver-syntax", sel)},
 		{"empty selector on an instance", driver("rbln-driver-syntax", nil)},
 		{"empty map selector on an instance", driver("rbln-driver-syntax", map[string]string{})},
-		{"reserved owner key", driver("rbln-driver-syntax", map[string]string{v1alpha1.LabelOwner: "rbln-driver", key: "a"})},
-		{"reserved deploy key", driver("rbln-driver-syntax", selOf(v1alpha1.LabelDeployDriver, "true"))},
+		{"reserved owner key", driver("rbln-driver-syntax", map[string]string{operator.LabelOwner: "rbln-driver", key: "a"})},
+		{"reserved deploy key", driver("rbln-driver-syntax", selOf(operator.LabelDeployDriver, "true"))},
 		{"invalid label key", driver("rbln-driver-syntax", selOf("bad key!", "a"))},
 		{"key with two slashes", driver("rbln-driver-syntax", selOf("a/b/c", "a"))},
 		{"uppercase prefix", driver("rbln-driver-syntax", selOf("UPPER.example.com/x", "a"))},
@@ -170,7 +171,7 @@ func generatedCases(r *rand.Rand, count int) []driverCase {
 			}, []func() string{
 				func() string { return "example.com/" + n('k', 64+r.IntN(2)) },
 				func() string { return prefix(254+r.IntN(2)) + "/k" },
-				func() string { return []string{v1alpha1.LabelOwner, v1alpha1.LabelDeployDriver}[r.IntN(2)] },
+				func() string { return []string{operator.LabelOwner, operator.LabelDeployDriver}[r.IntN(2)] },
 				func() string {
 					return []string{"a b", "-a", "a-", "_a", "a/", "/a", "a/b/c", "A.B/c", "a..b/c", "한"}[r.IntN(10)]
 				},

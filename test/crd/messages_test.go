@@ -13,6 +13,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // TestRefusalsSayFieldRuleAndFix (SPEC §13): with the webhook away, `kubectl apply` of an
@@ -30,7 +31,7 @@ func TestRefusalsSayFieldRuleAndFix(t *testing.T) {
 			[]string{"metadata.name", "rbln-driver-a.b is not a DNS-1123 label", "written onto nodes as the rebellions.ai/npu.driver.owner label value", "rename the driver"}},
 		{"empty selector", driver("rbln-driver-a", nil),
 			[]string{"spec.nodeSelector: Required value", "only the default resource rbln-driver may have an empty selector", "select the nodes this driver owns, e.g. {rebellions.ai/npu.family: atom}"}},
-		{"reserved key", driver("rbln-driver-a", map[string]string{v1alpha1.LabelOwner: "x"}),
+		{"reserved key", driver("rbln-driver-a", map[string]string{operator.LabelOwner: "x"}),
 			[]string{"spec.nodeSelector: Forbidden", "rebellions.ai/npu.driver.owner is reserved", "remove it from the selector and select nodes by your own labels"}},
 		{"label key", driver("rbln-driver-a", map[string]string{"bad key!": "x"}),
 			[]string{"spec.nodeSelector", "key bad key! is not a valid label key", "e.g. rebellions.ai/npu.family"}},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // withoutRules is the CRD schema as controller-gen writes it, before hack/crdrules: no CEL
@@ -95,7 +96,7 @@ func TestRatcheting(t *testing.T) {
 		"selector": driver("rbln-driver-rat-selector", nil),
 		"version":  driver("rbln-driver-rat-version", map[string]string{"x": "y"}, func(s *v1alpha1.RBLNDriverSpec) { s.Version = "3.2.2+build1" }),
 		"name":     driver("rbln-driver-rat.name", map[string]string{"x": "y"}),
-		"reserved": driver("rbln-driver-rat-reserved", map[string]string{v1alpha1.LabelOwner: "x"}),
+		"reserved": driver("rbln-driver-rat-reserved", map[string]string{operator.LabelOwner: "x"}),
 	}
 	for _, d := range stored {
 		require.NotEmpty(t, validation.ValidateDriver(d), "%s is invalid", d.Name)
@@ -131,7 +132,7 @@ func TestRatcheting(t *testing.T) {
 	refused(stored["key"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.NodeSelector = map[string]string{"worse key!": "v"} }, "is not a valid label key")
 	refused(stored["version"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.Version = "3.3.0+build2" }, "cannot start an OCI image tag")
 	refused(stored["reserved"].Name, func(d *v1alpha1.RBLNDriver) {
-		d.Spec.NodeSelector = map[string]string{v1alpha1.LabelDeployDriver: "true"}
+		d.Spec.NodeSelector = map[string]string{operator.LabelDeployDriver: "true"}
 	}, "is reserved")
 	assert.NoError(t, update(stored["key"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.NodeSelector = map[string]string{"good": "v"} }), "fixed")
 	assert.NoError(t, update(stored["version"].Name, func(d *v1alpha1.RBLNDriver) { d.Spec.Version = "3.3.0" }), "fixed")

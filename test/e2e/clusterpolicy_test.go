@@ -32,7 +32,7 @@ func TestClusterPolicyRules(t *testing.T) {
 	if err := dryRun(c, other); err != nil {
 		t.Fatal(err)
 	}
-	mustWarn(t, w.Take(), `driverguard reads the RBLNClusterPolicy named "rbln-cluster-policy"`)
+	mustWarn(t, w.Take(), `rbln-npu-operator reads only one, the oldest that is not ignored`)
 
 	// Negative counts and timeouts: the CRD schema (minimum 0) rejects them before the
 	// validating webhook runs; the webhook's own denial of the same rule is asserted by

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -81,9 +82,9 @@ func TestDriverSyntaxRules(t *testing.T) {
 		{"instance with a selector", wt.Driver("rbln-driver-syntax", wt.Sel(key, "ok")), nil},
 		{"empty selector on an instance", wt.Driver("rbln-driver-syntax", nil),
 			[]string{"spec.nodeSelector: Required value: only the default resource rbln-driver may have an empty selector"}},
-		{"reserved owner key", wt.Driver("rbln-driver-syntax", wt.Sel(v1alpha1.LabelOwner, "rbln-driver", key, "a")),
+		{"reserved owner key", wt.Driver("rbln-driver-syntax", wt.Sel(operator.LabelOwner, "rbln-driver", key, "a")),
 			[]string{"spec.nodeSelector: Forbidden: rebellions.ai/npu.driver.owner is reserved", "remove it from the selector"}},
-		{"reserved deploy key", wt.Driver("rbln-driver-syntax", wt.Sel(v1alpha1.LabelDeployDriver, "true")),
+		{"reserved deploy key", wt.Driver("rbln-driver-syntax", wt.Sel(operator.LabelDeployDriver, "true")),
 			[]string{"spec.nodeSelector: Forbidden: rebellions.ai/npu.deploy.driver is reserved"}},
 		{"invalid label key", wt.Driver("rbln-driver-syntax", wt.Sel("bad key", "a")),
 			[]string{"spec.nodeSelector", "key bad key is not a valid label key"}},
@@ -121,7 +122,7 @@ func TestDriverConflicts(t *testing.T) {
 	fam := "conflicts.e2e/family"
 	env := "conflicts.e2e/env"
 	create(t, c, wt.Driver("rbln-driver-c-base", wt.Sel(fam, "atom")))
-	create(t, c, wt.Node("conflicts-n1", wt.Sel(v1alpha1.LabelDeployDriver, "true", fam, "atom")))
+	create(t, c, wt.Node("conflicts-n1", wt.Sel(operator.LabelDeployDriver, "true", fam, "atom")))
 	waitForDriver(t, c, "rbln-driver-c-base")
 
 	t.Run("identical selector is denied", func(t *testing.T) {
@@ -158,9 +159,9 @@ func TestDriverConflicts(t *testing.T) {
 			`ties with RBLNDriver "rbln-driver-c-base" on existing node(s) conflicts-n1`, "strict superset")
 	})
 	t.Run("a non-candidate node never ties", func(t *testing.T) {
-		setLabel(t, c, "conflicts-n1", v1alpha1.LabelDeployDriver, "false")
+		setLabel(t, c, "conflicts-n1", operator.LabelDeployDriver, "false")
 		eventually(t, 10*time.Second, func() error { return dryRun(c, wt.Driver("rbln-driver-c-env", wt.Sel(env, "canary"))) })
-		setLabel(t, c, "conflicts-n1", v1alpha1.LabelDeployDriver, "true")
+		setLabel(t, c, "conflicts-n1", operator.LabelDeployDriver, "true")
 		eventually(t, 10*time.Second, func() error {
 			if dryRun(c, wt.Driver("rbln-driver-c-env", wt.Sel(env, "canary"))) == nil {
 				return fmt.Errorf("still allowed")
@@ -240,7 +241,7 @@ func TestWebhookViewFollowsNodeLabels(t *testing.T) {
 	a := "follow.e2e/a"
 	b := "follow.e2e/b"
 	create(t, c, wt.Driver("rbln-driver-f-a", wt.Sel(a, "1")))
-	create(t, c, wt.Node("follow-n1", wt.Sel(v1alpha1.LabelDeployDriver, "true")))
+	create(t, c, wt.Node("follow-n1", wt.Sel(operator.LabelDeployDriver, "true")))
 	waitForDriver(t, c, "rbln-driver-f-a")
 	candidate := wt.Driver("rbln-driver-f-b", wt.Sel(b, "1"))
 	for i := range 3 {

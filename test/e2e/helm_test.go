@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
@@ -155,7 +156,7 @@ driver:
 	create(t, c, func() *corev1.Node {
 		n := &corev1.Node{}
 		n.Name = "helm-e2e-n1"
-		n.Labels = map[string]string{v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", "zone": "a"}
+		n.Labels = map[string]string{operator.LabelDeployDriver: "true", operator.LabelFamily: "atom", "zone": "a"}
 		return n
 	}())
 	waitForView(t, 1, 3)
@@ -181,7 +182,7 @@ driver:
 		serveAsTheChart(t, c, &dep, func() string {
 			n := &corev1.Node{}
 			n.Name = "helm-e2e-n2"
-			n.Labels = map[string]string{v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", "env": "canary"}
+			n.Labels = map[string]string{operator.LabelDeployDriver: "true", operator.LabelFamily: "atom", "env": "canary"}
 			create(t, c, n)
 			return "rbln-driver-atom-canary"
 		})
@@ -239,7 +240,7 @@ func TestHelmLifecycle(t *testing.T) {
 	if err := registrar.Sync(t.Context()); err != nil {
 		t.Fatalf("registering the release's webhooks: %v", err)
 	}
-	extra := wt.Driver("rbln-driver-lifecycle", wt.Sel(v1alpha1.LabelFamily, "rebel"))
+	extra := wt.Driver("rbln-driver-lifecycle", wt.Sel(operator.LabelFamily, "rebel"))
 	err = c.Create(t.Context(), extra.DeepCopy())
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Errorf("with the webhook down, an RBLNDriver write must be refused (failurePolicy Fail), got %v", err)

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -101,7 +101,7 @@ func TestSlowAndStalledClients(t *testing.T) {
 	// requests are answered or closed at once.
 	var slowest time.Duration
 	for i := range 10 {
-		d := wt.Driver(fmt.Sprintf("rbln-driver-during-%d", i), wt.Sel(v1alpha1.LabelFamily, "atom", "attack", fmt.Sprint(i)))
+		d := wt.Driver(fmt.Sprintf("rbln-driver-during-%d", i), wt.Sel(operator.LabelFamily, "atom", "attack", fmt.Sprint(i)))
 		assert.NoError(t, c.Create(t.Context(), d, client.DryRunAll), "admission through the API server during the attack (round %d)", i)
 
 		start := time.Now()

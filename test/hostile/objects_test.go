@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/webhook"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -47,14 +48,14 @@ func oversized() map[string]*v1alpha1.RBLNDriver {
 	}
 	out["100,000 invalid selector keys"] = wt.Driver("rbln-driver-keys", sel)
 
-	d := wt.Driver("rbln-driver-tolerations", wt.Sel(v1alpha1.LabelFamily, "atom"))
+	d := wt.Driver("rbln-driver-tolerations", wt.Sel(operator.LabelFamily, "atom"))
 	for range 100_000 {
 		// the shortest toleration, so that 100,000 fit the API server's 3 MiB request limit
 		d.Spec.Tolerations = append(d.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
 	}
 	out["100,000 tolerations"] = d
 
-	out["a 1.4 MiB label value"] = wt.Driver("rbln-driver-value", wt.Sel(v1alpha1.LabelFamily, strings.Repeat("a", 1400<<10)))
+	out["a 1.4 MiB label value"] = wt.Driver("rbln-driver-value", wt.Sel(operator.LabelFamily, strings.Repeat("a", 1400<<10)))
 
 	// 64 keys (the most a selector may hold), each with an invalid key and value: 128 findings,
 	// of which the verdict keeps the first 50 and counts the rest.
@@ -64,7 +65,7 @@ func oversized() map[string]*v1alpha1.RBLNDriver {
 	}
 	out["128 findings"] = wt.Driver("rbln-driver-findings", bad)
 
-	labels := wt.Driver("rbln-driver-labels", wt.Sel(v1alpha1.LabelFamily, "atom"))
+	labels := wt.Driver("rbln-driver-labels", wt.Sel(operator.LabelFamily, "atom"))
 	labels.Labels = map[string]string{}
 	for i := range 60_000 {
 		labels.Labels["l"+strconv.Itoa(i)] = "v"

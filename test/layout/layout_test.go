@@ -22,9 +22,9 @@ import (
 const module = "github.com/driverguard/driverguard"
 
 // commandImports are the only packages of this module cmd/driverguard/app may import: the
-// action layer, the cluster readers' option types, the API types, the findings model and its
-// writers.
-var commandImports = []string{"action", "cluster", "api/decode", "api/v1alpha1", "api/validation", "finding", "output"}
+// action layer, the cluster readers' option types, the API types, the operator's label keys,
+// the findings model and its writers.
+var commandImports = []string{"action", "cluster", "api/decode", "api/v1alpha1", "api/validation", "operator", "finding", "output"}
 
 // layers are the top-level folders from the top of docs/development.md's map down. An import
 // goes to a lower layer or stays within its own layer (TestNoCircleBetweenTopLevelFolders keeps
@@ -36,7 +36,7 @@ var layers = [][]string{
 	{"webhook", "cluster", "plan", "release", "audit", "suite"},
 	{"decision"},
 	{"routing", "policy", "render", "registry"},
-	{"api", "charts", "finding"},
+	{"api", "charts", "finding", "operator"},
 }
 
 // notInWebhook are imports that belong to the serve process (package serve), not to the

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/serve"
 )
 
@@ -98,7 +99,7 @@ func lifecycle(t *testing.T, v variant, release string) {
 	// write is judged, the release's own objects included.
 	pod := startWebhookPod(t, c, ns, name)
 	requireRegistered(t, c, name)
-	identical := map[string]string{v1alpha1.LabelFamily: "rebel"} // rbln-driver-rebel's selector
+	identical := map[string]string{operator.LabelFamily: "rebel"} // rbln-driver-rebel's selector
 	eventuallyDenied(t, c, driver("rbln-driver-twin", "", identical), "is identical to the nodeSelector")
 	eventuallyDenied(t, c, driver("rbln-driver-twin", release, identical), "is identical to the nodeSelector")
 	other := driver("rbln-driver-other", "", map[string]string{"team": "other"})

@@ -33,6 +33,7 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/serve"
 	"github.com/driverguard/driverguard/test/controlplane"
@@ -72,7 +73,7 @@ func (g *generator) one(ctx context.Context) {
 			err = g.c.Update(ctx, &d, client.DryRunAll)
 		}
 	} else {
-		d := wt.Driver(fmt.Sprintf("rbln-driver-load-%d", n), wt.Sel(v1alpha1.LabelFamily, "rebel", "rack", fmt.Sprintf("r%d", n%10)))
+		d := wt.Driver(fmt.Sprintf("rbln-driver-load-%d", n), wt.Sel(operator.LabelFamily, "rebel", "rack", fmt.Sprintf("r%d", n%10)))
 		d.Annotations = map[string]string{"load": "yes"}
 		err = g.c.Create(ctx, d, client.DryRunAll)
 	}
@@ -160,12 +161,12 @@ func TestSustainedLoad(t *testing.T) {
 	for i := range nodes {
 		fam := []string{"atom", "rebel"}[i%2]
 		l := wt.PoolLabels(fam, "ubuntu", "22.04", "6.8.0-90-generic")
-		l[v1alpha1.LabelDeployDriver] = "true"
+		l[operator.LabelDeployDriver] = "true"
 		l["rack"] = fmt.Sprintf("r%d", i%10)
 		create(t, c, wt.Node(fmt.Sprintf("load-%03d", i), l))
 	}
 	create(t, c, wt.Driver("rbln-driver", nil))
-	create(t, c, wt.Driver("rbln-driver-atom", wt.Sel(v1alpha1.LabelFamily, "atom")))
+	create(t, c, wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom")))
 	waitView(t, plane, func(s *cluster.Snapshot) bool { return len(s.Nodes()) == nodes && len(s.Drivers()) == 2 })
 
 	// Phase A: 25 s of load; the certificate rotates at 5 s, the policies reload at 12 s.

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // The label vocabulary of generated nodes and selectors: small, so that generated drivers
@@ -34,22 +34,22 @@ func generatedNodes(r *rand.Rand, n int) []corev1.Node {
 	for i := range out {
 		osv := oses[r.IntN(len(oses))]
 		labels := map[string]string{
-			v1alpha1.LabelDeployDriver: "true",
-			v1alpha1.LabelFamily:       families[r.IntN(len(families))],
-			v1alpha1.LabelOSID:         osv[0],
-			v1alpha1.LabelOSVersion:    osv[1],
-			v1alpha1.LabelKernel:       kernels[r.IntN(len(kernels))],
+			operator.LabelDeployDriver: "true",
+			operator.LabelFamily:       families[r.IntN(len(families))],
+			operator.LabelOSID:         osv[0],
+			operator.LabelOSVersion:    osv[1],
+			operator.LabelKernel:       kernels[r.IntN(len(kernels))],
 			"env":                      envs[r.IntN(len(envs))],
 			"zone":                     zones[r.IntN(len(zones))],
 		}
 		switch x := r.IntN(16); {
 		case x == 0:
-			delete(labels, v1alpha1.LabelFamily)
+			delete(labels, operator.LabelFamily)
 		case x == 1:
-			labels[v1alpha1.LabelDeployDriver] = "pre-installed"
+			labels[operator.LabelDeployDriver] = "pre-installed"
 		}
 		if o := owners[r.IntN(len(owners))]; o != "" {
-			labels[v1alpha1.LabelOwner] = o
+			labels[operator.LabelOwner] = o
 		}
 		out[i] = corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gen-%02d", i), Labels: labels}}
 	}
@@ -103,7 +103,7 @@ func generatedValues(r *rand.Rand) map[string]any {
 			sel = map[string]any{}
 			for len(sel) == 0 {
 				if r.IntN(2) == 0 {
-					sel[v1alpha1.LabelFamily] = families[r.IntN(len(families))]
+					sel[operator.LabelFamily] = families[r.IntN(len(families))]
 				}
 				if r.IntN(2) == 0 {
 					sel["env"] = envs[r.IntN(len(envs))]

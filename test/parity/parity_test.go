@@ -456,14 +456,14 @@ func lossesOf(t *testing.T, c client.Client, nodes []corev1.Node, before []v1alp
 	require.NoError(t, c.List(context.Background(), &ds))
 	routed := routing.NodesFromCore(nodes)
 	now := map[string]string{}
-	for _, n := range routing.Route(before, routed).Nodes {
+	for _, n := range routing.Route(before, routed, routing.Options{}).Nodes {
 		now[n.Name] = n.Owner
 		if !known {
 			now[n.Name] = n.CurrentOwner
 		}
 	}
 	out := []string{}
-	for _, n := range routing.Route(ds.Items, routed).Nodes {
+	for _, n := range routing.Route(ds.Items, routed, routing.Options{}).Nodes {
 		if n.Reason != routing.ReasonOutOfScope && now[n.Name] != "" && n.Owner == "" {
 			out = append(out, n.Name+" from "+now[n.Name])
 		}

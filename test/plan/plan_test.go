@@ -37,6 +37,7 @@ import (
 	"github.com/driverguard/driverguard/charts"
 	dgcluster "github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/cmd/driverguard/app"
+	"github.com/driverguard/driverguard/operator"
 	dgplan "github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/registry/registrytest"
 	"github.com/driverguard/driverguard/render"
@@ -298,8 +299,8 @@ func (cl *cluster) setUp(ctx context.Context, t *testing.T) {
 	c := cl.c
 	for _, n := range nodes {
 		l := wt.PoolLabels(n.family, wt.OS, wt.OSVersion, wt.Kernel)
-		l[v1alpha1.LabelDeployDriver] = "true"
-		l[v1alpha1.LabelOwner] = n.owner
+		l[operator.LabelDeployDriver] = "true"
+		l[operator.LabelOwner] = n.owner
 		require.NoError(t, c.Create(ctx, wt.Node(n.name, l)))
 	}
 	before := filepath.Join(cl.dir, "before.yaml")

@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/charts"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/test/controlplane"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
@@ -529,8 +529,8 @@ func (s *suite) testLive(t *testing.T) {
 	// A node whose owner label names an RBLNDriver the cluster does not hold runs no driver:
 	// the release cannot take one away from it (#30). It passes, and says what it read.
 	require.NoError(t, c.Delete(ctx, wt.Driver("team-atom", nil)))
-	ghost := wt.CandidateLabels(v1alpha1.LabelFamily, "ghost")
-	ghost[v1alpha1.LabelOwner] = "ghost-driver"
+	ghost := wt.CandidateLabels(operator.LabelFamily, "ghost")
+	ghost[operator.LabelOwner] = "ghost-driver"
 	require.NoError(t, c.Create(ctx, wt.Node("npu-ghost-01", ghost)))
 	r = h.run(t, "", []string{"KUBECONFIG=" + kubeconfig}, s.helm4, append(args, "--set", "driver.deployDefault=false")...)
 	require.Equal(t, 0, r.code, r.stderr)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -73,10 +74,10 @@ func ClusterPolicy(autoUpgrade bool) *v1alpha1.RBLNClusterPolicy {
 // PoolLabels returns the raw pool labels of a node (or a driver DaemonSet's nodeSelector).
 func PoolLabels(family, os, osVersion, kernel string) map[string]string {
 	return map[string]string{
-		v1alpha1.LabelFamily:    family,
-		v1alpha1.LabelOSID:      os,
-		v1alpha1.LabelOSVersion: osVersion,
-		v1alpha1.LabelKernel:    kernel,
+		operator.LabelFamily:    family,
+		operator.LabelOSID:      os,
+		operator.LabelOSVersion: osVersion,
+		operator.LabelKernel:    kernel,
 	}
 }
 
@@ -84,7 +85,7 @@ func PoolLabels(family, os, osVersion, kernel string) map[string]string {
 // key, value pairs.
 func CandidateLabels(extra ...string) map[string]string {
 	l := PoolLabels(Family, OS, OSVersion, Kernel)
-	l[v1alpha1.LabelDeployDriver] = "true"
+	l[operator.LabelDeployDriver] = "true"
 	maps.Copy(l, Sel(extra...))
 	return l
 }
@@ -106,24 +107,28 @@ func RoutingNodes(nodes ...*corev1.Node) []routing.Node {
 	return out
 }
 
-// DaemonSet returns a driver DaemonSet of component (driver or smd) for driver cr, selecting
-// nodeSelector, with a placeholder image the webhook replaces.
+// DaemonSet returns a DaemonSet labelled as rbln-npu-operator labels its driver (component
+// "driver") or RSMD ("smd") DaemonSets for driver cr, selecting nodeSelector, with a
+// placeholder image and a RollingUpdate strategy the webhook corrects.
 func DaemonSet(namespace, name, cr, component string, nodeSelector map[string]string) *appsv1.DaemonSet {
-	container := "rbln-driver-container"
+	container := operator.ContainerDriver
+	labels := operator.SMDDaemonSetLabels(cr)
 	if component == "smd" {
-		container = "rbln-smd"
+		container = operator.ContainerSMD
+	} else {
+		pool, err := operator.PoolOf(nodeSelector, false)
+		if err != nil {
+			pool.Name = "unknown"
+		}
+		labels = operator.DriverDaemonSetLabels(cr, pool.Name)
 	}
-	podLabels := map[string]string{"app": name}
 	return &appsv1.DaemonSet{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
-			v1alpha1.LabelDriverInstance:  cr,
-			v1alpha1.LabelDriverComponent: component,
-		}},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: maps.Clone(labels)},
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(labels)},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels)},
 				Spec: corev1.PodSpec{
 					NodeSelector: nodeSelector,
 					Containers: []corev1.Container{
@@ -136,6 +141,54 @@ func DaemonSet(namespace, name, cr, component string, nodeSelector map[string]st
 				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{},
 			},
+		},
+	}
+}
+
+// OperatorDaemonSet returns driver d's DaemonSet for the pool of a node with nodeLabels as
+// rbln-npu-operator renders it (its name, labels, selector, pod nodeSelector, containers,
+// images, pull policies and update strategy, by package operator), or its RSMD DaemonSet
+// when smd is set: what the webhook leaves unchanged.
+func OperatorDaemonSet(namespace string, d *v1alpha1.RBLNDriver, nodeLabels map[string]string, smd bool) *appsv1.DaemonSet {
+	manager := operator.Reference(d.Spec.Manager.Registry, d.Spec.Manager.Image, d.Spec.Manager.Version)
+	initContainer := corev1.Container{Name: operator.InitContainerManager, Image: manager.String(),
+		ImagePullPolicy: corev1.PullPolicy(operator.ReferencePullPolicy(string(d.Spec.Manager.ImagePullPolicy), manager))}
+	var name string
+	var labels, sel map[string]string
+	var container corev1.Container
+	if smd {
+		name, labels, sel = operator.SMDDaemonSet(d.Name), operator.SMDDaemonSetLabels(d.Name), operator.SMDNodeSelector(d.Name)
+		ref, _ := operator.SMDImage(d.Spec.SMD.Registry, d.Spec.SMD.Image, d.Spec.Version)
+		initContainer.Name = operator.InitContainerValidation
+		container = corev1.Container{Name: operator.ContainerSMD, Image: ref.String(),
+			ImagePullPolicy: corev1.PullPolicy(operator.ReferencePullPolicy(string(d.Spec.ImagePullPolicy), ref))}
+	} else {
+		pool, perr := operator.PoolOf(nodeLabels, false)
+		if perr != nil {
+			panic(perr)
+		}
+		ref, err := operator.DriverImage(operator.DriverSpec{Registry: d.Spec.Registry, Image: d.Spec.Image, Version: d.Spec.Version}, pool)
+		if err != nil {
+			panic(err)
+		}
+		name, labels, sel = operator.DriverDaemonSet(d.Name, pool.Name), operator.DriverDaemonSetLabels(d.Name, pool.Name), pool.NodeSelector(d.Name)
+		container = corev1.Container{Name: operator.ContainerDriver, Image: ref.String(),
+			ImagePullPolicy: corev1.PullPolicy(operator.DriverPullPolicy(string(d.Spec.ImagePullPolicy), d.Spec.Version))}
+	}
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: maps.Clone(labels)},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(labels)},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels)},
+				Spec: corev1.PodSpec{
+					NodeSelector:   sel,
+					InitContainers: []corev1.Container{initContainer},
+					Containers:     []corev1.Container{container},
+				},
+			},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType},
 		},
 	}
 }

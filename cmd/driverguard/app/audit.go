@@ -25,8 +25,9 @@ func newAuditCommand(s Streams) *cobra.Command {
 		Long: `audit runs once what 'driverguard serve' keeps doing (SPEC §9): every RBLNDriver and the
 RBLNClusterPolicy of the cluster judged by the webhook's decision as if created now against the
 current cluster (built-in rules, ties, policies with their enforcement), the drift of the nodes
-(Unowned, DriverFamilyLabelMissing, InvalidImageTag, StaleOwnerLabel; ties are the drivers'
-ConflictingNodeSelector) and, with --check-images, every image a pool or RSMD DaemonSet pulls
+(Unowned, NFDLabelMissing, DriverFamilyLabelMissing, PoolNameCollision, DaemonSetNotCreated,
+InvalidImageTag, StaleOwnerLabel; ties are the drivers' ConflictingNodeSelector), as
+rbln-npu-operator will act on them, and, with --check-images, every image a pool or RSMD DaemonSet pulls
 that its registry answers 404 for (DriverImageNotFound).
 
 One report per RBLNDriver, and driverguard-cluster for what no driver owns. A policy in audit

@@ -26,9 +26,9 @@ func TestAuditExample(t *testing.T) {
 	r := run(t, "", "audit", "--nodes", exampleNodes, "--drivers", drivers)
 	assert.Equal(t, ExitInvalid, r.code, r.stderr)
 	// The finding that covers more nodes first.
-	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  FAIL   StaleOwnerLabel: 4 nodes whose rebellions.ai/npu.driver.owner label is not the driver routing gives")
-	assert.Contains(t, r.stdout, "(the operator labels the node when it deploys the driver))\n  FAIL   DriverFamilyLabelMissing: node npu-nofamily-01: label rebellions.ai/npu.family is missing")
-	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver-rebel\n  FAIL   StaleOwnerLabel: 3 nodes whose rebellions.ai/npu.driver.owner label is not the driver routing gives: npu-rebel-01, npu-rebel-02, npu-rebel-03")
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver\n  FAIL   StaleOwnerLabel: 4 nodes whose rebellions.ai/npu.driver.owner label is not the driver rbln-npu-operator gives")
+	assert.Contains(t, r.stdout, "writes \"rbln-driver\" on its next reconcile)\n  FAIL   DriverFamilyLabelMissing: node npu-nofamily-01: no rebellions.ai/npu.family label: rbln-npu-operator maps the node to no pool")
+	assert.Contains(t, r.stdout, "RBLNDriver/rbln-driver-rebel\n  FAIL   StaleOwnerLabel: 3 nodes whose rebellions.ai/npu.driver.owner label is not the driver rbln-npu-operator gives: npu-rebel-01, npu-rebel-02, npu-rebel-03")
 	assert.Contains(t, r.stdout, "\n4 reports: 4 fail (4 enforced), 0 warn, 27 pass; FAILED\n")
 	assert.Empty(t, r.stderr)
 
@@ -195,7 +195,7 @@ kind: RBLNDriver
 metadata:
   name: "rbln-driver-\e[5m"
   labels:
-    rebellions.ai/npu.driver.instance: "i\u202e\xff"
+    driverguard.rebellions.ai/instance: "i\u202e\xff"
 spec:
   image: rebellions/rbln-driver
   registry: repo.example.invalid

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/output"
 )
 
@@ -230,7 +230,7 @@ func inputLines(in action.Inputs, basis string) []string {
 	lines := []string{in.Nodes.Describe("node", "nodes")}
 	drivers := in.Drivers.Describe("RBLNDriver", "RBLNDrivers")
 	if basis == action.BasisOwnerLabels && in.Nodes.Given {
-		drivers += " (a node's driver now is the one its " + v1alpha1.LabelOwner + " label names; give --drivers or --live to tell a stale label from a driver)"
+		drivers += " (a node's driver now is the one its " + operator.LabelOwner + " label names; give --drivers or --live to tell a stale label from a driver)"
 	}
 	lines = append(lines, drivers, in.ClusterPolicy.Describe("RBLNClusterPolicy", "RBLNClusterPolicy"))
 	if in.Workloads.Given {

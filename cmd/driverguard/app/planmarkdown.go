@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 )
 
 // printPlanMarkdown writes the plan as a change ticket a reviewer can approve: what it was
@@ -188,7 +188,7 @@ func printInputsMarkdown(w io.Writer, p *action.PlanReport) {
 		fmt.Fprintf(w, "\n**Warning:** %s\n", md(wn))
 	}
 	if p.Basis == action.BasisOwnerLabels {
-		fmt.Fprintf(w, "\nThe current RBLNDrivers were not given: a node's driver now is the one its %s label names, so upgrades are not known.\n", mdCode(v1alpha1.LabelOwner))
+		fmt.Fprintf(w, "\nThe current RBLNDrivers were not given: a node's driver now is the one its %s label names, so upgrades are not known.\n", mdCode(operator.LabelOwner))
 	}
 }
 

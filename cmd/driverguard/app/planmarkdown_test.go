@@ -21,6 +21,7 @@ import (
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/plan"
 )
 
@@ -45,8 +46,8 @@ func hostileCluster(t *testing.T) (nodes, pods, drivers string) {
 	var nodeList, podList []obj
 	for i, name := range hostileNames {
 		nodeList = append(nodeList, obj{"apiVersion": "v1", "kind": "Node", "metadata": obj{"name": name, "labels": obj{
-			v1alpha1.LabelDeployDriver: "true", v1alpha1.LabelFamily: "atom", v1alpha1.LabelOSID: "ubuntu", v1alpha1.LabelOSVersion: "22.04",
-			v1alpha1.LabelKernel: "6.8.0-90-generic", v1alpha1.LabelOwner: v1alpha1.DefaultDriverName}}})
+			operator.LabelDeployDriver: "true", operator.LabelFamily: "atom", operator.LabelOSID: "ubuntu", operator.LabelOSVersion: "22.04",
+			operator.LabelKernel: "6.8.0-90-generic", operator.LabelOwner: v1alpha1.DefaultDriverName}}})
 		podList = append(podList, obj{"apiVersion": "v1", "kind": "Pod", "metadata": obj{"name": fmt.Sprintf("%s-pod-%d", name, i), "namespace": "ns " + name,
 			"ownerReferences": []obj{{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "rbln-driver-atom-ubuntu22.04-6.8.0-90-generic", "uid": "u", "controller": true}}},
 			"spec": obj{"nodeName": name, "containers": []obj{{"name": "driver", "image": "x"}}}, "status": obj{"phase": "Running"}})

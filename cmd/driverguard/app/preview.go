@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/output"
 )
 
@@ -155,13 +155,19 @@ func printNodeReport(w io.Writer, nr *action.NodeReport) error {
 	}
 	printSection(w, "UNOWNED CANDIDATE NODES", lines)
 	printSection(w, "NODES WITHOUT A VALID FAMILY LABEL (DriverFamilyLabelMissing: no pool; existing DaemonSets are kept)", nr.FamilyLabelMissing)
+	printSection(w, "NODES WITHOUT NODE FEATURE DISCOVERY LABELS (NFDLabelMissing: no pool; install Node Feature Discovery)", nr.NFDLabelMissing)
+	lines = nil
+	for _, n := range nr.NotRunning {
+		lines = append(lines, fmt.Sprintf("%s (%s): %s", n.Name, n.Reason, n.Detail))
+	}
+	printSection(w, "NODES THEIR POOL'S DAEMONSET DOES NOT RUN ON", lines)
 	lines = nil
 	for _, c := range nr.Changes {
 		lines = append(lines, changeLine(c))
 	}
 	title := "NODE CHANGES (compared with the routing of the current RBLNDrivers, as driverguard plan does; plan also says which are held or blocked)"
 	if nr.Basis == action.BasisOwnerLabels {
-		title = "NODE CHANGES (compared with the nodes' " + v1alpha1.LabelOwner + " labels: the current RBLNDrivers were not given, so upgrades are not known; --drivers or --live compares as driverguard plan does)"
+		title = "NODE CHANGES (compared with the nodes' " + operator.LabelOwner + " labels: the current RBLNDrivers were not given, so upgrades are not known; --drivers or --live compares as driverguard plan does)"
 	}
 	printSection(w, title, lines)
 	printImages(w, nr.Images, nr.ImageCheck)

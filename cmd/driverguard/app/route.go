@@ -49,6 +49,7 @@ output for ties and invalid resources.`,
 	}
 	cmd.Flags().StringVar(&job.Drivers, "drivers", "", "RBLNDriver documents, e.g. the output of render ('-' for stdin)")
 	cmd.Flags().StringVar(&job.Nodes, "nodes", "", "node inventory: 'kubectl get nodes -o yaml' output or a Node stream ('-' for stdin)")
+	cmd.Flags().StringVar(&job.ClusterPolicy, "cluster-policy", "", "the RBLNClusterPolicy (optional): the operator splits pools by rebellions.ai/rds.present when its spec.rds.enabled is true ('-' for stdin)")
 	addImageFlags(cmd.Flags(), &job.RegistryCheck, false, "HEAD every composed driver image in its registry; only a 404 fails a pool", "timeout of one image check")
 	output.register(cmd.Flags())
 	return cmd

@@ -296,11 +296,11 @@ func TestSuiteDaemonSets(t *testing.T) {
 kind: DaemonSet
 metadata:
   name: ` + name + `
-  labels: {rebellions.ai/npu.driver.component: driver, rebellions.ai/npu.driver.instance: ` + driver + `}
+  labels: {app.kubernetes.io/name: rbln-npu-operator, app.kubernetes.io/component: rbln-driver, rebellions.ai/driver-instance: ` + driver + `}
 spec:
-  selector: {matchLabels: {app: d}}
+  selector: {matchLabels: {app.kubernetes.io/name: rbln-npu-operator, app.kubernetes.io/component: rbln-driver, rebellions.ai/driver-instance: ` + driver + `}}
   template:
-    metadata: {labels: {app: d}}
+    metadata: {labels: {app.kubernetes.io/name: rbln-npu-operator, app.kubernetes.io/component: rbln-driver, rebellions.ai/driver-instance: ` + driver + `}}
     spec:
       nodeSelector:
         rebellions.ai/npu.family: atom
