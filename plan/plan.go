@@ -15,6 +15,7 @@ import (
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/registry"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
@@ -451,6 +452,11 @@ func nodePlans(changes []release.NodeChange, labels map[string]map[string]string
 	for _, c := range changes {
 		n := NodePlan{Name: c.Node, Action: c.Action, OldOwner: c.From, NewOwner: c.To, OldImage: c.OldImage, NewImage: c.NewImage,
 			Pool: c.Pool, Reason: c.Reason, oldPool: c.OldPool, Blockers: []Blocker{}}
+		if cur := labels[c.Node][operator.LabelOwner]; c.Action == NodeNone && c.From == "" && cur != "" && !operator.InScope(labels[c.Node]) {
+			// Out of the operator's scope with an owner label: the operator removes the label,
+			// and the driver pod its DaemonSet runs there goes, whatever the values.
+			n.Action, n.OldOwner, n.Reason = NodeLoseDriver, cur, routing.ReasonOutOfScope
+		}
 		n.Restart = n.Action == NodeUpgrade || n.Action == NodeChangeOwner
 		if n.Restart && labels[c.Node][LabelUpgradeSkip] == "true" {
 			n.Action, n.Restart = NodeHeld, false

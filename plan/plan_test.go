@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -414,6 +415,34 @@ func TestDriftOnly(t *testing.T) {
 	assert.Subset(t, drift, []string{"n-unowned Unowned", "n-stale StaleOwnerLabel", "n-nofamily DriverFamilyLabelMissing", "n-nonfd NFDLabelMissing", "n-gain Unowned"})
 	assert.Empty(t, p.Batches)
 	assert.True(t, p.Proceed)
+}
+
+// TestScopeExitLosesTheDriver: a node that left rbln-npu-operator's scope
+// (rebellions.ai/npu.deploy.driver no longer "true") but still carries an owner label loses its
+// driver when the operator removes the label: the plan shows it, and it needs acknowledging.
+func TestScopeExitLosesTheDriver(t *testing.T) {
+	in := scenario(func(*v1alpha1.UpgradePolicy) {})
+	in.Objects, in.AllowDriverLoss = nil, false
+	in.Cluster.SetNode(node("n-left", "atom", operator.LabelDeployDriver, "pre-installed", operator.LabelOwner, "rbln-driver"))
+	p, err := plan.Make(t.Context(), in)
+	require.NoError(t, err)
+	i := slices.IndexFunc(p.Nodes, func(n plan.NodePlan) bool { return n.Name == "n-left" })
+	require.GreaterOrEqual(t, i, 0)
+	n := p.Nodes[i]
+	assert.Equal(t, plan.NodeLoseDriver, n.Action)
+	assert.Equal(t, "rbln-driver", n.OldOwner)
+	assert.Empty(t, n.NewOwner)
+	assert.Equal(t, routing.ReasonOutOfScope, n.Reason)
+	assert.False(t, p.Proceed)
+	assert.Contains(t, p.Reasons, "1 node(s) would lose their driver (acknowledge with --allow-driver-loss)")
+	assert.True(t, slices.ContainsFunc(p.Drift, func(d plan.Drift) bool {
+		return d.Node == "n-left" && d.Kind == plan.DriftStaleOwnerLabel && strings.Contains(d.Detail, "loses its driver")
+	}))
+
+	in.AllowDriverLoss = true
+	p, err = plan.Make(t.Context(), in)
+	require.NoError(t, err)
+	assert.True(t, p.Proceed, "acknowledged: %v", p.Reasons)
 }
 
 // TestCannotProceed: a denial, an unacknowledged driver loss and a missing image each stop the
