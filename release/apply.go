@@ -202,13 +202,7 @@ func NewReplay(ctx context.Context, objs Objects, cl *cluster.State, opts Option
 	if err := checkOwnership(objs, cl); err != nil {
 		return nil, err
 	}
-	// The operator routes by the cluster policy it reads: the rendered one once applied (Helm
-	// applies it before the RBLNDrivers), the cluster's otherwise.
-	cp := cl.ClusterPolicy()
-	if objs.ClusterPolicy != nil {
-		cp = objs.ClusterPolicy
-	}
-	view := routing.NewCluster(cl.Nodes(), cl.Drivers(), upcoming, routing.OptionsFor(cp))
+	view := routing.NewCluster(cl.Nodes(), cl.Drivers(), upcoming, routing.OptionsFor(rdsPolicy(objs.ClusterPolicy, cl.ClusterPolicy())))
 	if opts.Data != nil {
 		if err := opts.Data.SyncCluster(ctx, clusterView(view, cl)); err != nil {
 			return nil, err
@@ -319,4 +313,15 @@ func clusterView(view *routing.Cluster, cl *cluster.State) *policy.ClusterView {
 		v.Nodes = append(v.Nodes, policy.ClusterNode{Name: n.Name, Labels: labels[n.Name], Owner: n.Owner, Pool: n.Pool})
 	}
 	return v
+}
+
+// rdsPolicy is the RBLNClusterPolicy whose spec.rds the operator routes by once the release is
+// applied: the rendered one when it sets spec.rds, else the cluster's. The chart renders no
+// spec.rds, and Helm's three-way merge (Helm 3) or server-side apply (Helm 4) keeps a field
+// another manager set when the rendered manifest never held it.
+func rdsPolicy(rendered, current *v1alpha1.RBLNClusterPolicy) *v1alpha1.RBLNClusterPolicy {
+	if rendered != nil && rendered.Spec.RDS != nil {
+		return rendered
+	}
+	return current
 }

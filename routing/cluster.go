@@ -30,6 +30,9 @@ type Cluster struct {
 	// owner is a slot or noOwner.
 	owner []int32
 	pool  []string
+	// excluded are the drivers of the view the operator leaves out of routing, by name: Route
+	// lists them as invalid.
+	excluded map[string]*v1alpha1.RBLNDriver
 }
 
 // NodeChange is a node whose routing a change moved: its new owner ("" for none) and pool.
@@ -52,7 +55,8 @@ func NewCluster(nodes []Node, current []v1alpha1.RBLNDriver, upcoming []*v1alpha
 	}
 	all = append(all, upcoming...)
 	ix, slotOf := newSlotIndex(all, nodes, opts)
-	c := &Cluster{ix: ix, slotOf: slotOf, named: map[string]int32{}, upcoming: make(map[*v1alpha1.RBLNDriver]bool, len(upcoming))}
+	c := &Cluster{ix: ix, slotOf: slotOf, named: map[string]int32{}, upcoming: make(map[*v1alpha1.RBLNDriver]bool, len(upcoming)),
+		excluded: map[string]*v1alpha1.RBLNDriver{}}
 	for _, d := range upcoming {
 		c.upcoming[d] = true
 	}
@@ -66,6 +70,13 @@ func NewCluster(nodes []Node, current []v1alpha1.RBLNDriver, upcoming []*v1alpha
 		if s, ok := slotOf[d]; ok {
 			if _, taken := c.named[d.Name]; !taken {
 				c.activate(s)
+			}
+		}
+	}
+	for i := range current {
+		if d := &current[i]; excluded(d) != nil {
+			if _, taken := c.named[d.Name]; !taken {
+				c.excluded[d.Name] = d
 			}
 		}
 	}
@@ -114,10 +125,15 @@ func (c *Cluster) Apply(d *v1alpha1.RBLNDriver) ([]NodeChange, error) {
 	s, ok := c.slotOf[d]
 	if !ok {
 		if c.upcoming[d] {
-			return c.Delete(d.Name), nil
+			changes := c.Delete(d.Name)
+			if excluded(d) != nil {
+				c.excluded[d.Name] = d
+			}
+			return changes, nil
 		}
 		return nil, fmt.Errorf("routing: RBLNDriver %q is not one the cluster view was built with", d.Name)
 	}
+	delete(c.excluded, d.Name)
 	affected := c.matched(s)
 	if old, ok := c.named[d.Name]; ok {
 		if old == s {
@@ -133,6 +149,7 @@ func (c *Cluster) Apply(d *v1alpha1.RBLNDriver) ([]NodeChange, error) {
 // Delete removes the driver named name and returns the nodes whose owner or pool changed.
 // Deleting a driver that is not there changes nothing.
 func (c *Cluster) Delete(name string) []NodeChange {
+	delete(c.excluded, name)
 	s, ok := c.named[name]
 	if !ok {
 		return []NodeChange{}
@@ -174,8 +191,11 @@ func (c *Cluster) Nodes() []NodeChange {
 // Route routes the nodes with the active drivers ([Route] of the same state). It costs a
 // full routing (O(nodes)); replaying a release calls it once, at the end.
 func (c *Cluster) Route() *Result {
-	drivers := make([]v1alpha1.RBLNDriver, 0, len(c.named))
+	drivers := make([]v1alpha1.RBLNDriver, 0, len(c.named)+len(c.excluded))
 	for _, d := range c.Drivers() {
+		drivers = append(drivers, *d)
+	}
+	for _, d := range c.excluded { // listed as invalid, routed nowhere
 		drivers = append(drivers, *d)
 	}
 	return Route(drivers, c.ix.nodes, c.ix.opts)
