@@ -96,7 +96,7 @@ type Pool struct {
 	Tag string `json:"tag"`
 	// Image is the composed driver image, "" when it cannot be composed (see Reason).
 	Image string `json:"image"`
-	// Reason is "" or InvalidImageTag.
+	// Reason is "", DaemonSetNotCreated or InvalidImageTag.
 	Reason string `json:"reason"`
 	// Nodes are the pool's nodes, sorted.
 	Nodes []string `json:"nodes"`
@@ -105,7 +105,7 @@ type Pool struct {
 // UnpooledNode is a node the driver would own without a pool.
 type UnpooledNode struct {
 	Name string `json:"name"`
-	// Reason is DriverFamilyLabelMissing, InvalidImageTag (node-feature labels missing) or
+	// Reason is NFDLabelMissing, DriverFamilyLabelMissing, PoolNameCollision or
 	// ConflictingNodeSelector (a tied node it keeps).
 	Reason string `json:"reason"`
 }
