@@ -77,9 +77,9 @@ const (
 var phrasers = map[string]func(string, *field.Path) field.ErrorList{
 	dgvalidation.RegistryPattern: invalid("the registry host of the driver image, e.g. repo.rebellions.ai",
 		"must be a registry host with an optional port, e.g. repo.rebellions.ai or registry.local:5000 (no scheme, no path)"),
-	dgvalidation.RepositoryPattern: invalid("the driver image repository, e.g. rebellions/rbln-driver",
-		"must be a lowercase image repository path such as rebellions/rbln-driver (no registry, no tag)"),
-	dgvalidation.TagPattern:         dgvalidation.ValidateVersion,
+	dgvalidation.RepositoryPattern: driverDigest(dgvalidation.ValidateDriverImage, invalid("the driver image repository, e.g. rebellions/rbln-driver",
+		"must be a lowercase image repository path such as rebellions/rbln-driver (no registry, no tag)")),
+	dgvalidation.TagPattern:         driverDigest(dgvalidation.ValidateDriverVersion, dgvalidation.ValidateVersion),
 	dgvalidation.InstanceKeyPattern: dgvalidation.ValidateInstanceKey,
 	dgvalidation.LabelKeyPattern:    messages(validation.IsQualifiedName, "is not a valid label key: "),
 	dgvalidation.LabelValuePattern:  messages(validation.IsValidLabelValue, "is not a valid label value: "),
@@ -87,6 +87,23 @@ var phrasers = map[string]func(string, *field.Path) field.ErrorList{
 	quantityPattern:                 invalid("", "must be a quantity such as 500m, 2 or 128Mi"),
 	auditIntervalPattern:            invalid("", "must be a duration from 10s to 24h in whole hours, minutes and seconds, such as 10m, 90s or 1h30m"),
 	imageIntervalPattern:            invalid("", "must be a duration from 1m to 24h in whole hours, minutes and seconds, such as 1h, 90m or 1h30m"),
+}
+
+// driverDigest words a driver image's repository or tag with driver (which refuses a digest,
+// as rbln-npu-operator does) and any other image's (the manager's, the RSMD's, the reboot
+// helper's) with other.
+func driverDigest(driver, other func(string, *field.Path) field.ErrorList) func(string, *field.Path) field.ErrorList {
+	return func(s string, p *field.Path) field.ErrorList {
+		if path := p.String(); strings.HasSuffix(path, ".image.repository") || strings.HasSuffix(path, ".image.tag") {
+			if parent := strings.TrimSuffix(strings.TrimSuffix(path, ".repository"), ".tag"); parent == "driver.image" ||
+				(strings.HasPrefix(parent, "driver.instances.") && strings.Count(parent, ".") == 3) {
+				if errs := driver(s, p); len(errs) > 0 {
+					return errs
+				}
+			}
+		}
+		return other(s, p)
+	}
 }
 
 // invalid words "" as a required value (when required says what it is), anything else as

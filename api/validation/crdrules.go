@@ -120,9 +120,17 @@ func DriverCRDValidation() CRDValidation {
 				Reason: "FieldValueRequired", FieldPath: ".spec.nodeSelector",
 			},
 			{
-				Path: []string{"spec", "version"}, Rule: "self.matches(" + celString(TagPattern) + ")",
+				Path: []string{"spec", "version"}, Rule: "self.contains('sha256:') || self.matches(" + celString(TagPattern) + ")",
 				MessageExpression: "self + " +
 					celString(" cannot start an OCI image tag: use letters, digits, '_', '.' and '-' only (first character not '.' or '-'), at most 128 characters"),
+			},
+			{
+				Path: []string{"spec", "version"}, Rule: "!self.contains('sha256:')",
+				Message: DigestMessage,
+			},
+			{
+				Path: []string{"spec", "image"}, Rule: "!self.contains('@sha256:')",
+				Message: DigestMessage,
 			},
 			pullPolicyRule("spec", "imagePullPolicy"),
 			pullPolicyRule("spec", "manager", "imagePullPolicy"),

@@ -216,6 +216,28 @@ func ValidateVersion(v string, fldPath *field.Path) field.ErrorList {
 	return nil
 }
 
+// DigestMessage is why a driver image cannot be given by digest.
+const DigestMessage = "rbln-npu-operator cannot build a driver image from a digest: it composes each pool's tag " +
+	"<version>-<kernel>-<os><osVersion> from the version; set the repository (e.g. rebellions/rbln-driver) and a version (e.g. 3.2.2)"
+
+// ValidateDriverVersion is ValidateVersion for the driver's version, which rbln-npu-operator
+// refuses when it holds a digest (sha256:).
+func ValidateDriverVersion(v string, fldPath *field.Path) field.ErrorList {
+	if operator.HasDigest("", v) {
+		return field.ErrorList{field.Invalid(fldPath, v, DigestMessage)}
+	}
+	return ValidateVersion(v, fldPath)
+}
+
+// ValidateDriverImage refuses a driver image repository that holds a digest (@sha256:), as
+// rbln-npu-operator does.
+func ValidateDriverImage(image string, fldPath *field.Path) field.ErrorList {
+	if operator.HasDigest(image, "") {
+		return field.ErrorList{field.Invalid(fldPath, image, DigestMessage)}
+	}
+	return nil
+}
+
 // IsValidTag reports whether s is a valid OCI image tag.
 func IsValidTag(s string) bool { return ociTagRE.MatchString(s) }
 
@@ -230,7 +252,8 @@ func ValidateDriverSpec(name string, spec *v1alpha1.RBLNDriverSpec, fldPath *fie
 	if spec.Image == "" {
 		errs = append(errs, field.Required(p.image, "the driver image repository without the NPU family, e.g. rebellions/rbln-driver"))
 	}
-	errs = append(errs, ValidateVersion(spec.Version, p.version)...)
+	errs = append(errs, ValidateDriverImage(spec.Image, p.image)...)
+	errs = append(errs, ValidateDriverVersion(spec.Version, p.version)...)
 	errs = append(errs, ValidatePullPolicy(string(spec.ImagePullPolicy), p.pullPolicy)...)
 	if spec.Manager != nil {
 		errs = append(errs, ValidatePullPolicy(string(spec.Manager.ImagePullPolicy), p.managerPullPolicy)...)

@@ -90,6 +90,11 @@ func TestValidateDriverSpec(t *testing.T) {
 	assert.Empty(t, ValidateDriverSpec(v1alpha1.DefaultDriverName, empty, field.NewPath("spec")), "the default may have an empty selector")
 	assert.Contains(t, ValidateDriverSpec("rbln-driver-a", empty, field.NewPath("spec")).ToAggregate().Error(), "spec.nodeSelector: Required value: only the default resource rbln-driver may have an empty selector")
 
+	owner := valid()
+	owner.NodeSelector = map[string]string{operator.LabelOwner: "rbln-driver"}
+	assert.Contains(t, ValidateDriverSpec("rbln-driver-a", owner, field.NewPath("spec")).ToAggregate().Error(),
+		"rebellions.ai/npu.driver.owner is reserved: rbln-npu-operator writes it onto nodes itself")
+
 	missing := &v1alpha1.RBLNDriverSpec{NodeSelector: map[string]string{"k": "v"}}
 	msg := ValidateDriverSpec("x", missing, field.NewPath("spec")).ToAggregate().Error()
 	for _, f := range []string{"spec.registry", "spec.image", "spec.version"} {
@@ -99,6 +104,23 @@ func TestValidateDriverSpec(t *testing.T) {
 	plus := valid()
 	plus.Version = "3.2.2+build"
 	assert.Contains(t, ValidateDriverSpec("x", plus, field.NewPath("spec")).ToAggregate().Error(), "cannot start an OCI image tag")
+
+	// A digest: rbln-npu-operator cannot build a driver image from it, and the message says so.
+	for _, tc := range []struct{ image, version, field string }{
+		{"org/drv@sha256:" + strings.Repeat("a", 64), "3.2.2", "spec.image"},
+		{"org/drv", "sha256:" + strings.Repeat("a", 64), "spec.version"},
+		{"org/drv", "3.2.2-sha256:ab", "spec.version"},
+	} {
+		d := valid()
+		d.Image, d.Version = tc.image, tc.version
+		errs := ValidateDriverSpec("x", d, field.NewPath("spec"))
+		require.Len(t, errs, 1, "%+v", tc)
+		assert.Equal(t, tc.field, errs[0].Field)
+		assert.Contains(t, errs[0].Error(), "rbln-npu-operator cannot build a driver image from a digest")
+	}
+	at := valid()
+	at.Image = "org/drv@x" // a bare @ the operator does not refuse; no digest message
+	assert.Empty(t, ValidateDriverSpec("x", at, field.NewPath("spec")))
 
 	pull := valid()
 	pull.ImagePullPolicy = "Sometimes"

@@ -48,6 +48,10 @@ func TestRefusalsSayFieldRuleAndFix(t *testing.T) {
 		}()), []string{"spec.nodeSelector", "must have at most 64 items"}},
 		{"version", driver("rbln-driver-a", sel, func(s *v1alpha1.RBLNDriverSpec) { s.Version = "3.2.2+build1" }),
 			[]string{"spec.version", "3.2.2+build1 cannot start an OCI image tag", "use letters, digits, '_', '.' and '-' only"}},
+		{"digest image", driver("rbln-driver-a", sel, func(s *v1alpha1.RBLNDriverSpec) { s.Image = "rebellions/rbln-driver@sha256:" + strings.Repeat("a", 64) }),
+			[]string{"spec.image", "rbln-npu-operator cannot build a driver image from a digest", "set the repository (e.g. rebellions/rbln-driver)"}},
+		{"digest version", driver("rbln-driver-a", sel, func(s *v1alpha1.RBLNDriverSpec) { s.Version = "sha256:" + strings.Repeat("a", 64) }),
+			[]string{"spec.version", "rbln-npu-operator cannot build a driver image from a digest", "a version (e.g. 3.2.2)"}},
 		{"pull policy", driver("rbln-driver-a", sel, func(s *v1alpha1.RBLNDriverSpec) { s.ImagePullPolicy = "Sometimes" }),
 			[]string{"spec.imagePullPolicy", "unsupported value 'Sometimes'", "use one of Always, IfNotPresent, Never, or leave it unset"}},
 		{"manager pull policy", driver("rbln-driver-a", sel, func(s *v1alpha1.RBLNDriverSpec) {
