@@ -268,25 +268,48 @@ func (ix *Index) addNodes(in []Node) {
 }
 
 // addNodePools composes every candidate node's pool once (routing a node then reads an array,
-// not four labels of its map); equal pools share an entry.
+// not four labels of its map); equal pools share an entry. Nodes with the same pool labels
+// share one composition: a fleet has a few dozen distinct combinations, however many nodes.
 func (ix *Index) addNodePools() {
 	ix.nodePool = make([]int32, len(ix.nodes))
-	byPool := map[operator.Pool]int32{}
+	byLabels := map[poolLabels]int32{}
 	for i := range ix.nodePool {
 		ix.nodePool[i] = -1
 	}
 	for _, n := range ix.candidates {
-		pl, err := operator.PoolOf(ix.nodes[n].Labels, ix.opts.RDS)
-		if err == nil {
-			if pi, ok := byPool[pl]; ok {
-				ix.nodePool[n] = pi
-				continue
-			}
-			byPool[pl] = int32(len(ix.pools))
+		key := poolLabelsOf(ix.nodes[n].Labels, ix.opts.RDS)
+		if pi, ok := byLabels[key]; ok {
+			ix.nodePool[n] = pi
+			continue
 		}
-		ix.nodePool[n] = int32(len(ix.pools))
+		pl, err := operator.PoolOf(ix.nodes[n].Labels, ix.opts.RDS)
+		pi := int32(len(ix.pools))
+		byLabels[key] = pi
+		ix.nodePool[n] = pi
 		ix.pools = append(ix.pools, nodePool{pool: pl, err: err})
 	}
+}
+
+// poolLabels are the labels operator.PoolOf reads, each with whether it is present: nodes
+// with equal poolLabels compose the same pool.
+type poolLabels struct {
+	osID, osVersion, kernel, family string
+	present                         uint8 // bit i: label i of osID, osVersion, kernel, family
+	rds                             bool
+}
+
+func poolLabelsOf(labels map[string]string, rds bool) poolLabels {
+	var k poolLabels
+	for i, f := range [...]struct {
+		key string
+		v   *string
+	}{{operator.LabelOSID, &k.osID}, {operator.LabelOSVersion, &k.osVersion}, {operator.LabelKernel, &k.kernel}, {operator.LabelFamily, &k.family}} {
+		if v, ok := labels[f.key]; ok {
+			*f.v, k.present = v, k.present|1<<i
+		}
+	}
+	k.rds = rds && labels[operator.LabelRDSPresent] == operator.DeployDriverTrue
+	return k
 }
 
 // groupValue is the value of key index ki that every node of g carries.
