@@ -22,6 +22,9 @@ const (
 	// LabelDeploySMD gates the RSMD pods on a node (the driver manager sets it once the driver
 	// runs there).
 	LabelDeploySMD = "rebellions.ai/npu.deploy.rbln-smd"
+	// LabelUpgradeSkip ("true") holds a node back from driver rollouts: it keeps its current
+	// driver.
+	LabelUpgradeSkip = "rebellions.ai/npu-driver-upgrade.skip"
 )
 
 // NFDLabels are the Node Feature Discovery labels a node needs to join a pool, in the order

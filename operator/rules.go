@@ -27,6 +27,7 @@ const (
 	fileConsts        = "internal/consts/consts.go"
 	fileImageRef      = "internal/utils/k8s/common.go"
 	fileController    = "internal/controller/rblndriver_controller.go"
+	fileUpgrade       = "internal/upgrade/consts.go"
 
 	commitNodePool      = "f270da1f"
 	commitDaemonSet     = "856f242a"
@@ -37,6 +38,7 @@ const (
 	commitTypes         = "f270da1f"
 	commitImageRef      = "2d7b8c3a"
 	commitController    = "f270da1f"
+	commitUpgrade       = "a48fb911"
 )
 
 var rules = []Rule{
@@ -58,6 +60,7 @@ var rules = []Rule{
 	{"smd", "The RSMD DaemonSet is <CR>-smd (component rbln-smd), its pods select npu.deploy.driver=true, the owner label and rebellions.ai/npu.deploy.rbln-smd=true, its container rbln-smd runs <smd.registry>/<smd.image>:<spec.version>.", fileSMD, commitSMD},
 	{"smd-after-driver", "The RSMD DaemonSet exists only while a driver DaemonSet of the RBLNDriver exists; an empty spec.version leaves it as it is.", fileService, commitService},
 	{"cluster-policy", "The operator reads the oldest RBLNClusterPolicy whose status.state is not ignored (the smaller name on a tie); without one it reconciles no RBLNDriver (MissingClusterPolicy).", fileService, commitService},
+	{"upgrade-skip", "A node labelled rebellions.ai/npu-driver-upgrade.skip=true is left out of driver rollouts and keeps its current driver.", fileUpgrade, commitUpgrade},
 	{"labels", "The label keys the operator reads and writes (owner, deploy gate, family, NFD, rds.present, rbln-smd gate) and its condition reasons.", fileConsts, commitController},
 	{"conditions", "Condition reasons on an RBLNDriver: InvalidSpec, DriverFamilyLabelMissing, DriverImageNotFound, ConflictingNodeSelector, MissingClusterPolicy.", fileController, commitController},
 	{"constants", "The component's names: rbln-driver, rbln-smd, the containers, the -rds suffix and the last-applied-hash annotation.", fileComponents, commitDaemonSet},

@@ -24,7 +24,7 @@ import (
 
 // LabelUpgradeSkip on a node holds its driver: the operator does not upgrade it while the
 // label is "true" (the node keeps its current driver).
-const LabelUpgradeSkip = "rebellions.ai/npu-driver-upgrade.skip"
+const LabelUpgradeSkip = operator.LabelUpgradeSkip
 
 // Driver actions.
 const (
