@@ -5,9 +5,10 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/operator"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // clusterShape sizes a generated cluster.
