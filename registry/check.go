@@ -3,15 +3,12 @@ package registry
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
-	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -173,7 +170,7 @@ func (c *Checker) Check(ctx context.Context, images []string, keys Keys) map[str
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[img] = p.warning(img, nil, ReasonNotChecked, "check of "+img+" not started", ctx.Err())
+			results[img] = p.warning(img, "", nil, ReasonNotChecked, "check of "+img+" not started", ctx.Err())
 			continue
 		}
 		var k Keyring
@@ -201,13 +198,14 @@ func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageR
 		ref, err = name.ParseReference(img, name.Insecure)
 	}
 	if err != nil {
-		return p.warning(img, nil, ReasonInvalidReference, fmt.Sprintf("parse image reference %q", img), err)
+		return p.warning(img, "", nil, ReasonInvalidReference, fmt.Sprintf("parse image reference %q", img), err)
 	}
+	registry := ref.Context().RegistryStr()
 	ctx, cancel := context.WithTimeout(ctx, p.c.opts.Timeout)
 	defer cancel()
 	creds, problems := keyring.credentials(ctx, ref.Context())
 	if ctx.Err() != nil { // the deadline passed while credentials were looked up
-		return p.warning(img, nil, classify(ctx.Err(), false), "check "+img+": "+strings.Join(problems, "; "), nil)
+		return p.warning(img, registry, nil, classify(ctx.Err(), false), "check "+img+": "+strings.Join(problems, "; "), nil)
 	}
 	attempts := make([]*credential, 0, len(creds)+1)
 	for i := range creds {
@@ -228,40 +226,45 @@ func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageR
 		}
 		pl, err := p.puller(cred)
 		if err != nil {
-			return p.warning(img, sent, ReasonOther, check, err)
+			return p.warning(img, registry, sent, ReasonOther, check, err)
 		}
 		desc, err := pl.Head(ctx, ref)
 		if err == nil {
 			return ImageResult{Image: img, Status: Found, Digest: desc.Digest.String(), Credentials: sent}
 		}
 		if isManifestNotFound(err, ref) {
-			return ImageResult{Image: img, Status: NotFound, Credentials: sent, Err: p.redacted("", err),
-				Message: fmt.Sprintf("driver image %s not found: the registry answered 404 to the manifest request; publish the image or fix spec.registry/spec.image/spec.version", img)}
+			return p.result(ImageResult{Image: img, Status: NotFound, Credentials: sent,
+				Message: fmt.Sprintf("driver image %s not found: the registry answered 404 to the manifest request; publish the image or fix spec.registry/spec.image/spec.version", img)},
+				registry, "", err)
 		}
-		reason := classify(err, p.guard.plainHTTP(ref.Context().RegistryStr()))
+		reason := classify(err, p.guard.plainHTTP(registry))
 		if reason == ReasonPlainHTTP {
-			return p.warning(img, sent, reason, fmt.Sprintf("%s: %s answers in plain HTTP, which only loopback and registries given with --insecure-registry are asked over (credentials would cross the network in the clear): give --insecure-registry %s if that is intended",
-				check, ref.Context().RegistryStr(), ref.Context().RegistryStr()), err)
+			var plain *PlainHTTPError
+			if errors.As(err, &plain) && !sameHost(plain.Host, registry) {
+				return p.warning(img, registry, sent, reason, check+": the token realm the registry's challenge names is on another host and in plain HTTP, where credentials would cross the network in the clear", err)
+			}
+			return p.warning(img, registry, sent, reason, fmt.Sprintf("%s: %s answers in plain HTTP, which only loopback and registries given with --insecure-registry are asked over (credentials would cross the network in the clear): give --insecure-registry %s if that is intended",
+				check, registry, registry), err)
 		}
 		if reason == ReasonTimeout {
-			return p.warning(img, sent, reason, fmt.Sprintf("%s: no answer within %s", check, p.c.opts.Timeout), err)
+			return p.warning(img, registry, sent, reason, fmt.Sprintf("%s: no answer within %s", check, p.c.opts.Timeout), err)
 		}
 		if reason != ReasonUnauthorized && reason != ReasonForbidden {
-			return p.warning(img, sent, reason, check, err)
+			return p.warning(img, registry, sent, reason, check, err)
 		}
 		if cred == nil {
-			return p.warning(img, sent, reason, check+": "+noCredentials(ref.Context().RegistryStr(), keyring, problems, err), err)
+			return p.warning(img, registry, sent, reason, check+": "+noCredentials(registry, keyring, problems, err), err)
 		}
 		refused = append(refused, fmt.Sprintf("%s (%s)", cred.source, statusText(err)))
 		if len(refused) == len(attempts) {
-			msg := fmt.Sprintf("%s: the registry refused the credentials of %s for %s", check, strings.Join(refused, ", "), ref.Context().RegistryStr())
+			msg := fmt.Sprintf("%s: the registry refused the credentials of %s for %s", check, strings.Join(refused, ", "), registry)
 			if len(problems) > 0 {
 				msg += "; not usable: " + strings.Join(problems, "; ")
 			}
-			return p.warning(img, sent, reason, msg, err)
+			return p.warning(img, registry, sent, reason, msg, err)
 		}
 	}
-	return p.warning(img, sent, ReasonOther, check+": no attempt made", nil)
+	return p.warning(img, registry, sent, ReasonOther, check+": no attempt made", nil)
 }
 
 // noCredentials says why an anonymous request was refused: no source, none matching the host,
@@ -280,15 +283,6 @@ func noCredentials(host string, keyring Keyring, problems []string, err error) s
 	return b.String()
 }
 
-// statusText is the HTTP status of a registry's answer, "401 Unauthorized".
-func statusText(err error) string {
-	var te *transport.Error
-	if errors.As(err, &te) && te.StatusCode != 0 {
-		return fmt.Sprintf("%d %s", te.StatusCode, http.StatusText(te.StatusCode))
-	}
-	return "refused"
-}
-
 // Cause is why a NotFound or Warning image got no manifest: the error, without the image it
 // names again (Message when there is no error, e.g. a result decoded from JSON).
 func (r ImageResult) Cause() string {
@@ -299,80 +293,50 @@ func (r ImageResult) Cause() string {
 }
 
 // warning is a not-verified result: what driverguard says (ours), then what went wrong
-// (describe), free of every secret the pass saw.
-func (p *pass) warning(img string, sent []string, reason Reason, ours string, cause error) ImageResult {
-	e := p.redacted(ours, cause)
-	return ImageResult{Image: img, Status: Warning, Reason: reason, Credentials: sent, Err: e,
-		Message: "could not verify " + img + " (" + string(reason) + "; the pool proceeds, the kubelet decides whether the pull succeeds): " + e.Error()}
+// (describe).
+func (p *pass) warning(img, registry string, sent []string, reason Reason, ours string, cause error) ImageResult {
+	return p.result(ImageResult{Image: img, Status: Warning, Reason: reason, Credentials: sent,
+		Message: "could not verify " + img + " (" + string(reason) + "; the pool proceeds, the kubelet decides whether the pull succeeds): "},
+		registry, ours, cause)
 }
 
-// redactedError says what driverguard says of an error and then the error described
-// without a secret; errors.Is and As still find the cause's types (a *net.DNSError, a
-// *transport.Error).
+// result is the one place a NotFound or Warning result gets its words: its Err says what
+// driverguard says (ours) and the cause described (describe: rebuilt from what driverguard
+// knows, never from what a registry sent); a Warning's Message is r.Message (a prefix, ours)
+// followed by the same, a NotFound's r.Message alone. Every secret the pass saw is removed
+// from both, last, in every form it travels in. Everything that prints a result — every
+// output format, the audit's ClusterReports, the logs — prints these.
+func (p *pass) result(r ImageResult, registry, ours string, cause error) ImageResult {
+	text := ours
+	if cause != nil {
+		if text != "" {
+			text += ": "
+		}
+		text += describe(cause, registry)
+	}
+	text = p.guard.secrets.redact(text)
+	r.Err = &redactedError{text: text, cause: cause}
+	if r.Status == Warning {
+		r.Message += text
+	}
+	r.Message = p.guard.secrets.redact(r.Message)
+	return r
+}
+
+// redactedError is what driverguard says of an error: its text is rebuilt (pass.result), and
+// errors.Is and As still find the cause's types (a *net.DNSError, a *transport.Error). It does
+// not unwrap: the cause's own text, which may repeat what a registry sent, is reached by
+// nothing that walks a chain to print it.
 type redactedError struct {
 	text  string
 	cause error
 }
 
 func (e *redactedError) Error() string { return e.text }
-func (e *redactedError) Unwrap() error { return e.cause }
 
-func (p *pass) redacted(ours string, cause error) error {
-	text := ours
-	if cause != nil {
-		d := p.describe(cause)
-		if text != "" {
-			text += ": "
-		}
-		text += d
-	}
-	return &redactedError{text: text, cause: cause}
-}
-
-// describe says what went wrong without what a registry or a helper could use to make it
-// repeat a secret: an HTTP answer by what was asked (the /v2/ ping, the manifest, the token
-// endpoint), its status and its error codes, never its free text; any other error with the
-// request's URL cut to its host, and with every secret of the pass removed.
-func (p *pass) describe(err error) string {
-	var te *transport.Error
-	if errors.As(err, &te) {
-		what := "the registry"
-		if r := te.Request; r != nil && r.URL != nil {
-			switch {
-			case r.URL.Path == "/v2/":
-				what = "its /v2/ ping"
-			case strings.Contains(r.URL.Path, "/manifests/"):
-				what = "the manifest request"
-			default:
-				what = "the token request to " + r.URL.Scheme + "://" + r.URL.Host
-			}
-		}
-		out := fmt.Sprintf("%s was answered %s", what, statusText(err))
-		var codes []string
-		for _, d := range te.Errors {
-			if c := string(d.Code); errorCode.MatchString(c) && !slices.Contains(codes, c) {
-				codes = append(codes, c)
-			}
-		}
-		if len(codes) > 0 {
-			out += " (" + strings.Join(codes, ", ") + ")"
-		}
-		return out
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		host := ue.URL
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			host = u.Scheme + "://" + u.Host
-		}
-		return fmt.Sprintf("%s %s: %s", ue.Op, host, p.guard.secrets.redact(ue.Err.Error()))
-	}
-	return p.guard.secrets.redact(err.Error())
-}
-
-// errorCode is a registry's error code as the distribution spec writes them (UNAUTHORIZED,
-// MANIFEST_UNKNOWN): anything else a registry puts there is not repeated.
-var errorCode = regexp.MustCompile(`^[A-Z][A-Z_]{0,39}$`)
+// Is and As look into the cause.
+func (e *redactedError) Is(target error) bool { return e.cause != nil && errors.Is(e.cause, target) }
+func (e *redactedError) As(target any) bool   { return e.cause != nil && errors.As(e.cause, target) }
 
 // classify says why a check that got no manifest answer failed; plainAllowed says whether
 // the registry may be asked over plain HTTP (loopback, --insecure-registry).
@@ -390,21 +354,17 @@ func classify(err error, plainAllowed bool) Reason {
 		te       *transport.Error
 		dnsErr   *net.DNSError
 		netErr   net.Error
-		certErr  *tls.CertificateVerificationError
-		unknown  x509.UnknownAuthorityError
-		hostErr  x509.HostnameError
-		invalid  x509.CertificateInvalidError
 		recErr   tls.RecordHeaderError
 		alertErr tls.AlertError
 	)
 	switch {
-	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid):
+	case certificateRefused(err):
 		return ReasonTLS // the registry's certificate was seen and refused: whatever came after
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return ReasonTimeout
 	case errors.Is(err, context.Canceled):
 		return ReasonNotChecked
-	case errors.As(err, new(*PlainHTTPError)), !plainAllowed && errors.As(err, &recErr):
+	case errors.As(err, new(*PlainHTTPError)), !plainAllowed && (errors.As(err, &recErr) || errors.Is(err, http.ErrSchemeMismatch)):
 		return ReasonPlainHTTP
 	case errors.As(err, &te):
 		switch te.StatusCode {

@@ -125,7 +125,9 @@ func TestCheck(t *testing.T) {
 	badTLS := strings.TrimPrefix(tlsSrv.URL, "https://") + "/rebellions/atom/rbln-driver:3.2.2"
 
 	headsBefore := reg.headCount("rebellions/atom/rbln-driver:3.2.2-6.8.0-90-generic-ubuntu22.04") // remote.Write HEADs too
-	c := NewChecker(Options{Timeout: 500 * time.Millisecond, Concurrency: 3})
+	// 1.5 s: the refused certificate must be seen before the deadline, and a TLS handshake
+	// under -race on a loaded machine of two cores can take longer than 500 ms.
+	c := NewChecker(Options{Timeout: 1500 * time.Millisecond, Concurrency: 3})
 	start := time.Now()
 	got := c.Check(t.Context(), []string{present, missingTag, present, missingRepo, denied, hanging, noRegistry, badRef, badTLS, "", present}, nil)
 	assert.Less(t, time.Since(start), 5*time.Second, "bounded by the per-image timeout")
@@ -153,7 +155,9 @@ func TestCheck(t *testing.T) {
 			assert.Contains(t, r.Message, img)
 		}
 	}
-	assert.Contains(t, got[hanging].Message, "no answer within 500ms")
+	assert.Contains(t, got[hanging].Message, "no answer within 1.5s")
+	assert.Contains(t, got[badTLS].Message, "certificate signed by an unknown authority", "the refused certificate is the cause, said in driverguard's words")
+	assert.Contains(t, got[noRegistry].Message, "the /v2/ ping of "+strings.TrimSuffix(noRegistry, "/rebellions/atom/rbln-driver:3.2.2")+" was answered 404 Not Found: nothing answers the registry API")
 	reasons := map[string]Reason{}
 	for img, r := range got {
 		reasons[img] = r.Reason
@@ -250,6 +254,13 @@ func TestCheckNotVerified(t *testing.T) {
 		status(t, http.StatusForbidden) + "/a/b:c":             ReasonForbidden,
 		status(t, http.StatusBadRequest) + "/a/b:c":            ReasonOther,
 	}
+	says := map[Reason]string{
+		ReasonUnreachable:  "failed: connection refused: nothing listens at that host and port",
+		ReasonTimeout:      "no answer within",
+		ReasonUnauthorized: "the registry refused an anonymous request (401 Unauthorized): no credentials were given",
+		ReasonForbidden:    "was answered 403 Forbidden: the credentials may not read this repository",
+		ReasonOther:        "was answered 400 Bad Request: the registry refused the request as malformed",
+	}
 	all := []string{present, missing}
 	for img := range images {
 		all = append(all, img)
@@ -262,6 +273,7 @@ func TestCheckNotVerified(t *testing.T) {
 		assert.Equal(t, Warning, got[img].Status, img)
 		assert.Equal(t, want, got[img].Reason, "%s: %v", img, got[img].Err)
 		assert.Contains(t, got[img].Message, "could not verify "+img+" ("+string(want)+";")
+		assert.Contains(t, got[img].Message, says[want], "says why in driverguard's words")
 	}
 
 	sum := Summarize(append(all, "", present), got)

@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,14 +118,14 @@ func SecretSource(s *corev1.Secret) Source {
 			Auths map[string]authn.AuthConfig `json:"auths"`
 		}
 		if err := decodeJSON(data, &cfg); err != nil {
-			src.Problem = fmt.Sprintf("its %s does not parse: %v", corev1.DockerConfigJsonKey, err)
+			src.Problem = fmt.Sprintf("its %s does not parse: %s", corev1.DockerConfigJsonKey, jsonProblem(err))
 			return src
 		}
 		auths = cfg.Auths
 	case corev1.SecretTypeDockercfg:
 		data = s.Data[corev1.DockerConfigKey]
 		if err := decodeJSON(data, &auths); err != nil {
-			src.Problem = fmt.Sprintf("its %s does not parse: %v", corev1.DockerConfigKey, err)
+			src.Problem = fmt.Sprintf("its %s does not parse: %s", corev1.DockerConfigKey, jsonProblem(err))
 			return src
 		}
 	default:
@@ -154,12 +155,38 @@ func MissingSecret(namespace, name string, err error) Source {
 	return Source{Name: "Secret " + namespace + "/" + name, Problem: err.Error()}
 }
 
+// jsonProblem says why a pull Secret's data or a Docker config file does not parse, without a
+// byte of it: the data holds credentials, and a Secret's problem is repeated in every warning
+// of its images.
+func jsonProblem(err error) string {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("not JSON (a syntax error at byte %d)", syn.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("a JSON %s where the Docker config format wants a %s", typ.Value, typ.Type)
+	case says(err, "unable to decode auth field"), errors.As(err, new(base64.CorruptInputError)):
+		return `an "auth" that is not base64 of user:password`
+	case errors.As(err, new(dataError)):
+		return err.Error()
+	}
+	return "not the Docker config format"
+}
+
+// dataError is what decodeJSON says of data before parsing it: its size.
+type dataError string
+
+func (e dataError) Error() string { return string(e) }
+
 func decodeJSON(data []byte, v any) error {
 	if len(data) == 0 {
-		return errors.New("empty")
+		return dataError("empty")
 	}
 	if len(data) > MaxCredentialsSize {
-		return fmt.Errorf("%d bytes, more than the %d a registry config may hold", len(data), MaxCredentialsSize)
+		return dataError(fmt.Sprintf("%d bytes, more than the %d a registry config may hold", len(data), MaxCredentialsSize))
 	}
 	return json.Unmarshal(data, v)
 }
@@ -391,7 +418,7 @@ func loadConfigFile(file string) (*configfile.ConfigFile, error) {
 	}
 	cf, err := config.LoadFromReader(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("does not parse as a Docker config: %w", err)
+		return nil, fmt.Errorf("does not parse as a Docker config: %s", jsonProblem(err))
 	}
 	cf.Filename = file
 	return cf, nil

@@ -25,4 +25,16 @@
 // Pull credentials come from an [authn.Keychain]: [StaticKeychain] maps registry hosts to
 // authenticators, [KeychainFromDockerConfigJSON] and [KeychainFromSecrets] build one from
 // imagePullSecrets (kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg).
+//
+// Credentials never appear in output (SPEC §12). An [ImageResult]'s Message and Err, which
+// every output format, the audit's ClusterReports and the logs print, are rebuilt in
+// driverguard's own words (describe.go): the registry host of the image's reference, the kind
+// of request (the /v2/ ping, the manifest request, the token request — never a URL: a token
+// realm is the registry's choice), the HTTP status, only the error codes the OCI distribution
+// spec defines, and a fixed phrase per kind of failure chosen by the error's type. Nothing a
+// registry writes — a body, a header, an error code or message, a realm — is repeated, and
+// neither is an error's own text. Last, every message is stripped of every secret the check
+// sent or was sent, in every form it travels in (plain, URL-encoded, JSON-escaped with "/" as
+// "\/", base64 of user:password padded and not, standard and URL-safe, the Authorization
+// header). TestHostileRegistriesGetNoCredentialBack and test/redaction hold it.
 package registry

@@ -2,11 +2,13 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -46,19 +48,17 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if a := req.Header.Get("Authorization"); a != "" {
 		g.secrets.add(a)
-		if _, v, ok := strings.Cut(a, " "); ok {
+		if scheme, v, ok := strings.Cut(a, " "); ok {
 			g.secrets.add(v)
-			if strings.EqualFold(a[:len(a)-len(v)-1], "basic") {
-				if dec, err := base64.StdEncoding.DecodeString(v); err == nil {
-					if _, pass, ok := strings.Cut(string(dec), ":"); ok {
-						g.secrets.add(pass)
-					}
+			if strings.EqualFold(scheme, "basic") {
+				if user, pass, ok := decodeBasic(v); ok {
+					g.secrets.addBasic(user, pass)
 				}
 			}
 		}
 	}
 	resp, err := g.inner.RoundTrip(req)
-	if err == nil && isTokenRequest(req) {
+	if err == nil && resp.StatusCode == http.StatusOK && isTokenRequest(req) {
 		g.secrets.fromTokenResponse(resp)
 	}
 	return resp, err
@@ -85,8 +85,9 @@ const minTokenLength = 8
 // it the answer is passed on unread (go-containerregistry bounds it too).
 const maxTokenResponse = 1 << 20
 
-// fromTokenResponse adds every string of a token answer's JSON to the secrets, and gives the
-// body back to its reader unchanged.
+// fromTokenResponse adds every string of a token answer's JSON (a 200: an error's words are
+// no token, and what is described of an error never comes from its body) to the secrets, and
+// gives the body back to its reader unchanged.
 func (s *secrets) fromTokenResponse(resp *http.Response) {
 	if resp.Body == nil {
 		return
@@ -186,41 +187,107 @@ func insecureHosts(hosts []string) map[string]bool {
 	return out
 }
 
-// secrets are the values no message may carry: passwords, tokens, Authorization headers.
+// secrets are the values no message may carry: passwords, tokens, Authorization headers, and
+// the forms each travels in.
 type secrets struct {
 	mu     sync.Mutex
-	values []string
+	values map[string]struct{}
 }
 
-// add adds v, and the forms it travels in: URL-encoded (a form, a query) and JSON-escaped.
+// add adds v and the forms it travels in: URL-encoded (a query or a form, a path; the escapes
+// in upper and lower case) and JSON-escaped (with and without HTML escaping, and with "/"
+// written "\/" as some encoders write it).
 func (s *secrets) add(v string) {
 	if v = strings.TrimSpace(v); v == "" {
 		return
 	}
-	quoted, _ := json.Marshal(v)
-	forms := []string{v, url.QueryEscape(v), url.PathEscape(v), string(quoted[1 : len(quoted)-1])}
+	forms := travelForms(v)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.values == nil {
+		s.values = map[string]struct{}{}
+	}
 	for _, f := range forms {
-		if !slices.Contains(s.values, f) {
-			s.values = append(s.values, f)
+		s.values[f] = struct{}{}
+	}
+}
+
+// travelForms are v and the forms it travels in (secrets.add).
+func travelForms(v string) []string {
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	html, _ := json.Marshal(v)
+	out := []string{v}
+	for _, f := range []string{url.QueryEscape(v), url.PathEscape(v)} {
+		out = append(out, f, lowerEscapes(f))
+	}
+	for _, j := range []string{strings.TrimSpace(plain.String()), string(html)} {
+		j = j[1 : len(j)-1] // the quotes
+		out = append(out, j, strings.ReplaceAll(j, "/", `\/`))
+	}
+	return out
+}
+
+// lowerEscapes writes the percent escapes of s in lower case (%2f for %2F).
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func lowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// base64Encodings are the encodings a credential is sent and echoed in: padded and not,
+// standard and URL-safe.
+var base64Encodings = []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
+
+// addBasic adds a user's password and what HTTP basic auth makes of it: base64 of user:pass
+// in every encoding, each with the "Basic " of its Authorization header.
+func (s *secrets) addBasic(user, pass string) {
+	s.add(pass)
+	if user == "" && pass == "" {
+		return
+	}
+	for _, enc := range base64Encodings {
+		b := enc.EncodeToString([]byte(user + ":" + pass))
+		s.add(b)
+		s.add("Basic " + b)
+		if pass != "" {
+			s.add(enc.EncodeToString([]byte(pass)))
 		}
 	}
 }
 
+// decodeBasic decodes base64 of user:pass, padded or not, standard or URL-safe.
+func decodeBasic(v string) (user, pass string, ok bool) {
+	v = strings.TrimSpace(v)
+	for _, enc := range base64Encodings {
+		if dec, err := enc.DecodeString(v); err == nil {
+			return strings.Cut(string(dec), ":")
+		}
+	}
+	return "", "", false
+}
+
 // addConfig adds everything secret in a, and the forms it travels in.
 func (s *secrets) addConfig(a authn.AuthConfig) {
-	s.add(a.Password)
 	s.add(a.Auth)
 	s.add(a.IdentityToken)
 	s.add(a.RegistryToken)
-	if a.Username != "" || a.Password != "" {
-		s.add(base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password)))
-	}
-	if dec, err := base64.StdEncoding.DecodeString(a.Auth); err == nil {
-		if _, pass, ok := strings.Cut(string(dec), ":"); ok {
-			s.add(pass)
-		}
+	s.addBasic(a.Username, a.Password)
+	if user, pass, ok := decodeBasic(a.Auth); ok {
+		s.addBasic(user, pass)
 	}
 }
 
@@ -230,9 +297,9 @@ var tokenField = regexp.MustCompile(`(?i)("(?:access_token|token|refresh_token|p
 // redact removes every secret from msg, longest first (a secret may contain a shorter one).
 func (s *secrets) redact(msg string) string {
 	s.mu.Lock()
-	values := slices.Clone(s.values)
+	values := slices.Collect(maps.Keys(s.values))
 	s.mu.Unlock()
-	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	slices.SortFunc(values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	for _, v := range values {
 		msg = strings.ReplaceAll(msg, v, "[redacted]")
 	}
