@@ -195,6 +195,15 @@ func objectsOf(docs []decode.Document, source string) (release.Objects, error) {
 		}
 	}
 	objs.Drivers = drivers
+	// What Helm sends the API server is what its CRD validation judges, wrong types and all
+	// (the typed objects above read a number where a string belongs as that string).
+	objs.Raw = map[string][]byte{}
+	for i, d := range decode.OnlyKind(docs, "RBLNDriver") {
+		objs.Raw[release.RawKey(d.Kind, drivers[i].Name)] = d.Data
+	}
+	for _, d := range decode.OnlyKind(docs, "RBLNClusterPolicy") {
+		objs.Raw[release.RawKey(d.Kind, policies[0].Name)] = d.Data
+	}
 	if len(policies) == 1 {
 		objs.ClusterPolicy = &policies[0]
 		delete(objs.ClusterPolicy.Annotations, helmPostRenderFilename)

@@ -24,7 +24,13 @@ type Objects struct {
 	// ReleaseName is the Helm release: the current drivers it owns and no longer renders are
 	// deleted (see [Owned]).
 	ReleaseName string
+	// Raw are the objects' JSON as they were given (post-render: as Helm sends them), by
+	// RawKey; the API server's CRD validation judges them (nil: the typed objects' JSON).
+	Raw map[string][]byte
 }
+
+// RawKey is the key of an object in Objects.Raw.
+func RawKey(kind, name string) string { return kind + "/" + name }
 
 // FromRender returns the objects of a render result.
 func FromRender(r *render.Result, releaseName string) Objects {
@@ -217,12 +223,13 @@ func (r *Replay) Objects() []Object { return Order(r.objs, r.cl) }
 // Judge decides on o with the cluster as the objects judged before it left it, and applies
 // it when it is allowed.
 func (r *Replay) Judge(ctx context.Context, o Object) (*decision.Verdict, error) {
-	var (
-		v   *decision.Verdict
-		err error
-	)
-	switch o.Kind {
-	case "RBLNClusterPolicy":
+	v, rules, err := schemaVerdicts(ctx, o, r.objs.Raw[RawKey(o.Kind, o.Name)])
+	if err != nil {
+		return nil, fmt.Errorf("judging %s %q: %w", o.Kind, o.Name, err)
+	}
+	switch {
+	case v != nil: // the API server refuses it before any webhook sees it
+	case o.Kind == "RBLNClusterPolicy":
 		v, err = r.dec.ClusterPolicy(ctx, decision.Request[*v1alpha1.RBLNClusterPolicy]{
 			Operation: o.Operation, Object: o.ClusterPolicy, OldObject: o.OldClusterPolicy, Source: policy.SourceRender})
 	default:
@@ -231,6 +238,9 @@ func (r *Replay) Judge(ctx context.Context, o Object) (*decision.Verdict, error)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("judging %s %q: %w", o.Kind, o.Name, err)
+	}
+	if rules != nil && v.Allowed() {
+		v = rules // the CRD's rules refuse what the webhook's let through: the API server's word stands
 	}
 	r.res.Objects = append(r.res.Objects, Judged{Object: o, Verdict: v})
 	if !v.Allowed() {

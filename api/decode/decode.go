@@ -207,12 +207,12 @@ func Nodes(docs []Document) ([]corev1.Node, error) {
 // Drivers decodes every RBLNDriver document; other kinds (an RBLNClusterPolicy, CRDs in the
 // output of `render`) are skipped.
 func Drivers(docs []Document) ([]v1alpha1.RBLNDriver, error) {
-	return typed[v1alpha1.RBLNDriver](onlyKind(docs, "RBLNDriver"), "RBLNDriver", v1alpha1.GroupVersion.String())
+	return typed[v1alpha1.RBLNDriver](OnlyKind(docs, "RBLNDriver"), "RBLNDriver", v1alpha1.GroupVersion.String())
 }
 
 // ClusterPolicies decodes every RBLNClusterPolicy document, skipping other kinds.
 func ClusterPolicies(docs []Document) ([]v1alpha1.RBLNClusterPolicy, error) {
-	return typed[v1alpha1.RBLNClusterPolicy](onlyKind(docs, "RBLNClusterPolicy"), "RBLNClusterPolicy", v1alpha1.GroupVersion.String())
+	return typed[v1alpha1.RBLNClusterPolicy](OnlyKind(docs, "RBLNClusterPolicy"), "RBLNClusterPolicy", v1alpha1.GroupVersion.String())
 }
 
 // Workloads are the objects `plan --pods` reads from one stream ('kubectl get
@@ -240,25 +240,26 @@ func ReadWorkloads(docs []Document) (*Workloads, error) {
 		w   Workloads
 		err error
 	)
-	if w.Pods, err = typed[corev1.Pod](onlyKind(docs, "Pod"), "Pod", "v1"); err != nil {
+	if w.Pods, err = typed[corev1.Pod](OnlyKind(docs, "Pod"), "Pod", "v1"); err != nil {
 		return nil, err
 	}
-	if w.PDBs, err = typed[policyv1.PodDisruptionBudget](onlyKind(docs, "PodDisruptionBudget"), "PodDisruptionBudget", "policy/v1"); err != nil {
+	if w.PDBs, err = typed[policyv1.PodDisruptionBudget](OnlyKind(docs, "PodDisruptionBudget"), "PodDisruptionBudget", "policy/v1"); err != nil {
 		return nil, err
 	}
-	if w.ReplicaSets, err = typed[appsv1.ReplicaSet](onlyKind(docs, "ReplicaSet"), "ReplicaSet", "apps/v1"); err != nil {
+	if w.ReplicaSets, err = typed[appsv1.ReplicaSet](OnlyKind(docs, "ReplicaSet"), "ReplicaSet", "apps/v1"); err != nil {
 		return nil, err
 	}
-	if w.Deployments, err = typed[appsv1.Deployment](onlyKind(docs, "Deployment"), "Deployment", "apps/v1"); err != nil {
+	if w.Deployments, err = typed[appsv1.Deployment](OnlyKind(docs, "Deployment"), "Deployment", "apps/v1"); err != nil {
 		return nil, err
 	}
-	if w.StatefulSets, err = typed[appsv1.StatefulSet](onlyKind(docs, "StatefulSet"), "StatefulSet", "apps/v1"); err != nil {
+	if w.StatefulSets, err = typed[appsv1.StatefulSet](OnlyKind(docs, "StatefulSet"), "StatefulSet", "apps/v1"); err != nil {
 		return nil, err
 	}
 	return &w, nil
 }
 
-func onlyKind(docs []Document, kind string) []Document {
+// OnlyKind are the documents of kind, in order.
+func OnlyKind(docs []Document, kind string) []Document {
 	var out []Document
 	for _, d := range docs {
 		if d.Kind == kind {

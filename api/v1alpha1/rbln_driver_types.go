@@ -123,7 +123,10 @@ type RBLNDriver struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec RBLNDriverSpec `json:"spec,omitempty"`
+	// Spec is the desired driver for the nodes this RBLNDriver owns. It is required: the
+	// operator has nothing to install without one.
+	// +kubebuilder:validation:Required
+	Spec RBLNDriverSpec `json:"spec"`
 	// +optional
 	Status RBLNDriverStatus `json:"status,omitempty,omitzero"`
 }

@@ -99,8 +99,11 @@ func TestReviewMatchesServedWebhook(t *testing.T) {
 			if err := tc.Expect.Check(served.Response); err != nil {
 				t.Errorf("served webhook: %v", err)
 			}
-			if err := tc.Expect.Check(offline.Response); err != nil {
+			if err := tc.Expect.Offline().Check(offline.Response); err != nil {
 				t.Errorf("driverguard review: %v", err)
+			}
+			if tc.Expect.APIServer != nil {
+				return // the API server refuses it first: review says so, the webhook never sees it
 			}
 			if !equality.Semantic.DeepEqual(served.Response, offline.Response) {
 				s, _ := json.MarshalIndent(served.Response, "", "  ")

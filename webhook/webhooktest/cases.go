@@ -30,6 +30,18 @@ type Expect struct {
 	Message  []string `json:"message"`
 	Warnings []string `json:"warnings"`
 	Patch    []string `json:"patch"`
+	// APIServer, when set, is the answer of the API server's own CRD validation, which refuses
+	// the request before any webhook sees it: `driverguard review` gives it, and the served
+	// webhook, which a real API server never sends such a request, answers the rest.
+	APIServer *Expect `json:"apiServer,omitempty"`
+}
+
+// Offline is what `driverguard review` answers: the API server's refusal when there is one.
+func (e Expect) Offline() Expect {
+	if e.APIServer != nil {
+		return *e.APIServer
+	}
+	return e
 }
 
 // ReviewCases reads dir/expect.yaml and the matching dir/requests/*.json.

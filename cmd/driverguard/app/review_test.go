@@ -31,11 +31,12 @@ func TestReviewSharedCases(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			r := run(t, "", reviewArgs(c.File)...)
+			expect := c.Expect.Offline()
 			want := ExitOK
 			switch {
-			case !c.Expect.Allowed && c.Expect.Code == 400:
+			case !expect.Allowed && expect.Code == 400:
 				want = ExitUsage
-			case !c.Expect.Allowed:
+			case !expect.Allowed:
 				want = ExitInvalid
 			}
 			assert.Equal(t, want, r.code, r.stderr)
@@ -46,7 +47,7 @@ func TestReviewSharedCases(t *testing.T) {
 			require.NotNil(t, review.Request, "the request is printed back")
 			require.NotNil(t, review.Response)
 			assert.Equal(t, review.Request.UID, review.Response.UID)
-			assert.NoError(t, c.Expect.Check(review.Response))
+			assert.NoError(t, expect.Check(review.Response))
 		})
 	}
 }
