@@ -47,15 +47,18 @@ func writeYAML(w io.Writer, r *Report) error {
 	return err
 }
 
-// writeTable is the command's table, else the findings grouped by object.
+// writeTable is the command's table, else the findings grouped by object. Either way it is
+// written through InertWriter: whatever a command's table quotes from the input reaches the
+// terminal without a control character.
 func writeTable(w io.Writer, r *Report) error {
+	w = InertWriter(w)
 	if r.Table != nil {
 		return r.Table(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEVEL\tOBJECT\tRULE\tMESSAGE")
 	for _, f := range r.Findings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Label(f.Level), dash(f.Object.String()), f.Rule, oneLine(f.Text()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Label(f.Level), Escape(dash(f.Object.String())), Escape(f.Rule), Escape(f.Text()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -65,15 +68,16 @@ func writeTable(w io.Writer, r *Report) error {
 	return err
 }
 
-// writeMarkdown is the command's markdown, else the findings as a table.
+// writeMarkdown is the command's markdown, else the findings as a table: the object and the
+// rule code spans, the message escaped text (MarkdownText), each finding one row.
 func writeMarkdown(w io.Writer, r *Report) error {
 	if r.Markdown != nil {
-		return r.Markdown(w)
+		return r.Markdown(inertWriterKeeping(w, "\t\n")) // the tabs of a fenced block are the value's
 	}
 	var b strings.Builder
 	b.WriteString("| level | object | rule | message |\n|---|---|---|---|\n")
 	for _, f := range r.Findings {
-		fmt.Fprintf(&b, "| %s | %s | `%s` | %s |\n", f.Level, cell(f.Object.String()), f.Rule, cell(f.Text()))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", MarkdownText(string(f.Level)), MarkdownCodeCell(dash(f.Object.String())), MarkdownCodeCell(f.Rule), MarkdownText(f.Text()))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -95,14 +99,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// oneLine replaces line breaks, so one finding stays one line.
-func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-}
-
-// cell escapes a markdown table cell.
-func cell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;", "`", "\\`").Replace(s)
 }

@@ -15,22 +15,8 @@ import (
 // write lands where the descriptor's own would (after what it wrote, before what it writes
 // next), whatever it is open on. ok is false for any other path.
 func openDescriptor(path string) (f *os.File, ok bool, err error) {
-	fd := -1
-	switch p := filepath.Clean(path); {
-	case p == "/dev/stdout":
-		fd = 1
-	case p == "/dev/stderr":
-		fd = 2
-	default:
-		for _, dir := range []string{"/dev/fd/", "/proc/self/fd/"} {
-			if n, found := strings.CutPrefix(p, dir); found {
-				if i, err := strconv.Atoi(n); err == nil && i >= 0 {
-					fd = i
-				}
-			}
-		}
-	}
-	if fd < 0 {
+	fd, ok := descriptor(path)
+	if !ok {
 		return nil, false, nil
 	}
 	syscall.ForkLock.RLock()
@@ -43,4 +29,25 @@ func openDescriptor(path string) (f *os.File, ok bool, err error) {
 		return nil, true, &os.PathError{Op: "dup", Path: path, Err: err}
 	}
 	return os.NewFile(uintptr(d), path), true, nil
+}
+
+// descriptor is the descriptor a path names — /dev/stdout 1, /dev/stderr 2, /dev/fd/N and
+// /proc/self/fd/N N — however spelled (/dev//stdout, /dev/fd/./1); ok is false for any other
+// path.
+func descriptor(path string) (fd int, ok bool) {
+	switch p := filepath.Clean(path); p {
+	case "/dev/stdout":
+		return 1, true
+	case "/dev/stderr":
+		return 2, true
+	default:
+		for _, dir := range []string{"/dev/fd/", "/proc/self/fd/"} {
+			if n, found := strings.CutPrefix(p, dir); found {
+				if i, err := strconv.Atoi(n); err == nil && i >= 0 {
+					return i, true
+				}
+			}
+		}
+	}
+	return -1, false
 }

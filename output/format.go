@@ -61,9 +61,11 @@ type Target struct {
 }
 
 // Flag is -o/--output, repeatable: each `-o FORMAT` or `-o FORMAT=FILE` (FILE "-" is standard
-// output). At most one format goes to standard output; a format may be given once, a file
-// named once (however spelled). A pflag.Value: a bad value fails while
-// the flags are parsed (exit 2), before anything runs.
+// output). A format may be given once, and no two formats share a stream: at most one goes to
+// standard output (however named: /dev/stdout, /dev/fd/1 too), a file or descriptor is named
+// once (however spelled), and no file is the one standard output is open on (sharedStream). A
+// pflag.Value: a bad value fails while the flags are parsed (exit 2), before anything runs or
+// is written.
 type Flag struct {
 	allowed []Format
 	def     Format
@@ -105,18 +107,102 @@ func (o *Flag) Set(s string) error {
 	if toFile && path == "" {
 		return fmt.Errorf("-o %s=: name the file to write the %s to, or drop '=' for standard output", name, name)
 	}
-	for _, t := range o.targets {
-		switch {
-		case t.Format == f:
+	t := Target{Format: f, Path: path}
+	for _, prev := range o.targets {
+		if prev.Format == f {
 			return fmt.Errorf("-o %s given twice: each format is written once (give it one destination)", name)
-		case t.Path == "" && !toFile:
-			return fmt.Errorf("-o %s and -o %s both write to standard output: send one to a file (-o %s=FILE)", t.Format, name, name)
-		case toFile && t.Path != "" && samePath(t.Path, path):
-			return fmt.Errorf("-o %s and -o %s both write %s: give each its own file", t.Format, name, path)
+		}
+		if err := sharedStream(prev, t); err != nil {
+			return err
 		}
 	}
-	o.targets = append(o.targets, Target{Format: f, Path: path})
+	o.targets = append(o.targets, t)
 	return nil
+}
+
+// sharedStream refuses two targets that write to one stream, however named: standard output
+// ("-o table", "=-", "=/dev/stdout", "=/dev/fd/1", "=/proc/self/fd/1"), one descriptor
+// (/dev/stderr and /dev/fd/2), one file (however spelled, or through a link), or a file that is
+// what standard output or a named descriptor is open on (`-o json=out.json > out.json`, a
+// descriptor duplicated from standard output). The second would land in the middle of, or in
+// place of, the first: a reader of the machine-readable one could not parse it. The null
+// device takes any number of outputs.
+func sharedStream(a, b Target) error {
+	fix := fmt.Sprintf("write %s to a file of its own (-o %s=FILE)", b.Format, b.Format)
+	fdA, fdB := streamDescriptor(a), streamDescriptor(b)
+	switch {
+	case fdA == 1 && fdB == 1:
+		return fmt.Errorf("%s and %s both write to standard output: %s", targetFlag(a), targetFlag(b), fix)
+	case fdA >= 0 && fdA == fdB:
+		return fmt.Errorf("%s and %s both write to descriptor %d: %s", targetFlag(a), targetFlag(b), fdA, fix)
+	case fdA < 0 && fdB < 0 && samePath(a.Path, b.Path):
+		return fmt.Errorf("-o %s and -o %s both write %s: give each its own file (-o %s=FILE)", a.Format, b.Format, b.Path, b.Format)
+	}
+	ia, ib := streamInfo(a, fdA), streamInfo(b, fdB)
+	if ia != nil && ib != nil && os.SameFile(ia, ib) && !isNullDevice(ia) {
+		return fmt.Errorf("%s and %s both write to one file (%s and %s are the same file): %s",
+			targetFlag(a), targetFlag(b), streamName(a, fdA), streamName(b, fdB), fix)
+	}
+	return nil
+}
+
+// targetFlag is a target as given: "-o table", "-o json=out.json".
+func targetFlag(t Target) string {
+	if t.Path == "" {
+		return "-o " + string(t.Format)
+	}
+	return "-o " + string(t.Format) + "=" + t.Path
+}
+
+// streamDescriptor is the descriptor a target writes to: 1 for standard output, the one a
+// path such as /dev/stderr or /dev/fd/3 names, -1 for a file.
+func streamDescriptor(t Target) int {
+	if t.Path == "" {
+		return 1
+	}
+	if fd, ok := descriptor(t.Path); ok {
+		return fd
+	}
+	return -1
+}
+
+// streamName says what a target writes to, for a message.
+func streamName(t Target, fd int) string {
+	switch {
+	case fd == 1:
+		return "standard output"
+	case fd == 2:
+		return "standard error"
+	}
+	return t.Path
+}
+
+// streamInfo is the file a target writes to, as it is now: standard output's or standard
+// error's, the file a descriptor is open on, or a file (nil for a file that does not exist
+// yet, or a descriptor that is not open).
+func streamInfo(t Target, fd int) os.FileInfo {
+	var (
+		fi  os.FileInfo
+		err error
+	)
+	switch fd {
+	case 1:
+		fi, err = os.Stdout.Stat()
+	case 2:
+		fi, err = os.Stderr.Stat()
+	default:
+		fi, err = os.Stat(t.Path) // /dev/fd/N: the file the descriptor is open on
+	}
+	if err != nil {
+		return nil
+	}
+	return fi
+}
+
+// isNullDevice reports whether fi is the null device.
+func isNullDevice(fi os.FileInfo) bool {
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
 }
 
 // samePath reports whether two -o files name one file, however spelled: relative or

@@ -35,11 +35,13 @@ func writeGitHub(w io.Writer, r *Report) error {
 	return nil
 }
 
-// ghData escapes a workflow command's message; ghProperty one of its properties.
+// ghData escapes a workflow command's message; ghProperty one of its properties. A line break
+// is encoded the command's way (%0A, %0D: a line of the annotation); every other control
+// character is shown escaped (Escape), as in a table: the runner's log is a terminal's.
 func ghData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(EscapeKeeping(s, "\r\n"))
 }
 
 func ghProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(EscapeKeeping(s, "\r\n"))
 }

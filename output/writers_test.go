@@ -90,13 +90,16 @@ func TestMarkdown(t *testing.T) {
 	}{
 		{name: "plain",
 			f:   finding.Finding{Rule: "FieldValueInvalid", Level: finding.Deny, Object: driverA, Field: "spec.version", Message: "bad"},
-			row: "| deny | RBLNDriver/a | `FieldValueInvalid` | spec.version: bad |"},
+			row: "| deny | `RBLNDriver/a` | `FieldValueInvalid` | spec.version: bad |"},
 		{name: "pipes, angle brackets, backticks and newlines are escaped",
 			f:   finding.Finding{Rule: "team.warn", Level: finding.Warn, Object: driverA, Message: "a|b <script> `code`\nnext\r\nlast"},
-			row: "| warn | RBLNDriver/a | `team.warn` | policy team: a\\|b &lt;script&gt; \\`code\\` next  last |"},
-		{name: "the object is escaped too",
-			f:   finding.Finding{Rule: "StaleOwnerLabel", Level: finding.Audit, Object: finding.Object{Kind: finding.KindNode, Name: "n|<1>"}, Message: "drift"},
-			row: "| audit | Node/n\\|&lt;1&gt; | `StaleOwnerLabel` | drift |"},
+			row: "| warn | `RBLNDriver/a` | `team.warn` | policy team: a\\|b \\<script> \\`code\\`\\\\nnext\\\\r\\\\nlast |"},
+		{name: "the object is a code span, its pipe escaped",
+			f:   finding.Finding{Rule: "StaleOwnerLabel", Level: finding.Audit, Object: finding.Object{Kind: finding.KindNode, Name: "n|<1>`"}, Message: "drift"},
+			row: "| audit | `` Node/n\\|<1>` `` | `StaleOwnerLabel` | drift |"},
+		{name: "no object",
+			f:   finding.Finding{Rule: "InputWarning", Level: finding.Warn, Message: "no nodes"},
+			row: "| warn | `-` | `InputWarning` | no nodes |"},
 	}
 	const header = "| level | object | rule | message |\n|---|---|---|---|\n"
 	for _, tt := range tests {
@@ -150,7 +153,7 @@ func TestTable(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	require.Len(t, lines, 7, got)
 	assert.Regexp(t, `^LEVEL +OBJECT +RULE +MESSAGE$`, lines[0])
-	assert.Regexp(t, `^FAIL +RBLNDriver/a +FieldValueInvalid +spec.version: bad second line$`, lines[1], "one line per finding")
+	assert.Regexp(t, `^FAIL +RBLNDriver/a +FieldValueInvalid +spec.version: bad\\nsecond line$`, lines[1], "one line per finding: the line break escaped")
 	assert.Regexp(t, `^WARN +RBLNDriver/a +team.warn +policy team: careful$`, lines[2])
 	assert.Regexp(t, `^AUDIT +Node/n1 +StaleOwnerLabel +drift$`, lines[3])
 	assert.Regexp(t, `^WARN +- +InputWarning +no nodes$`, lines[4], "no object: a dash")

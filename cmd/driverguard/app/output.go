@@ -53,7 +53,9 @@ func (o *outputFlag) register(fs *pflag.FlagSet) {
 	fs.VarP(o, "output", "o", "output format: "+strings.Join(o.allowed, ", "))
 }
 
-// print writes v as JSON or YAML, or calls table for the table (and markdown) forms.
+// print writes v as JSON or YAML, or calls table for the table form, through
+// output.InertWriter: what the table quotes from the input reaches the terminal without a
+// control character.
 func (o *outputFlag) print(w io.Writer, v any, table func(io.Writer) error) error {
 	switch o.format {
 	case formatJSON:
@@ -61,7 +63,7 @@ func (o *outputFlag) print(w io.Writer, v any, table func(io.Writer) error) erro
 	case formatYAML:
 		return writeYAML(w, v)
 	}
-	return table(w)
+	return table(output.InertWriter(w))
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -79,9 +81,12 @@ func writeYAML(w io.Writer, v any) error {
 	return err
 }
 
-// newTable returns a tabwriter for aligned, human-readable columns.
+// newTable returns a tabwriter for aligned, human-readable columns, writing through
+// output.InertWriter: a control character in a cell reaches w escaped. A writer escapes each
+// value from the input itself (output.Escape), so that a tab or a line break in it cannot
+// break the columns either.
 func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	return tabwriter.NewWriter(output.InertWriter(w), 0, 0, 2, ' ', 0)
 }
 
 // formatSelector prints a selector as sorted k=v pairs; the empty selector is "{}".
@@ -92,15 +97,16 @@ func formatSelector(sel map[string]string) string {
 	return labels.Set(sel).String()
 }
 
-// printWarnings writes render warnings to stderr, one line each: the first maxListedProblems,
-// then how many more.
+// printWarnings writes render warnings to stderr, one line each, escaped (output.Escape: a
+// value a warning quotes cannot act on the terminal or start a line): the first
+// maxListedProblems, then how many more.
 func printWarnings(w io.Writer, warnings []action.Warning) {
 	for i, wn := range warnings {
 		if i == maxListedProblems {
 			fmt.Fprintf(w, "Warning: ... and %d more warnings (%d in all)\n", len(warnings)-i, len(warnings))
 			return
 		}
-		fmt.Fprintln(w, "Warning:", validation.Truncate(wn.String(), maxMessageLine))
+		fmt.Fprintln(w, "Warning:", output.Escape(validation.Truncate(wn.String(), maxMessageLine)))
 	}
 }
 

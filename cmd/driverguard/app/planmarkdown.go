@@ -5,23 +5,23 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/operator"
+	"github.com/driverguard/driverguard/output"
 )
 
 // printPlanMarkdown writes the plan as a change ticket a reviewer can approve: what it was
 // made from, scope, the rollout (each node's procedure a fenced shell block), blockers, images,
 // denials, drift and the rollback values.
 //
-// Everything the ticket quotes from the cluster or the values — node, pod and pool names,
-// images, messages — is escaped where Markdown would read it (md, mdCode), and every fenced
-// block is fenced longer than any run of backticks inside it (fence): a name cannot close a
-// fence, start a list or a heading, or carry HTML into the ticket.
+// Everything the ticket quotes from the cluster, the values or the policies — node, pod and
+// pool names, images, selectors, flags, messages, reasons — is escaped where Markdown would
+// read it (md: escaped text) or is a code span (mdCode), and every fenced block is fenced
+// longer than any run of backticks inside it (fenced): a value cannot close a fence, start a
+// list or a heading, or carry a link, an image, an autolink or HTML into the ticket
+// (TestPlanMarkdownHostileValuesMakeNoLink).
 func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) error {
 	s := p.Summary
 	fmt.Fprintf(w, "# Driver rollout plan\n\n")
@@ -254,8 +254,8 @@ func printRollbackMarkdown(w io.Writer, p *action.PlanReport, releaseName string
 		if len(rb.DeleteFromValues) > 0 {
 			step = "2."
 		}
-		fmt.Fprintf(w, "\n%s Save these values as `rollback.yaml` and give them after the new values (`helm upgrade %s <chart> -f <new values> -f rollback.yaml`):\n\n",
-			step, mdText(releaseName))
+		fmt.Fprintf(w, "\n%s Save these values as `rollback.yaml` and give them after the new values (%s):\n\n",
+			step, mdCode("helm upgrade "+releaseName+" <chart> -f <new values> -f rollback.yaml"))
 		fenced(w, "yaml", strings.Split(strings.TrimSuffix(rb.YAML, "\n"), "\n"), "")
 	}
 	switch {
@@ -279,14 +279,11 @@ func maxParallel(n int32) string {
 }
 
 // fenced writes lines as a fenced code block of lang, each prefixed by indent, fenced with
-// more backticks than any run inside them: nothing in them can close the fence. A control
-// character in a line (a newline in a name) is shown escaped: each line stays one line.
+// more backticks than any run inside them (output.MarkdownFence): nothing in them can close the
+// fence. A control character in a line (a newline in a name) is shown escaped: each line stays
+// one line.
 func fenced(w io.Writer, lang string, lines []string, indent string) {
-	run := 0
-	for _, l := range lines {
-		run = max(run, longestRun(l, '`'))
-	}
-	f := strings.Repeat("`", max(3, run+1))
+	f := output.MarkdownFence(lines)
 	fmt.Fprintf(w, "%s%s%s\n", indent, f, lang)
 	for _, l := range lines {
 		fmt.Fprintf(w, "%s%s\n", indent, escapeControl(l, true))
@@ -294,58 +291,15 @@ func fenced(w io.Writer, lang string, lines []string, indent string) {
 	fmt.Fprintf(w, "%s%s\n", indent, f)
 }
 
-// mdText escapes s for Markdown: control characters shown escaped (a name cannot break a
-// line), and a backslash before every character Markdown or GFM reads in the middle of a line
-// — emphasis, code, links and images, HTML and entities, table cells, strikethrough, math —
-// and before what starts an autolink ("www.", "://", the "@" of an address). Nothing it
-// escapes starts a line of the ticket, so what only counts there (">", "-", "1.") is left.
-func mdText(s string) string {
-	s = escapeControl(s, false)
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '\\', '`', '*', '_', '[', ']', '<', '&', '~', '|', '#', '$', '@', '!':
-			b.WriteByte('\\')
-		case ':':
-			if strings.HasPrefix(s[i+1:], "//") {
-				b.WriteByte('\\')
-			}
-		case '.':
-			if i >= 3 && strings.EqualFold(s[i-3:i], "www") {
-				b.WriteByte('\\')
-			}
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-// md is mdText, for prose outside tables.
-func md(s string) string { return mdText(s) }
-
-// mdCell is mdText in a table cell (the pipe is escaped by mdText already).
-func mdCell(s string) string { return mdText(s) }
-
-// mdCode is s as a code span: literal (no emphasis, links or HTML), delimited by more
-// backticks than any run inside it.
-func mdCode(s string) string {
-	s = escapeControl(s, false)
-	if s == "" {
-		return "` `"
-	}
-	d := strings.Repeat("`", longestRun(s, '`')+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") {
-		s = " " + s + " "
-	}
-	return d + s + d
-}
-
-// mdCodeCell is mdCode in a table cell: a pipe, even in a code span, splits the cell unless
-// escaped.
-func mdCodeCell(s string) string {
-	return strings.ReplaceAll(mdCode(s), "|", `\|`)
-}
+// The ticket's escapes are output's, shared with every Markdown writer: mdText is
+// output.MarkdownText (escaped text: no emphasis, link, autolink, image or HTML; no line or
+// cell break), mdCode output.MarkdownCode (a code span fenced longer than any run of
+// backticks in the value), mdCodeCell output.MarkdownCodeCell (a code span in a table cell).
+func mdText(s string) string     { return output.MarkdownText(s) }
+func md(s string) string         { return output.MarkdownText(s) }
+func mdCell(s string) string     { return output.MarkdownText(s) }
+func mdCode(s string) string     { return output.MarkdownCode(s) }
+func mdCodeCell(s string) string { return output.MarkdownCodeCell(s) }
 
 // mdCodeList is items as code spans, each prefixed, joined by commas (for a table cell).
 func mdCodeList(items []string, prefix string) string {
@@ -356,37 +310,11 @@ func mdCodeList(items []string, prefix string) string {
 	return strings.Join(out, ", ")
 }
 
-// longestRun is the longest run of c in s.
-func longestRun(s string, c byte) int {
-	longest, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return longest
-}
-
-// escapeControl shows Go-style escapes for control characters (newlines too; tabs are kept
-// when keepTabs), other non-printable runes and bytes that are not UTF-8: a name cannot break
-// a line of the ticket.
+// escapeControl shows control characters and other non-printable runes escaped (output.Escape;
+// tabs are kept when keepTabs): a name cannot break a line of the ticket.
 func escapeControl(s string, keepTabs bool) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\t' && keepTabs, unicode.IsPrint(r):
-			b.WriteString(s[i : i+n])
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += n
+	if keepTabs {
+		return output.EscapeKeeping(s, "\t")
 	}
-	return b.String()
+	return output.Escape(s)
 }

@@ -1,0 +1,348 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/api/v1alpha1"
+	"github.com/driverguard/driverguard/operator"
+	"github.com/driverguard/driverguard/output"
+	"github.com/driverguard/driverguard/output/inerttest"
+)
+
+// hostileFiller sets every exported string a value holds — through structs, pointers, slices
+// and maps — to a hostile value (inerttest.All, from offset on, each followed by an escape
+// sequence), every bool to bools and every number to 2: a report made wholly of input.
+type hostileFiller struct {
+	values []string
+	n      int
+	bools  bool
+}
+
+func (h *hostileFiller) next() string {
+	v := h.values[h.n%len(h.values)]
+	h.n++
+	return v + " \x1b[7m"
+}
+
+func (h *hostileFiller) fill(v reflect.Value, depth int) {
+	if depth > 8 || !v.CanSet() {
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(h.next())
+	case reflect.Bool:
+		v.SetBool(h.bools)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(2)
+	case reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(2)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(2)
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		h.fill(p.Elem(), depth+1)
+		v.Set(p)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				h.fill(v.Field(i), depth+1)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			v.SetBytes([]byte(h.next()))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), 2, 2)
+		for i := range 2 {
+			h.fill(s.Index(i), depth+1)
+		}
+		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		for range 2 {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			h.fill(k, depth+1)
+			h.fill(e, depth+1)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
+	}
+}
+
+// hostile is a T made wholly of hostile values, the first field given inerttest.All()[offset].
+func hostile[T any](offset int, bools bool) *T {
+	var x T
+	h := &hostileFiller{values: inerttest.All(), n: offset, bools: bools}
+	h.fill(reflect.ValueOf(&x).Elem(), 0)
+	return &x
+}
+
+// TestPlanMarkdownHostileValuesMakeNoLink renders change tickets from plans whose every
+// string — the policies' messages and denials, reasons, drift details, blockers, images,
+// selectors, versions, the values files and --set flags as given, the release, the warnings,
+// the rollback's values and problems, every name — is a hostile value (a link, an image, an
+// autolink, a bare URL GFM would link, HTML, backticks, pipes, line breaks, escape
+// sequences), each field given every value in turn, with autoUpgrade (batches) and without
+// (the manual procedure), every flag on and off. Parsed as a code host parses it (goldmark,
+// GFM with Linkify), no ticket holds a link, image or autolink to a value's destination, nor
+// any HTML; none holds a control character.
+func TestPlanMarkdownHostileValuesMakeNoLink(t *testing.T) {
+	values := inerttest.All()
+	for _, bools := range []bool{true, false} {
+		for _, manual := range []bool{false, true} {
+			t.Run(fmt.Sprintf("flags %t, manual %t", bools, manual), func(t *testing.T) {
+				for offset := range values {
+					p := hostile[action.PlanReport](offset, bools)
+					if manual {
+						p.Batches = nil
+					}
+					var b bytes.Buffer
+					require.NoError(t, output.Write(&b, []output.Target{{Format: output.Markdown}},
+						&output.Report{Markdown: func(w io.Writer) error { return printPlanMarkdown(w, p, p.Inputs.ReleaseName) }}))
+					ticket := b.String()
+					require.Contains(t, ticket, "## Rollback", "the whole ticket was written")
+					inerttest.AssertInertKeeping(t, ticket, "\n\t") // a tab in the rollback's fenced YAML is the YAML's
+					inerttest.AssertNoLiveMarkdown(t, b.Bytes())
+					if t.Failed() {
+						t.Logf("offset %d:\n%s", offset, ticket)
+						return
+					}
+				}
+			})
+		}
+	}
+}
+
+// hostilePolicy writes a policy that denies and warns about every RBLNDriver with a message
+// holding every hostile value (inerttest.All), and returns its directory, itself named with
+// a link.
+func hostilePolicy(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "[p](mailto:p@"+inerttest.Evil+") www."+inerttest.Evil+" `x`")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	msg, err := json.Marshal("hostile " + strings.Join(inerttest.All(), " ~ "))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hostile.rego"), []byte(`package driverguard.hostile
+
+deny contains msg if {
+	input.object.kind == "RBLNDriver"
+	msg := `+string(msg)+`
+}
+
+warn contains msg if {
+	input.object.kind == "RBLNDriver"
+	msg := `+string(msg)+`
+}
+`), 0o644))
+	return dir
+}
+
+// TestPlanMarkdownHostilePolicyMakesNoLink: the ticket of a plan whose policy denies with a
+// hostile message, made from a values file and a policy directory named with links, holds no
+// link, image, autolink or HTML from them.
+func TestPlanMarkdownHostilePolicyMakesNoLink(t *testing.T) {
+	policy := hostilePolicy(t)
+	values := filepath.Join(t.TempDir(), "[v](https:"+inerttest.Evil+") <b>.yaml")
+	data, err := os.ReadFile(exampleValues)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(values, data, 0o644))
+	r := run(t, "", "plan", "-f", values, "--nodes", exampleNodes, "--drivers", exampleDrivers, "--policy", policy,
+		"--set-string", "driver.annotations.note=<http://"+inerttest.Evil+"/set>", "-o", "markdown")
+	require.Equal(t, ExitInvalid, r.code, r.stderr)
+	require.Contains(t, r.stdout, "## Denied (not applied)")
+	require.Contains(t, r.stdout, `hostile \\x1b\[31mred`, "the denial's message, escaped")
+	inerttest.AssertInert(t, r.stdout)
+	inerttest.AssertNoLiveMarkdown(t, []byte(r.stdout))
+}
+
+// TestCheckMarkdownHostilePolicyMakesNoLink: -o markdown of the findings (output's writer):
+// a policy's hostile message is text, one row of the table.
+func TestCheckMarkdownHostilePolicyMakesNoLink(t *testing.T) {
+	r := run(t, "", "check", "-f", exampleValues, "--nodes", exampleNodes, "--policy", hostilePolicy(t), "-o", "markdown")
+	require.Equal(t, ExitInvalid, r.code, r.stderr)
+	require.Contains(t, r.stdout, "hostile")
+	for _, line := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+		assert.True(t, strings.HasPrefix(line, "|") && strings.HasSuffix(line, "|"), "a row per finding: %q", line)
+	}
+	inerttest.AssertInert(t, r.stdout)
+	inerttest.AssertNoLiveMarkdown(t, []byte(r.stdout))
+}
+
+// hostileNodes writes an inventory of candidate nodes whose names carry escape sequences, a
+// carriage return, a bidi override and a line break (a file can hold what no API server
+// would), each with its owner label.
+func hostileNodes(t *testing.T) string {
+	t.Helper()
+	type obj = map[string]any
+	var items []obj
+	for i, name := range []string{"n\x1b[31m-red", "n\x1b]8;;http://x\x1b\\-osc", "n\r-cr", "n\u202e-bidi", "n\n-line\tcol"} {
+		items = append(items, obj{"apiVersion": "v1", "kind": "Node", "metadata": obj{"name": fmt.Sprintf("%s-%d", name, i), "labels": obj{
+			operator.LabelDeployDriver: "true", operator.LabelFamily: "atom", operator.LabelOSID: "ubuntu", operator.LabelOSVersion: "22.04",
+			operator.LabelKernel: "6.8.0-90-generic", operator.LabelOwner: "rbln-driver\x1b[32m"}}})
+	}
+	data, err := json.Marshal(obj{"apiVersion": "v1", "kind": "List", "items": items})
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "nodes.json")
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	return p
+}
+
+// assertTerminalSafe: the table shows the escape sequence escaped (`\x1b[`), and holds no
+// control character but its own line breaks, no bidi control and no byte that is not UTF-8.
+func assertTerminalSafe(t *testing.T, out string) {
+	t.Helper()
+	assert.Contains(t, out, `\x1b[`, "the escape sequence is shown escaped")
+	inerttest.AssertInert(t, out)
+}
+
+// TestTablesShowEscapeSequencesEscaped runs every table and text view with a message or a
+// name holding "\x1b[" (and a carriage return, C1 controls, bidi overrides, a line break): each
+// shows it escaped and lets no control character through.
+func TestTablesShowEscapeSequencesEscaped(t *testing.T) {
+	policy, nodes := hostilePolicy(t), hostileNodes(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"check", []string{"check", "-f", exampleValues, "--nodes", nodes, "--policy", policy}},
+		{"preview", []string{"preview", "-f", exampleValues, "--nodes", nodes, "--policy", policy}},
+		{"plan", []string{"plan", "-f", exampleValues, "--nodes", nodes, "--drivers", exampleDrivers, "--policy", policy}},
+		{"plan manual", []string{"plan", "--set", "driver.image.tag=3.2.3", "--nodes", nodes, "--drivers", exampleDrivers}},
+		{"audit", []string{"audit", "--nodes", nodes, "--drivers", exampleDrivers, "--policy", policy}},
+		{"route", []string{"route", "--nodes", nodes, "--drivers", exampleDrivers}},
+		{"check, the findings table to a file", []string{"check", "-f", exampleValues, "--policy", policy, "-o", "json", "-o", "table=" + filepath.Join(t.TempDir(), "t.txt")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "", tc.args...)
+			require.Contains(t, []int{ExitOK, ExitInvalid}, r.code, r.stderr)
+			out := r.stdout
+			if slices.Contains(tc.args, "-o") {
+				path := strings.TrimPrefix(tc.args[len(tc.args)-1], "table=")
+				data, err := os.ReadFile(path)
+				require.NoError(t, err)
+				out = string(data)
+			}
+			assertTerminalSafe(t, out)
+		})
+	}
+
+	t.Run("plan's table of a plan made wholly of input", func(t *testing.T) {
+		for _, bools := range []bool{true, false} {
+			p := hostile[action.PlanReport](0, bools)
+			var b bytes.Buffer
+			require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, &output.Report{Table: func(w io.Writer) error { return printPlan(w, p) }}))
+			assertTerminalSafe(t, b.String())
+		}
+	})
+	t.Run("test's suite report", func(t *testing.T) {
+		res := hostile[action.TestRunResult](0, false)
+		var b bytes.Buffer
+		require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, testReport(res)))
+		assertTerminalSafe(t, b.String())
+	})
+	t.Run("review", func(t *testing.T) {
+		review := hostile[admissionv1.AdmissionReview](0, false)
+		var b bytes.Buffer
+		require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, &output.Report{Table: func(w io.Writer) error { return printReview(w, review) }}))
+		assertTerminalSafe(t, b.String())
+	})
+	table := newOutput(formatTable, formatTable, formatJSON)
+	t.Run("policy list and rules", func(t *testing.T) {
+		rules := *hostile[[]action.Rule](0, false)
+		var b bytes.Buffer
+		require.NoError(t, table.print(&b, nil, func(w io.Writer) error { return printRules(w, rules) }))
+		assertTerminalSafe(t, b.String())
+	})
+	t.Run("policy test", func(t *testing.T) {
+		tests := *hostile[[]action.TestResult](0, false)
+		var b bytes.Buffer
+		require.NoError(t, table.print(&b, nil, func(w io.Writer) error { printTests(w, tests, true); return nil }))
+		assertTerminalSafe(t, b.String())
+	})
+	t.Run("route's tables", func(t *testing.T) {
+		routing := hostile[action.Routing](0, false)
+		images := *hostile[[]action.ImageResult](0, false)
+		check := hostile[action.ImageCheck](0, true)
+		var b bytes.Buffer
+		require.NoError(t, table.print(&b, nil, func(w io.Writer) error { printRouting(w, routing); printImages(w, images, *check); return nil }))
+		assertTerminalSafe(t, b.String())
+	})
+	t.Run("render's table", func(t *testing.T) {
+		rendered := &action.Rendered{}
+		rendered.ClusterPolicy.Name = "cp\x1b[31m"
+		rendered.Drivers = make([]v1alpha1.RBLNDriver, 1)
+		rendered.Drivers[0].Name, rendered.Drivers[0].Spec.Version = "d\x1b[31m", "3.2.2\r"
+		rendered.Drivers[0].Spec.NodeSelector = map[string]string{"k": "v\u202e"}
+		var b bytes.Buffer
+		require.NoError(t, printRender(&b, formatTable, rendered))
+		assertTerminalSafe(t, b.String())
+	})
+	t.Run("policy input's table", func(t *testing.T) {
+		var b bytes.Buffer
+		d := newDocumentStream(&b, formatTable, true)
+		in := hostile[action.Input](0, false)
+		in.Routing = nil
+		require.NoError(t, d.write(in))
+		require.NoError(t, d.close())
+		assertTerminalSafe(t, b.String())
+	})
+	t.Run("render warnings on standard error", func(t *testing.T) {
+		warnings := *hostile[[]action.Warning](0, false)
+		var b bytes.Buffer
+		printWarnings(&b, warnings)
+		assertTerminalSafe(t, b.String())
+		assert.Equal(t, len(warnings), strings.Count(b.String(), "\n"), "a line per warning: a line break in one is escaped")
+	})
+}
+
+// TestOutputsMayNotShareAStream: two outputs on one stream — a table and JSON on standard
+// output however named, one file by two names — are a usage error (exit 2) that names both
+// outputs and the fix, before anything is written.
+func TestOutputsMayNotShareAStream(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "out.json")
+	for _, tc := range []struct {
+		name    string
+		outputs []string
+		want    string
+	}{
+		{"a table and JSON to /dev/stdout", []string{"-o", "table", "-o", "json=/dev/stdout"},
+			"-o table and -o json=/dev/stdout both write to standard output: write json to a file of its own (-o json=FILE)"},
+		{"two formats to /dev/stdout", []string{"-o", "json=/dev/stdout", "-o", "sarif=/dev/stdout"},
+			"-o json=/dev/stdout and -o sarif=/dev/stdout both write to standard output"},
+		{"- and standard output", []string{"-o", "sarif=-", "-o", "table"}, "-o sarif and -o table both write to standard output"},
+		{"/dev/fd/1 and /dev/stdout", []string{"-o", "junit=/dev/fd/1", "-o", "json=/dev/stdout"}, "both write to standard output"},
+		{"/proc/self/fd/1 and a table", []string{"-o", "table", "-o", "json=/proc/self/fd/1"}, "both write to standard output"},
+		{"one file twice", []string{"-o", "json=" + file, "-o", "sarif=" + filepath.Join(dir, ".", "out.json")}, "give each its own file"},
+	} {
+		for _, cmd := range [][]string{
+			{"check", "-f", exampleValues},
+			{"plan", "-f", exampleValues, "--nodes", exampleNodes, "--drivers", exampleDrivers},
+		} {
+			t.Run(tc.name+" "+cmd[0], func(t *testing.T) {
+				r := run(t, "", append(cmd, tc.outputs...)...)
+				assert.Equal(t, ExitUsage, r.code)
+				assert.Contains(t, r.stderr, tc.want)
+				assert.Empty(t, r.stdout, "nothing was written")
+				_, err := os.Stat(file)
+				assert.ErrorIs(t, err, os.ErrNotExist, "nothing was written")
+			})
+		}
+	}
+}
