@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
@@ -219,14 +221,22 @@ func (k *Kind) rules(ctx context.Context, obj, old any, found field.ErrorList, o
 // unstructured object, unknown fields pruned (and said), nulls of non-nullable fields
 // without a default dropped, metadata coerced, defaults applied.
 func (k *Kind) decode(data []byte) (*Result, error) {
-	obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, data)
-	if err != nil {
+	var m map[string]any
+	if err := utiljson.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("the API server cannot decode it: %w", err)
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("the API server cannot decode it: a list (%T), not one object", obj)
+	if m == nil {
+		return nil, errors.New("the API server cannot decode it: not a JSON object")
 	}
+	// An AdmissionReview's objects always carry them; an object read back with a typed
+	// client may not.
+	if _, ok := m["kind"]; !ok {
+		m["kind"] = k.gvk.Kind
+	}
+	if _, ok := m["apiVersion"]; !ok {
+		m["apiVersion"] = k.gvk.GroupVersion().String()
+	}
+	u := &unstructured.Unstructured{Object: m}
 	res := &Result{Object: u}
 	if gk := u.GroupVersionKind().GroupKind(); gk != k.gvk.GroupKind() {
 		return nil, fmt.Errorf("a %s is not a %s", gk, k.gvk.GroupKind())

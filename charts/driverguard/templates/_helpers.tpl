@@ -120,7 +120,7 @@ Empty values are omitted. Input: dict "e" <effective map> "name" <resource name>
 {{- with $e.tolerations }}{{ $_ := set $spec "tolerations" . }}{{ end -}}
 {{- with $e.annotations }}{{ $_ := set $spec "annotations" . }}{{ end -}}
 {{- with $e.priorityClassName }}{{ $_ := set $spec "priorityClassName" . }}{{ end -}}
-{{- with $e.resources }}{{ $_ := set $spec "resources" . }}{{ end -}}
+{{- with $e.resources }}{{ $_ := set $spec "resources" (include "driverguard.quantities" . | fromYaml) }}{{ end -}}
 {{- with $e.env }}{{ $_ := set $spec "env" . }}{{ end -}}
 {{- toYaml $spec -}}
 {{- end -}}
@@ -169,4 +169,30 @@ nothing) on input the schema cannot reject on its own.
 {{- fail "driver.instances: Forbidden: driver.enabled is false, so no RBLNDriver is rendered; remove the instances or set driver.enabled=true" -}}
 {{- end -}}
 {{- toYaml (dict "items" $items) -}}
+{{- end -}}
+
+{{/*
+driverguard.quantities is a resources map whose limits and requests the API server accepts:
+the CRD's quantities are integers or strings, and a number with a fraction (cpu: 0.5) is
+refused as the wrong type, so it is written as the string "0.5"; whole numbers and strings stay
+as they are.
+*/}}
+{{- define "driverguard.quantities" -}}
+{{- $out := dict -}}
+{{- range $k, $v := . -}}
+{{- if and (has $k (list "limits" "requests")) (kindIs "map" $v) -}}
+{{- $q := dict -}}
+{{- range $name, $amount := $v -}}
+{{- if and (kindIs "float64" $amount) (ne (float64 (int64 $amount)) $amount) -}}
+{{- $_ := set $q $name (toString $amount) -}}
+{{- else -}}
+{{- $_ := set $q $name $amount -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $out $k $q -}}
+{{- else -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}
