@@ -46,7 +46,7 @@ func schemaVerdicts(ctx context.Context, o Object, raw []byte) (refused, rules *
 		return nil, nil, fmt.Errorf("%s %q: %w", o.Kind, o.Name, err)
 	}
 	verdict := func() *decision.Verdict {
-		return decision.Denied(o.Kind, o.Name, decision.FieldFindings(res.All()...)...)
+		return decision.Denied(o.Kind, o.Name, decision.FieldFindings(res.Causes()...)...)
 	}
 	switch {
 	case len(res.Errors) > 0:

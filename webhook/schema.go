@@ -75,6 +75,6 @@ func (g *gated) refuse(req *admissionv1.AdmissionRequest, res *crdschema.Result)
 	if errors.As(res.Err(), &status) {
 		st = status.Status()
 	}
-	g.verdict = decision.Denied(req.Kind.Kind, res.Object.GetName(), decision.FieldFindings(res.All()...)...)
+	g.verdict = decision.Denied(req.Kind.Kind, res.Object.GetName(), decision.FieldFindings(res.Causes()...)...)
 	g.response = &admissionv1.AdmissionResponse{UID: req.UID, Allowed: false, Result: &st, Warnings: g.warnings}
 }

@@ -60,16 +60,29 @@ type Result struct {
 }
 
 // Err is the error the API server answers a refused object with (422, "RBLNDriver.rebellions.ai
-// "x" is invalid: ..."), nil when it is not refused.
+// "x" is invalid: ..."), without its notice that the rules were not checked, nil when it is not
+// refused.
 func (r *Result) Err() error {
 	if !r.Refused() {
 		return nil
 	}
-	return apierrors.NewInvalid(r.Object.GroupVersionKind().GroupKind(), r.Object.GetName(), r.All())
+	return apierrors.NewInvalid(r.Object.GroupVersionKind().GroupKind(), r.Object.GetName(), r.Causes())
 }
 
 // Refused reports whether the API server refuses the object.
 func (r *Result) Refused() bool { return len(r.Errors)+len(r.Rules) > 0 }
+
+// Causes are All without the API server's notice that the rules were not checked (an error
+// of no field): what is wrong, one field each.
+func (r *Result) Causes() field.ErrorList {
+	var out field.ErrorList
+	for _, e := range r.All() {
+		if e.Field != "" && e.Field != "<nil>" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // All are the errors and then the rules' errors, as the API server lists them.
 func (r *Result) All() field.ErrorList {

@@ -101,6 +101,32 @@ func typeCases() []rawCase {
 	for name, spec := range specs {
 		out = append(out, rawCase{name: name, obj: rawDriver("rbln-driver-typed", spec)})
 	}
+	policy := func(up any) map[string]any {
+		spec := map[string]any{"driver": map[string]any{"upgradePolicy": up}}
+		if up == "<none>" {
+			spec = map[string]any{}
+		}
+		return map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": "RBLNClusterPolicy",
+			"metadata": map[string]any{"name": v1alpha1.ClusterPolicyName}, "spec": spec}
+	}
+	for name, up := range map[string]any{
+		"policy: valid":                 map[string]any{"maxParallelUpgrades": 1},
+		"policy: no upgrade policy":     "<none>",
+		"policy: upgrade policy null":   nil,
+		"policy: max parallel \"2\"":    map[string]any{"maxParallelUpgrades": "2"},
+		"policy: max parallel 1.5":      map[string]any{"maxParallelUpgrades": 1.5},
+		"policy: max parallel null":     map[string]any{"maxParallelUpgrades": nil},
+		"policy: max parallel -1":       map[string]any{"maxParallelUpgrades": -1},
+		"policy: auto upgrade \"true\"": map[string]any{"autoUpgrade": "true"},
+		"policy: drain a list":          map[string]any{"drain": []any{}},
+		"policy: drain timeout -1":      map[string]any{"drain": map[string]any{"timeoutSeconds": -1}},
+		"policy: drain timeout \"300\"": map[string]any{"drain": map[string]any{"timeoutSeconds": "300"}},
+		"policy: an unknown field":      map[string]any{"maxParalelUpgrades": 2},
+	} {
+		out = append(out, rawCase{name: name, obj: policy(up)})
+	}
+	out = append(out, rawCase{name: "policy: spec null", obj: map[string]any{"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind": "RBLNClusterPolicy", "metadata": map[string]any{"name": v1alpha1.ClusterPolicyName}, "spec": nil}})
 	return out
 }
 
@@ -142,8 +168,8 @@ func reviewVerdict(t *testing.T, hooks *webhook.Webhooks, c rawCase) (bool, stri
 	require.NoError(t, err)
 	req := &admissionv1.AdmissionRequest{
 		UID:       types.UID("diff"),
-		Kind:      metaGVK("RBLNDriver"),
-		Resource:  metaGVR("rblndrivers"),
+		Kind:      metaGVK(fmt.Sprint(c.obj["kind"])),
+		Resource:  metaGVR(map[any]string{"RBLNDriver": "rblndrivers", "RBLNClusterPolicy": "rblnclusterpolicies"}[c.obj["kind"]]),
 		Name:      fmt.Sprint(c.obj["metadata"].(map[string]any)["name"]),
 		Operation: admissionv1.Create,
 		Object:    runtime.RawExtension{Raw: obj},
