@@ -243,46 +243,45 @@ type daemonSetHandler struct {
 	m *DaemonSetMutator
 }
 
-// Handle implements admission.Handler.
-func (h *daemonSetHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if err := checkKind(&req, daemonSetGVK); err != nil {
-		return response(daemonSetGVK.Group, nil, err)
+// admit plans the mutation of a DaemonSet request: the patch that sets back what differs from
+// rbln-npu-operator's composition, with a warning per correction.
+func (h *daemonSetHandler) admit(ctx context.Context, req *admission.Request) Answer {
+	if err := checkKind(req, daemonSetGVK); err != nil {
+		return Answer{Response: response(daemonSetGVK.Group, nil, err)}
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
+		return Answer{Response: admission.Allowed("")}
 	}
 	ds, err := decodeObject[appsv1.DaemonSet](req.Object, "request.object", daemonSetGVK)
 	if err != nil {
-		return response(daemonSetGVK.Group, nil, err)
+		return Answer{Response: response(daemonSetGVK.Group, nil, err)}
 	}
 	if req.Operation == admissionv1.Update && ds.DeletionTimestamp != nil {
 		// Finalizer removal or status while it is deleted: nothing may hold it in Terminating
 		// (its RBLNDriver may be gone already).
-		return admission.Allowed("being deleted: unchanged")
+		return Answer{Response: admission.Allowed("being deleted: unchanged")}
 	}
 	plan, denial, err := h.m.Plan(ctx, &ds)
 	name := ds.Namespace + "/" + ds.Name
 	switch {
 	case err != nil:
-		return response(daemonSetGVK.Group, nil, err)
+		return Answer{Response: response(daemonSetGVK.Group, nil, err)}
 	case denial != nil:
 		v := decision.Denied(daemonSetGVK.Kind, name, decision.FieldFindings(denial)...)
-		sinkVerdict(ctx, v)
-		return response(daemonSetGVK.Group, v, nil)
+		return Answer{Response: response(daemonSetGVK.Group, v, nil), Verdict: v}
 	case plan == nil:
-		return admission.Allowed(fmt.Sprintf("not a DaemonSet of rbln-npu-operator (%s=%s, %s=%s|%s): unchanged",
-			operator.LabelAppName, operator.AppName, operator.LabelComponent, operator.ComponentDriver, operator.ComponentSMD))
+		return Answer{Response: admission.Allowed(fmt.Sprintf("not a DaemonSet of rbln-npu-operator (%s=%s, %s=%s|%s): unchanged",
+			operator.LabelAppName, operator.AppName, operator.LabelComponent, operator.ComponentDriver, operator.ComponentSMD))}
 	case len(plan.Corrections) == 0:
-		sinkVerdict(ctx, decision.Warned(daemonSetGVK.Kind, name))
-		return admission.Allowed("as rbln-npu-operator composes it: unchanged")
+		return Answer{Response: admission.Allowed("as rbln-npu-operator composes it: unchanged"), Verdict: decision.Warned(daemonSetGVK.Kind, name)}
 	}
 	patched, err := plan.Apply(req.Object.Raw)
 	if err != nil { // decodeObject already parsed the same bytes; kept for safety
-		return response(daemonSetGVK.Group, nil, badRequest(err, "request.object is not a JSON object"))
+		return Answer{Response: response(daemonSetGVK.Group, nil, badRequest(err, "request.object is not a JSON object"))}
 	}
 	resp := admission.PatchResponseFromRaw(req.Object.Raw, patched)
 	if !resp.Allowed && resp.Result != nil && resp.Result.Code == http.StatusInternalServerError {
-		return response(daemonSetGVK.Group, nil, badRequest(nil, "request.object cannot be patched: %s", strings.TrimSpace(resp.Result.Message)))
+		return Answer{Response: response(daemonSetGVK.Group, nil, badRequest(nil, "request.object cannot be patched: %s", strings.TrimSpace(resp.Result.Message)))}
 	}
 	// The diff walks maps in random order; the operations touch distinct paths (no array
 	// insertions or removals), so sorting them makes the patch deterministic — the same bytes
@@ -295,13 +294,5 @@ func (h *daemonSetHandler) Handle(ctx context.Context, req admission.Request) ad
 		fs[i] = decision.Finding{Rule: finding.RuleDaemonSetCorrected, Message: "driverguard " + c}
 	}
 	v := decision.Warned(daemonSetGVK.Kind, name, fs...)
-	sinkVerdict(ctx, v)
-	return resp.WithWarnings(v.BoundedWarningTexts(maxWarningsBytes)...)
-}
-
-// sinkVerdict hands an offline review the verdict its response was made from.
-func sinkVerdict(ctx context.Context, v *decision.Verdict) {
-	if sink, ok := ctx.Value(verdictSinkKey{}).(*verdictSink); ok {
-		sink.verdict = v
-	}
+	return Answer{Response: resp.WithWarnings(v.BoundedWarningTexts(maxWarningsBytes)...), Verdict: v}
 }

@@ -24,24 +24,15 @@ type validating[T any] struct {
 	decide func(context.Context, decision.Request[T]) (*decision.Verdict, error)
 }
 
-// Handle implements admission.Handler.
-func (h *validating[T]) Handle(ctx context.Context, ar admission.Request) admission.Response {
-	req, err := decisionRequest[T](&ar, h.gvk)
+// admit decodes the request and decides it.
+func (h *validating[T]) admit(ctx context.Context, ar *admission.Request) Answer {
+	req, err := decisionRequest[T](ar, h.gvk)
 	if err != nil || req == nil {
-		return response(h.gvk.Group, nil, err)
+		return Answer{Response: response(h.gvk.Group, nil, err)}
 	}
 	v, err := h.decide(ctx, *req)
-	if sink, ok := ctx.Value(verdictSinkKey{}).(*verdictSink); ok {
-		sink.verdict = v
-	}
-	return response(h.gvk.Group, v, err)
+	return Answer{Response: response(h.gvk.Group, v, err), Verdict: v}
 }
-
-// verdictSink receives the verdict of an offline review (Webhooks.Decide): its findings, as
-// the decision made them, beside the response that words them.
-type verdictSink struct{ verdict *decision.Verdict }
-
-type verdictSinkKey struct{}
 
 // decisionRequest decodes an admission request into the decision's request: the typed
 // objects, their JSON as received (policies read it as sent), the operation and the user. It

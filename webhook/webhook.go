@@ -1,17 +1,13 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -46,10 +42,11 @@ type Webhooks struct {
 	// DaemonSets plans the mutation of driver DaemonSets.
 	DaemonSets *DaemonSetMutator
 
-	state   State
-	decider *decision.Decider
-	hooks   map[string]http.Handler
-	limits  Limits
+	state     State
+	decider   *decision.Decider
+	admitters map[string]admitter
+	hooks     map[string]http.Handler
+	limits    Limits
 }
 
 // New returns the webhooks deciding over state.
@@ -65,15 +62,16 @@ func New(state State, opts Options) *Webhooks {
 		decider:    &decision.Decider{Policy: opts.Policy, PolicyFailOpen: opts.PolicyFailOpen},
 		limits:     opts.Limits,
 	}
-	hook := func(h admission.Handler) http.Handler {
-		return &reviewHandler{hook: &admission.Webhook{Handler: h, LogConstructor: requestLogger}}
+	w.admitters = map[string]admitter{
+		PathValidateDriver: &validating[*v1alpha1.RBLNDriver]{
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), decide: w.driver},
+		PathValidateClusterPolicy: &validating[*v1alpha1.RBLNClusterPolicy]{
+			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), decide: w.clusterPolicy},
+		PathMutateDaemonSet: &daemonSetHandler{m: w.DaemonSets},
 	}
-	w.hooks = map[string]http.Handler{
-		PathValidateDriver: hook(&validating[*v1alpha1.RBLNDriver]{
-			gvk: v1alpha1.GroupVersion.WithKind("RBLNDriver"), decide: w.driver}),
-		PathValidateClusterPolicy: hook(&validating[*v1alpha1.RBLNClusterPolicy]{
-			gvk: v1alpha1.GroupVersion.WithKind("RBLNClusterPolicy"), decide: w.clusterPolicy}),
-		PathMutateDaemonSet: hook(&daemonSetHandler{m: w.DaemonSets}),
+	w.hooks = make(map[string]http.Handler, len(w.admitters))
+	for path, a := range w.admitters {
+		w.hooks[path] = &reviewHandler{hook: &admission.Webhook{Handler: handlerOf(a), LogConstructor: requestLogger}}
 	}
 	return w
 }
@@ -165,21 +163,25 @@ func PathFor(group, kind string) string {
 	return ""
 }
 
-// Review answers one AdmissionReview (admission.k8s.io/v1, JSON) offline through the same
-// HTTP handler `serve` runs, choosing the path by request.kind. It returns the review with its
-// response (and the request it was given). An error means the input is not a usable
-// AdmissionReview; a request the handler cannot decode is answered (400), not an error.
+// Review answers one AdmissionReview (admission.k8s.io/v1, JSON) offline, as a real API server
+// with driverguard's webhooks would: its CRD validation first (schemaGate), then Admit, the
+// decision `serve` runs. It returns the review with its response (and the request it was
+// given). An error means the input is not a usable AdmissionReview; a request the webhook
+// cannot decode is answered (400), not an error.
 func (w *Webhooks) Review(ctx context.Context, body []byte) (*admissionv1.AdmissionReview, error) {
 	review, _, err := w.Decide(ctx, body)
 	return review, err
 }
 
 // Decide is Review that also returns the verdict the response was made from: its findings are
-// what the response words. It is nil when nothing was judged: a DaemonSet mutated (not
-// denied), a request the handler could not decode, a decision that could not be made.
+// what the response words. It is nil when nothing was judged: a DaemonSet left as it is, a
+// request that could not be decoded, a decision that could not be made.
 func (w *Webhooks) Decide(ctx context.Context, body []byte) (*admissionv1.AdmissionReview, *decision.Verdict, error) {
+	if values := countValues(body); values > maxReviewValues {
+		return nil, nil, fmt.Errorf("the AdmissionReview holds %d JSON values; the webhook reads at most %d and would refuse it (413) unread", values, maxReviewValues)
+	}
 	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil {
+	if err := decodeJSON(body, &review); err != nil {
 		return nil, nil, fmt.Errorf("not an AdmissionReview JSON document: %w", err)
 	}
 	if review.Kind != "" && review.Kind != "AdmissionReview" {
@@ -188,9 +190,11 @@ func (w *Webhooks) Decide(ctx context.Context, body []byte) (*admissionv1.Admiss
 	if review.Request == nil {
 		return nil, nil, fmt.Errorf("the AdmissionReview has no request")
 	}
-	path := PathFor(review.Request.Kind.Group, review.Request.Kind.Kind)
-	if path == "" {
+	if PathFor(review.Request.Kind.Group, review.Request.Kind.Kind) == "" {
 		return nil, nil, fmt.Errorf("request.kind %s is not handled by driverguard (RBLNDriver, RBLNClusterPolicy and DaemonSet are)", formatGVK(review.Request.Kind))
+	}
+	if len(review.Request.UID) > maxUIDBytes {
+		return nil, nil, fmt.Errorf("request.uid is %d bytes; an API server's is 36 (the webhook reads at most %d)", len(review.Request.UID), maxUIDBytes)
 	}
 	request := *review.Request
 	gate, err := schemaGate(ctx, &request)
@@ -200,30 +204,19 @@ func (w *Webhooks) Decide(ctx context.Context, body []byte) (*admissionv1.Admiss
 	if gate.response != nil {
 		return answered(&review, gate.response), gate.verdict, nil
 	}
-	if string(request.Object.Raw) != string(review.Request.Object.Raw) {
-		tm := metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"}
-		if body, err = json.Marshal(&admissionv1.AdmissionReview{TypeMeta: tm, Request: &request}); err != nil {
-			return nil, nil, err
-		}
+	a := w.Admit(ctx, admission.Request{AdmissionRequest: request})
+	resp, verdict := a.Response.AdmissionResponse, a.Verdict
+	if r := resp.Result; r != nil {
+		r.Message = validation.Truncate(r.Message, maxMessageBytes) // as the served webhook writes it
 	}
-	sink := &verdictSink{}
-	req := httptest.NewRequestWithContext(context.WithValue(ctx, verdictSinkKey{}, sink), http.MethodPost, path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	w.hooks[path].ServeHTTP(rec, req)
-	var answer admissionv1.AdmissionReview
-	if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil || answer.Response == nil {
-		return nil, nil, fmt.Errorf("the webhook wrote no AdmissionReview response (HTTP %d): %s", rec.Code, validation.Truncate(rec.Body.String(), maxMessageBytes))
-	}
-	verdict := sink.verdict
-	if gate.rules != nil && answer.Response.Allowed {
+	if gate.rules != nil && resp.Allowed {
 		// the webhook's rules let through what the CRD's rules refuse: the API server's word
 		// stands (a difference the differential tests look for)
 		gate.refuse(&request, gate.rules)
-		answer.Response, verdict = gate.response, gate.verdict
+		resp, verdict = *gate.response, gate.verdict
 	}
-	answer.Response.Warnings = append(gate.warnings, answer.Response.Warnings...)
-	return answered(&review, answer.Response), verdict, nil
+	resp.Warnings = append(gate.warnings, resp.Warnings...)
+	return answered(&review, &resp), verdict, nil
 }
 
 // answered is review with its response.
