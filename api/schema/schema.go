@@ -40,6 +40,8 @@ import (
 type Kind struct {
 	gvk        k8sschema.GroupVersionKind
 	namespaced bool
+	// status: the status subresource, whose field a create or an update of the object never sets
+	status     bool
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
 	cel        *cel.Validator
@@ -136,6 +138,7 @@ func newKind(def *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.C
 	return &Kind{
 		gvk:        k8sschema.GroupVersionKind{Group: def.Spec.Group, Version: v.Name, Kind: def.Spec.Names.Kind},
 		namespaced: def.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		status:     v.Subresources != nil && v.Subresources.Status != nil,
 		structural: structural,
 		validator:  validator,
 		cel:        cel.NewValidator(structural, true, celconfig.PerCallLimit),
@@ -159,6 +162,7 @@ func (k *Kind) Create(ctx context.Context, data []byte) (*Result, error) {
 		return res, err
 	}
 	u := res.Object
+	k.prepareCreate(u)
 	errs := k.typeMeta(u)
 	if len(errs) == 0 {
 		meta, merrs := objectMeta(u)
@@ -187,6 +191,10 @@ func (k *Kind) Update(ctx context.Context, data, old []byte) (*Result, error) {
 		return nil, fmt.Errorf("the stored object: %w", err)
 	}
 	u, o := res.Object, prev.Object
+	if conflict := k.prepareUpdate(u, o); conflict != nil {
+		res.Errors = field.ErrorList{conflict}
+		return res, nil
+	}
 	ratcheting := utilfeature.DefaultFeatureGate.Enabled(apiextensionsfeatures.CRDValidationRatcheting)
 	var (
 		options    []apiservervalidation.ValidationOption
@@ -203,7 +211,6 @@ func (k *Kind) Update(ctx context.Context, data, old []byte) (*Result, error) {
 		oldMeta, oerrs := objectMeta(o)
 		errs = append(append(errs, merrs...), oerrs...)
 		if meta != nil && oldMeta != nil {
-			systemFields(meta, oldMeta)
 			errs = append(errs, metavalidation.ValidateObjectMetaDeclaratively(ctx, operation.Update, meta, oldMeta, k.namespaced,
 				nil, field.NewPath("metadata"), utilfeature.DefaultFeatureGate.Enabled(features.DeclarativeValidationBeta))...)
 		}
@@ -313,15 +320,59 @@ func objectMeta(u *unstructured.Unstructured) (*metav1.ObjectMeta, field.ErrorLi
 	return meta, nil
 }
 
-// systemFields gives meta what the API server keeps of the stored object's on an update (its
-// uid, creation time and generation) and the resourceVersion an unconditional update takes
-// from it: fields no request sets, which the metadata checks would otherwise hold against it.
-func systemFields(meta, old *metav1.ObjectMeta) {
-	meta.UID, meta.CreationTimestamp, meta.Generation = old.UID, old.CreationTimestamp, old.Generation
-	if meta.ResourceVersion == "" {
-		meta.ResourceVersion = old.ResourceVersion
+// generatedSuffix stands for the five random characters the API server appends to a
+// generateName: offline, the same every time.
+const generatedSuffix = "bcdfg"
+
+// prepareCreate does to u what the API server does to a created object before it validates it
+// and before any validating webhook sees it: a cluster-scoped object loses its namespace, a
+// generateName becomes the name, the generation is 1, the status (a subresource) and the
+// managed fields (the field manager's, rebuilt or reset) are not taken from the request.
+func (k *Kind) prepareCreate(u *unstructured.Unstructured) {
+	if !k.namespaced {
+		u.SetNamespace("")
 	}
-	if meta.ResourceVersion == "" {
-		meta.ResourceVersion, old.ResourceVersion = "1", "1"
+	if gen := u.GetGenerateName(); gen != "" && u.GetName() == "" {
+		u.SetName(gen[:min(len(gen), 58)] + generatedSuffix)
 	}
+	u.SetGeneration(1)
+	u.SetManagedFields(nil)
+	if k.status {
+		delete(u.Object, "status")
+	}
+}
+
+// prepareUpdate does to u what the API server does to an update of old before it validates it:
+// what the request cannot change (uid, creation and deletion times, the generation, the
+// status of a subresource, the managed fields) is the stored object's, a cluster-scoped object
+// has no namespace, and an update whose uid is not the stored object's is a conflict (409).
+func (k *Kind) prepareUpdate(u, old *unstructured.Unstructured) *field.Error {
+	if uid := u.GetUID(); uid != "" && uid != old.GetUID() {
+		return field.Invalid(field.NewPath("metadata", "uid"), uid,
+			fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s (409 Conflict: the object was replaced since it was read)", old.GetUID(), uid))
+	}
+	if !k.namespaced {
+		u.SetNamespace("")
+	}
+	u.SetUID(old.GetUID())
+	u.SetCreationTimestamp(old.GetCreationTimestamp())
+	u.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	u.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	u.SetGeneration(old.GetGeneration())
+	u.SetManagedFields(nil)
+	if u.GetResourceVersion() == "" {
+		u.SetResourceVersion(old.GetResourceVersion())
+	}
+	if u.GetResourceVersion() == "" { // an update always names the version it replaces
+		u.SetResourceVersion("1")
+		old.SetResourceVersion("1")
+	}
+	if k.status {
+		if st, ok := old.Object["status"]; ok {
+			u.Object["status"] = st
+		} else {
+			delete(u.Object, "status")
+		}
+	}
+	return nil
 }

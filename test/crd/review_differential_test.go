@@ -125,6 +125,27 @@ func typeCases() []rawCase {
 	} {
 		out = append(out, rawCase{name: name, obj: policy(up)})
 	}
+	// metadata the API server sets itself, or clears, before it validates (a cluster-scoped
+	// object's namespace, a generated name, the generation, the managed fields, a status)
+	meta := func(name string, change func(m map[string]any), top map[string]any) {
+		o := rawDriver("rbln-driver-meta", validSpec())
+		change(o["metadata"].(map[string]any))
+		for k, v := range top {
+			o[k] = v
+		}
+		out = append(out, rawCase{name: "metadata: " + name, obj: o})
+	}
+	meta("a namespace", func(m map[string]any) { m["namespace"] = "kube-system" }, nil)
+	meta("generateName", func(m map[string]any) { delete(m, "name"); m["generateName"] = "rbln-driver-gen-" }, nil)
+	meta("generateName, too long", func(m map[string]any) { delete(m, "name"); m["generateName"] = "rbln-driver-" + n('g', 60) }, nil)
+	meta("generation -1", func(m map[string]any) { m["generation"] = -1 }, nil)
+	meta("managed fields invalid", func(m map[string]any) {
+		m["managedFields"] = []any{map[string]any{"manager": "x", "operation": "Sometimes", "fieldsType": "FieldsV9"}}
+	}, nil)
+	meta("an invalid status", func(map[string]any) {}, map[string]any{"status": map[string]any{"state": 7}})
+	meta("a label value too long", func(m map[string]any) { m["labels"] = map[string]any{"a": n('v', 64)} }, nil)
+	meta("no name", func(m map[string]any) { delete(m, "name") }, nil)
+	meta("an uppercase name", func(m map[string]any) { m["name"] = "RBLN-driver" }, nil)
 	out = append(out, rawCase{name: "policy: spec null", obj: map[string]any{"apiVersion": v1alpha1.GroupVersion.String(),
 		"kind": "RBLNClusterPolicy", "metadata": map[string]any{"name": v1alpha1.ClusterPolicyName}, "spec": nil}})
 	return out
@@ -151,7 +172,7 @@ func serverVerdict(t *testing.T, c rawCase) error {
 		u.SetResourceVersion(c.old.GetResourceVersion())
 		err = suite.c.Update(ctx, u, client.DryRunAll)
 	}
-	if err != nil && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+	if err != nil && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsConflict(err) {
 		var st apierrors.APIStatus
 		if !assert.ErrorAs(t, err, &st) || st.Status().Reason != "RequestEntityTooLarge" {
 			t.Fatalf("%s: not a verdict of the CRD: %v", c.name, err)
@@ -248,7 +269,24 @@ func updateCases(stored []*unstructured.Unstructured) []rawCase {
 			}
 		},
 	}
+	metaChanges := map[string]func(m map[string]any){
+		"the uid":                 func(m map[string]any) { m["uid"] = "00000000-0000-0000-0000-000000000000" },
+		"a namespace":             func(m map[string]any) { m["namespace"] = "kube-system" },
+		"the generation":          func(m map[string]any) { m["generation"] = -1 },
+		"the creation time":       func(m map[string]any) { m["creationTimestamp"] = "2000-01-01T00:00:00Z" },
+		"managed fields, invalid": func(m map[string]any) { m["managedFields"] = []any{map[string]any{"operation": "Sometimes"}} },
+	}
 	var out []rawCase
+	for _, u := range stored[:2] {
+		for what, change := range metaChanges {
+			o := runtime.DeepCopyJSON(u.Object)
+			change(o["metadata"].(map[string]any))
+			out = append(out, rawCase{name: u.GetName() + ": metadata, " + what, obj: o, old: u})
+		}
+		o := runtime.DeepCopyJSON(u.Object)
+		o["status"] = map[string]any{"state": 7}
+		out = append(out, rawCase{name: u.GetName() + ": an invalid status", obj: o, old: u})
+	}
 	for _, u := range stored {
 		for what, change := range changes {
 			o := spec(u, change)
