@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/validation"
+	"github.com/driverguard/driverguard/output"
+	"github.com/driverguard/driverguard/policy"
 )
 
 // Exit codes.
@@ -139,14 +143,90 @@ func Run(ctx context.Context, s Streams, args []string) int {
 		code = ExitInvalid
 	}
 	if !errors.Is(err, errSilent) {
-		fmt.Fprintln(s.Err, "Error:", err)
+		line := errorLine(err, givenValues(cmd, args))
+		fmt.Fprintln(s.Err, "Error:", line)
 		if cmd != nil && cmd.Name() == "post-render" && slices.Contains(args, "--parent-stderr") {
 			// Helm 4 shows a post-renderer plugin nothing but "exited with error": an error
 			// before any judgement (a flag, unreadable manifests) must reach the user too.
-			s.parentStderr(fmt.Appendf(nil, "driverguard post-render: Error: %v\n", err))
+			s.parentStderr(fmt.Appendf(nil, "driverguard post-render: Error: %s\n", line))
 		}
 	}
 	return code
+}
+
+// errorLine is err's text for the "Error:" line of standard error, made inert. An error's text
+// is built by the package that returns it, often of several lines (a list of problems, one a
+// line), and quotes what it read. So: the values it quotes as they were given — the command's
+// arguments and flags' values (file names, a release), the paths of the files it names
+// (fs.PathError), the files of a policy set that does not load — are escaped whole wherever
+// they appear (output.Escape: a line break in a file's name shows as \n); then the rest is
+// escaped but its line breaks, which are the message's own (output.EscapeKeeping), so that no
+// control character reaches the terminal.
+func errorLine(err error, given []string) string {
+	msg := err.Error()
+	values := slices.Concat(given, namedValues(err))
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) }) // a value inside another after it
+	for _, v := range values {
+		if e := output.Escape(v); e != v && v != "" {
+			msg = strings.ReplaceAll(msg, v, e)
+		}
+	}
+	return output.EscapeKeeping(msg, "\n")
+}
+
+// givenValues are the arguments of the command line, each flag's value given with = on its own,
+// and the values of the flags cmd parsed (each element of a list).
+func givenValues(cmd *cobra.Command, args []string) []string {
+	out := slices.Clone(args)
+	if cmd != nil {
+		out = append(out, cmd.Flags().Args()...)
+		cmd.Flags().Visit(func(f *pflag.Flag) {
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				out = append(out, sv.GetSlice()...)
+				return
+			}
+			out = append(out, f.Value.String())
+		})
+	}
+	for _, v := range out {
+		if _, after, ok := strings.Cut(v, "="); ok {
+			out = append(out, after) // -o json=FILE, --set key=value, --nodes=FILE
+		}
+	}
+	return out
+}
+
+// namedValues are the values err's chain names as fields: the paths of fs.PathErrors, the
+// files of a policy.LoadError.
+func namedValues(err error) []string {
+	var out []string
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			out = append(out, pe.Path)
+		}
+		var le *policy.LoadError
+		if errors.As(err, &le) {
+			for _, p := range le.Problems {
+				out = append(out, p.File)
+			}
+		}
+		// Every link on: errors.As stops at the first match (a value named twice is escaped once).
+		if u, ok := err.(interface{ Unwrap() error }); ok {
+			walk(u.Unwrap())
+		}
+		if u, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return out
 }
 
 // parentStderr writes msg to the parent's standard error when the streams can.

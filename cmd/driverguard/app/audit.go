@@ -3,10 +3,7 @@ package app
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -56,9 +53,7 @@ Exit codes: 0 no rule that denies fails; 1 one does (a deny finding, drift, a mi
 			if formats.Has(output.YAML) {
 				// The reports carry them (driverguard-cluster); standard error tells whoever
 				// redirected them to a file.
-				for _, w := range res.InputWarnings {
-					fmt.Fprintln(s.Err, "Warning:", w)
-				}
+				printInputWarnings(s.Err, res.InputWarnings)
 			}
 			if err := output.Write(s.Out, formats.Targets(), auditReport(res)); err != nil {
 				return err
@@ -110,7 +105,7 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 		} else if r.Instance != "" {
 			title += " (instance " + r.Instance + ")"
 		}
-		fmt.Fprintln(w, printable(title))
+		fmt.Fprintln(w, output.Escape(title))
 		for _, f := range r.Results {
 			if f.Result == action.AuditPass {
 				continue
@@ -119,7 +114,7 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 			if f.Enforcement == "audit" {
 				label = "AUDIT"
 			}
-			fmt.Fprintf(w, "  %-5s  %s\n", label, printable(auditLine(f)))
+			fmt.Fprintf(w, "  %-5s  %s\n", output.Escape(label), output.Escape(auditLine(f)))
 		}
 		if r.Omitted > 0 {
 			fmt.Fprintf(w, "  ... and %d more results (--max-results; a report lists at most 1 MiB)\n", r.Omitted)
@@ -129,9 +124,9 @@ func printAudit(w io.Writer, res *action.AuditResult) error {
 		}
 	}
 	if out.ImageCheck.Checked {
-		fmt.Fprintf(w, "\n%s\n", sentence(out.ImageCheck.String()))
+		fmt.Fprintf(w, "\n%s\n", output.Escape(sentence(out.ImageCheck.String())))
 		if c := out.ImageCheck.Caveat(); c != "" {
-			fmt.Fprintf(w, "Warning: %s.\n", c)
+			fmt.Fprintf(w, "Warning: %s.\n", output.Escape(c))
 		}
 	}
 	printSection(w, "JUDGED AGAINST", inputLines(res.Inputs, "")) // input warnings: driverguard-cluster's WARN results
@@ -169,26 +164,8 @@ func auditLine(f action.AuditFinding) string {
 	return f.Rule + ": " + f.Message
 }
 
-// printable escapes, Go-style, what a terminal would act on in a line that quotes names and
-// labels from the cluster or its files: control characters (an escape sequence in a node
-// name), other non-printable runes (a bidi override) and bytes that are not UTF-8.
-func printable(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsPrint(r):
-			b.WriteString(s[i : i+n])
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += n
-	}
-	return b.String()
-}
+// printable is output.Escape, under the name review's and test's views call it by.
+func printable(s string) string { return output.Escape(s) }
 
 // auditReport is an audit for the writers: every result that is not a pass a finding; each
 // result a JUnit case of its report (a pass passes); -o yaml the ClusterReports.

@@ -84,15 +84,16 @@ or fails to evaluate.`,
 
 // printCheck prints the verdicts grouped by object, conftest style: FAIL and WARN lines with
 // the rule or policy package, PASS for an object without findings, then driver losses, render
-// warnings and a summary.
+// warnings and a summary. Every value from the input is escaped (output.Escape): an object's
+// title here, the findings' lines in findingLine, the sections' lines in printSection.
 func printCheck(w io.Writer, rep *action.CheckReport) error {
 	byObject := verdictFindings(rep.Findings)
 	for _, res := range rep.Resources {
 		title := res.Kind + "/" + res.Name
 		if res.Operation == "UPDATE" {
-			fmt.Fprintln(w, title, "(update)")
+			fmt.Fprintln(w, output.Escape(title), "(update)")
 		} else {
-			fmt.Fprintln(w, title)
+			fmt.Fprintln(w, output.Escape(title))
 		}
 		printObjectFindings(w, title, byObject[finding.Object{Kind: res.Kind, Name: res.Name}])
 	}
@@ -184,16 +185,16 @@ func ofLevel(fs []action.Finding, level finding.Level) []action.Finding {
 
 // findingLine is one finding under its object's title: the policy package or the rule, then
 // the message (without a repeated "<Kind>/<name>: " prefix), escaped to one printable line
-// (a message quoting a value may hold line breaks or escape sequences).
+// (output.Escape: a message quoting a value may hold line breaks or escape sequences).
 func findingLine(f action.Finding, title string) string {
 	if pkg := f.Policy(); pkg != "" {
-		return printable(pkg + ": " + strings.TrimPrefix(f.Message, title+": "))
+		return output.Escape(pkg + ": " + strings.TrimPrefix(f.Message, title+": "))
 	}
 	line := f.Message
 	if f.Field != "" {
 		line = f.Field + ": " + line
 	}
-	return printable(f.Rule + ": " + line)
+	return output.Escape(f.Rule + ": " + line)
 }
 
 func lossLine(l action.NodeLoss) string {
@@ -209,7 +210,8 @@ func printJudgedAgainst(w io.Writer, rep *action.CheckReport) {
 	printSection(w, "JUDGED AGAINST", inputLines(rep.Inputs, rep.Basis))
 }
 
-// driftLines are the drift now, a line per node and kind, then how many more there are.
+// driftLines are the drift now, a line per node and kind, then how many more there are
+// (printSection escapes them).
 func driftLines(rep *action.CheckReport) []string {
 	var lines []string
 	for _, d := range rep.Drift {
@@ -222,7 +224,8 @@ func driftLines(rep *action.CheckReport) []string {
 }
 
 // inputLines say what each part of the cluster was read from, and what a node's driver now
-// is read from.
+// is read from. They quote the files and the context given as they are, for the JUnit and
+// JSON outputs too: printSection escapes them where a table prints them.
 func inputLines(in action.Inputs, basis string) []string {
 	if !in.Nodes.Given && !in.Drivers.Given && !in.ClusterPolicy.Given {
 		return []string{"the rendered objects alone: no nodes, RBLNDrivers or RBLNClusterPolicy were read (conflicts are judged on the selectors alone)"}

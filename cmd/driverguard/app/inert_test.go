@@ -3,8 +3,11 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,6 +24,7 @@ import (
 	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/output"
 	"github.com/driverguard/driverguard/output/inerttest"
+	"github.com/driverguard/driverguard/policy"
 )
 
 // hostileFiller sets every exported string a value holds — through structs, pointers, slices
@@ -30,11 +34,16 @@ type hostileFiller struct {
 	values []string
 	n      int
 	bools  bool
+	// exact gives each string the value as it is, without the escape sequence after it.
+	exact bool
 }
 
 func (h *hostileFiller) next() string {
 	v := h.values[h.n%len(h.values)]
 	h.n++
+	if h.exact {
+		return v
+	}
 	return v + " \x1b[7m"
 }
 
@@ -344,5 +353,281 @@ func TestOutputsMayNotShareAStream(t *testing.T) {
 				assert.ErrorIs(t, err, os.ErrNotExist, "nothing was written")
 			})
 		}
+	}
+}
+
+// filled is a T whose every exported string is value, every bool bools and every number 2.
+func filled[T any](value string, bools bool) *T {
+	var x T
+	h := &hostileFiller{values: []string{value}, bools: bools, exact: true}
+	h.fill(reflect.ValueOf(&x).Elem(), 0)
+	return &x
+}
+
+// breaking is a value that would break a text view if printed as it is: a line break, a tab
+// (a column of a table), a carriage return and an escape sequence. It starts with a capital
+// (sentence leaves it so) and holds no ':' or '/' (an image reference is split at them).
+const breaking = "V\n\t\r\x1b[31m"
+
+// inPlace is a value as wide as breaking escaped, and as plain as a value can be.
+var inPlace = "X" + strings.Repeat("x", len(output.Escape(breaking))-1)
+
+// assertEachValueInPlace renders a view twice, from input whose every string is breaking and
+// from the same input whose every string is inPlace, and asserts that the view escaped each
+// value (output.Escape) in place: the first holds `\n`, `\t`, `\r` and `\x1b[31m`, the same
+// number of lines as the second and no control character but its own line breaks, and is the
+// second but for the value (every column of every line where it was), even written straight
+// to a buffer, without the InertWriter every table is written through.
+func assertEachValueInPlace(t *testing.T, view func(value string) string) {
+	t.Helper()
+	got, want := view(breaking), view(inPlace)
+	require.NotEqual(t, want, strings.ReplaceAll(want, inPlace, ""), "the view shows the values")
+	for _, escaped := range []string{`\n`, `\t`, `\r`, `\x1b[31m`} {
+		assert.Contains(t, got, escaped, "the value shows escaped")
+	}
+	assert.Equal(t, strings.Count(want, "\n"), strings.Count(got, "\n"), "a line break in a value starts no line")
+	inerttest.AssertInert(t, got)
+	assert.Equal(t, want, strings.ReplaceAll(got, output.Escape(breaking), inPlace), "each value in place: no line and no column more")
+	if t.Failed() {
+		t.Logf("with the breaking value:\n%s\nwith a plain one:\n%s", got, want)
+	}
+}
+
+// TestTextViewsKeepAValueInPlace: every table and text view of standard output, given input
+// whose every string holds a line break, a tab, a carriage return and an escape sequence,
+// shows each value escaped where a plain value would be — plan (every cell, the denials,
+// drift, warnings, blockers, images and the rollout, in batches and by hand), route's nodes,
+// DaemonSets, ties, invalid resources and image check, preview (the resources' table and
+// fields, the warnings, the node changes and the verdict), check (the objects, driver losses,
+// render warnings, drift and what it was judged against), audit, policy test, policy input's
+// table and render's table.
+func TestTextViewsKeepAValueInPlace(t *testing.T) {
+	write := func(f func(io.Writer) error) string {
+		var b bytes.Buffer
+		require.NoError(t, f(&b))
+		return b.String()
+	}
+	for _, bools := range []bool{true, false} {
+		for _, manual := range []bool{false, true} {
+			t.Run(fmt.Sprintf("plan, flags %t, manual %t", bools, manual), func(t *testing.T) {
+				assertEachValueInPlace(t, func(v string) string {
+					p := filled[action.PlanReport](v, bools)
+					if manual {
+						p.Batches = nil
+					}
+					return write(func(w io.Writer) error { return printPlan(w, p) })
+				})
+			})
+		}
+		t.Run(fmt.Sprintf("route, checked %t", bools), func(t *testing.T) {
+			assertEachValueInPlace(t, func(v string) string {
+				routing, images, check := filled[action.Routing](v, bools), filled[[]action.ImageResult](v, bools), filled[action.ImageCheck](v, true)
+				return write(func(w io.Writer) error { printRouting(w, routing); printImages(w, *images, *check); return nil })
+			})
+		})
+		t.Run(fmt.Sprintf("preview, flags %t", bools), func(t *testing.T) {
+			assertEachValueInPlace(t, func(v string) string {
+				rep := filled[action.PreviewReport](v, bools)
+				return write(func(w io.Writer) error { return printPreview(w, rep) })
+			})
+		})
+		t.Run(fmt.Sprintf("check, flags %t", bools), func(t *testing.T) {
+			assertEachValueInPlace(t, func(v string) string {
+				rep := filled[action.CheckReport](v, bools)
+				return write(func(w io.Writer) error { return printCheck(w, rep) })
+			})
+		})
+		t.Run(fmt.Sprintf("audit, flags %t", bools), func(t *testing.T) {
+			assertEachValueInPlace(t, func(v string) string {
+				res := filled[action.AuditResult](v, bools)
+				for _, r := range res.Outcome.Reports {
+					for i := range r.Results {
+						r.Results[i].Result = action.AuditFail // the label is the result's, upper-cased
+					}
+				}
+				return write(func(w io.Writer) error { return printAudit(w, res) })
+			})
+		})
+		t.Run(fmt.Sprintf("policy test, verbose %t", bools), func(t *testing.T) {
+			assertEachValueInPlace(t, func(v string) string {
+				tests := *filled[[]action.TestResult](v, false)
+				for i := range tests {
+					tests[i].Output = "" // its line breaks are the output's own: below
+				}
+				return write(func(w io.Writer) error { printTests(w, tests, bools); return nil })
+			})
+		})
+	}
+	t.Run("policy test, each line of a test's output", func(t *testing.T) {
+		var b bytes.Buffer
+		printTests(&b, []action.TestResult{{Outcome: action.TestFail, Package: "p", Name: "test_x", File: "x.rego", Line: 1,
+			Output: "first\t\x1b[31mline\nsecond\rline\n"}}, false)
+		assert.Equal(t, "FAIL  p.test_x (x.rego:1)\n      first\\t\\x1b[31mline\n      second\\rline\n0/1 passed; bundled library: 0/0 passed\n", b.String())
+	})
+	for _, routed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("policy input's table, routed %t", routed), func(t *testing.T) {
+			assertEachValueInPlace(t, func(v string) string {
+				in := filled[action.Input](v, false)
+				if !routed {
+					in.Routing = nil
+				}
+				return write(func(w io.Writer) error {
+					d := newDocumentStream(w, formatTable, true)
+					if err := d.write(in); err != nil {
+						return err
+					}
+					return d.close()
+				})
+			})
+		})
+	}
+	t.Run("render's table", func(t *testing.T) {
+		assertEachValueInPlace(t, func(v string) string {
+			r := &action.Rendered{}
+			r.ClusterPolicy.Name = v
+			r.Drivers = make([]v1alpha1.RBLNDriver, 2)
+			for i := range r.Drivers {
+				r.Drivers[i].Name, r.Drivers[i].Spec.Version = v, v
+				r.Drivers[i].Spec.NodeSelector = map[string]string{"k": v}
+			}
+			return write(func(w io.Writer) error { return printRender(w, formatTable, r) })
+		})
+	})
+}
+
+// TestStandardErrorKeepsAValueInPlace: what the commands write on standard error — the render
+// warnings, the input warnings (audit, route), the release plan --release reads, post-render's
+// denial and pass messages (a node that loses its driver, a policy's message, the context
+// judged against), the libraries' warnings and the Error line — shows each value escaped where
+// a plain value would be: a node name, a policy message or a file name holding a line break, a
+// tab, a carriage return or an escape sequence cannot start a line or act on the terminal.
+func TestStandardErrorKeepsAValueInPlace(t *testing.T) {
+	write := func(f func(io.Writer)) string {
+		var b bytes.Buffer
+		f(&b)
+		return b.String()
+	}
+	t.Run("render warnings", func(t *testing.T) {
+		assertEachValueInPlace(t, func(v string) string {
+			warnings := *filled[[]action.Warning](v, false)
+			return write(func(w io.Writer) { printWarnings(w, warnings) })
+		})
+	})
+	t.Run("input warnings", func(t *testing.T) {
+		assertEachValueInPlace(t, func(v string) string {
+			return write(func(w io.Writer) { printInputWarnings(w, []string{"--nodes " + v + " holds no nodes", v}) })
+		})
+	})
+	t.Run("the release plan --release reads", func(t *testing.T) {
+		assertEachValueInPlace(t, func(v string) string {
+			d := filled[action.DeployedRelease](v, false)
+			return write(func(w io.Writer) { printReleaseNotice(w, d, true) })
+		})
+	})
+	for _, passed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("post-render, passed %t", passed), func(t *testing.T) {
+			assertEachValueInPlace(t, func(v string) string {
+				res := filled[action.PostRenderResult](v, passed)
+				var out, errOut, parent bytes.Buffer
+				s := Streams{Out: &out, Err: &errOut, ParentStderr: func(msg []byte) { parent.Write(msg) }}
+				err := (&postRenderOptions{parentStderr: true}).print(s, res)
+				if passed {
+					require.NoError(t, err)
+				} else {
+					require.ErrorIs(t, err, errSilent)
+				}
+				assert.Equal(t, errOut.String(), parent.String(), "the parent's standard error is told the same")
+				return errOut.String()
+			})
+		})
+	}
+	t.Run("libraries' warnings", func(t *testing.T) {
+		assertEachValueInPlace(t, func(v string) string {
+			return write(func(w io.Writer) {
+				l := slog.New(newWarningHandler(w))
+				l.Warn("node "+v+" not found", "err", errors.New("node "+v+": gone"))
+				l.Error(v)
+			})
+		})
+	})
+	t.Run("the Error line", func(t *testing.T) {
+		assertEachValueInPlace(t, func(v string) string {
+			path := filepath.Join("dir", v+".yaml")
+			err := fmt.Errorf("reading nodes: %w", &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist})
+			load := fmt.Errorf("loading policies: %w", &policy.LoadError{Problems: []policy.Problem{
+				{File: filepath.Join("p", v+".rego"), Line: 1, Message: "x"}, {File: "q.rego", Message: "y"}}})
+			given := fmt.Errorf("--nodes %s: yaml: line 1: did not find expected key", v)
+			joined := fmt.Errorf("writing: %w", errors.Join(errors.New("first"), &fs.PathError{Op: "write", Path: v, Err: fs.ErrClosed}))
+			return "Error: " + errorLine(err, nil) + "\nError: " + errorLine(load, nil) + "\nError: " + errorLine(given, givenValues(nil, []string{"check", "--nodes=" + v})) +
+				"\nError: " + errorLine(joined, nil) + "\n"
+		})
+	})
+	t.Run("the Error line keeps the message's own lines", func(t *testing.T) {
+		err := &policy.LoadError{Problems: []policy.Problem{{File: "a\x1b[31m.rego", Message: "x"}, {File: "b.rego", Message: "y\x1b[0m"}}}
+		assert.Equal(t, "policy: 2 problems:\n  a\\x1b[31m.rego: x\n  b.rego: y\\x1b[0m", errorLine(err, nil))
+	})
+}
+
+// TestStandardErrorIsInert runs the commands with a hostile file name (a line break, a tab, a
+// carriage return and an escape sequence in it), nodes with hostile names and a policy with a
+// hostile message, through what each says on standard error: an Error line naming a file not
+// found or not YAML, a policy directory that cannot be read or does not parse, an unknown
+// flag, the input warnings of route and audit, policy test's "no tests", post-render's denial
+// and warnings. Standard error holds the value escaped (`\n`, `\x1b[31m`) and no control
+// character but its own line breaks.
+func TestStandardErrorIsInert(t *testing.T) {
+	noCluster(t)
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f"+breaking)
+	escaped := output.Escape(name)
+	empty := name + ".yaml"
+	require.NoError(t, os.WriteFile(empty, []byte("apiVersion: v1\nkind: List\nitems: []\n"), 0o644))
+	notYAML := name + "-bad.yaml"
+	require.NoError(t, os.WriteFile(notYAML, []byte("a: [\n"), 0o644))
+	noTests := name + "-no-tests"
+	require.NoError(t, os.Mkdir(noTests, 0o755))
+	badPolicy := name + "-policy"
+	require.NoError(t, os.Mkdir(badPolicy, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(badPolicy, "p"+breaking+".rego"), []byte("package driverguard.bad\ndeny contains 1 if {\n"), 0o644))
+	warnPolicy := filepath.Join(dir, "warn")
+	require.NoError(t, os.Mkdir(warnPolicy, 0o755))
+	msg, err := json.Marshal("hostile " + strings.Join(inerttest.All(), " ~ "))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(warnPolicy, "warn.rego"), []byte("package driverguard.hostile\n\nwarn contains msg if {\n\tinput.object.kind == \"RBLNDriver\"\n\tmsg := "+string(msg)+"\n}\n"), 0o644))
+	rendered := helmRendered(t, exampleValues)
+	policy, nodes := hostilePolicy(t), hostileNodes(t)
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		want  string
+	}{
+		{"a nodes file not found", "", []string{"check", "-f", exampleValues, "--nodes", name}, ExitUsage, "Error: reading nodes: open " + escaped + ": no such file or directory\n"},
+		{"a nodes file not YAML", "", []string{"plan", "-f", exampleValues, "--nodes=" + notYAML}, ExitUsage, output.Escape(notYAML)},
+		{"a policy directory not found", "", []string{"check", "-f", exampleValues, "--policy", name}, ExitUsage, escaped + ": cannot read the policy directory"},
+		{"a policy file that does not parse", "", []string{"check", "-f", exampleValues, "--policy", badPolicy}, ExitUsage, output.Escape(filepath.Join(badPolicy, "p"+breaking+".rego"))},
+		{"an unknown flag", "", []string{"check", "--nodes" + breaking}, ExitUsage, "Error: unknown flag: --nodes" + output.Escape(breaking) + "\n"},
+		{"route's input warnings", "", []string{"route", "--nodes", empty, "--drivers", exampleDrivers}, ExitOK, "Warning: --nodes " + output.Escape(empty) + " holds no nodes"},
+		{"audit's input warnings", "", []string{"audit", "--nodes", empty, "--drivers", exampleDrivers, "-o", "yaml"}, ExitOK, "Warning: --nodes " + output.Escape(empty) + " holds no nodes"},
+		{"policy test without tests", "", []string{"policy", "test", warnPolicy, noTests}, ExitOK, "Warning: no tests (test_* rules) in " + warnPolicy + ", " + output.Escape(noTests) + "\n"},
+		{"post-render's denial", rendered, []string{"post-render", "--policy", policy}, ExitInvalid, `FAIL  driverguard.hostile: hostile \x1b[31mred\x1b[0m ~ \x1b]8;;http://`},
+		{"post-render's warnings", rendered, []string{"post-render", "--policy", warnPolicy}, ExitOK, `WARN   RBLNDriver/rbln-driver: driverguard.hostile: hostile \x1b[31mred`},
+		{"check with hostile nodes and policy", "", []string{"check", "-f", exampleValues, "--nodes", nodes, "--policy", policy}, ExitInvalid, ""},
+		{"plan with hostile nodes and policy", "", []string{"plan", "-f", exampleValues, "--nodes", nodes, "--drivers", exampleDrivers, "--policy", policy}, ExitInvalid, ""},
+		{"route with hostile nodes", "", []string{"route", "--nodes", nodes, "--drivers", exampleDrivers}, ExitOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.stdin, tc.args...)
+			require.Equal(t, tc.code, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tc.want)
+			inerttest.AssertInert(t, r.stderr)
+			for _, line := range strings.Split(r.stderr, "\n") {
+				assert.NotContains(t, line, "\x1b", "no escape sequence")
+			}
+			if t.Failed() {
+				t.Logf("standard error:\n%s", r.stderr)
+			}
+		})
 	}
 }

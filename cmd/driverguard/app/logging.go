@@ -15,6 +15,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/driverguard/driverguard/output"
 )
 
 // Every library's logs — client-go and cert-controller through klog, controller-runtime, and
@@ -123,7 +125,9 @@ func (stdlogWriter) Write(p []byte) (int, error) {
 const maxLogLine = 2000
 
 // warningHandler prints warnings and errors as "Warning: <message>" lines, the way the
-// commands print their own warnings, and drops everything else.
+// commands print their own warnings, and drops everything else. A message is a library's and
+// may quote what it read (an API server's warning, a node's name, a file's): it is escaped
+// (output.Escape), one line each, as the commands' own warnings are.
 type warningHandler struct {
 	w  io.Writer
 	mu *sync.Mutex
@@ -146,7 +150,7 @@ func (h *warningHandler) Handle(_ context.Context, r slog.Record) error {
 	if len(msg) > maxLogLine {
 		msg = fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(msg[:maxLogLine], ""), len(msg))
 	}
-	_, err := fmt.Fprintln(h.w, "Warning:", msg)
+	_, err := fmt.Fprintln(h.w, "Warning:", output.Escape(msg))
 	return err
 }
 

@@ -72,9 +72,7 @@ unreachable cluster).`,
 			if err != nil {
 				return err
 			}
-			for _, w := range res.RenderWarnings {
-				fmt.Fprintln(s.Err, "Warning:", w)
-			}
+			printWarnings(s.Err, res.RenderWarnings)
 			r := &output.Report{Tool: "driverguard plan", Findings: res.Plan.Findings, Document: res.Plan, Rules: action.NewRuleRegistry(),
 				Table:    func(w io.Writer) error { return printPlan(w, res.Plan) },
 				Markdown: func(w io.Writer) error { return printPlanMarkdown(w, res.Plan, res.ReleaseName) },
@@ -99,26 +97,34 @@ unreachable cluster).`,
 }
 
 // printReleaseNotice says which release plan --release read, and warns when its latest
-// revision is not deployed.
+// revision is not deployed. The release's name, namespace and status are escaped
+// (output.Escape): they come from the flags and the cluster's storage.
 func printReleaseNotice(w io.Writer, d *action.DeployedRelease, live bool) {
+	name, ns, status := output.Escape(d.Name), output.Escape(d.Namespace), output.Escape(d.Status)
 	fmt.Fprintf(w, "Planning from release %s in namespace %s (revision %d, %s): its values are the cluster's RBLNDrivers now%s.\n",
-		d.Name, d.Namespace, d.Revision, d.Status, map[bool]string{true: " (with --live, the cluster's own RBLNDrivers are)", false: ""}[live])
+		name, ns, d.Revision, status, map[bool]string{true: " (with --live, the cluster's own RBLNDrivers are)", false: ""}[live])
 	if !d.Deployed() {
-		fmt.Fprintf(w, "Warning: revision %d of release %s is %s, not deployed: its values may not be what the cluster runs (`helm history %s -n %s`).\n", d.Revision, d.Name, d.Status, d.Name, d.Namespace)
+		fmt.Fprintf(w, "Warning: revision %d of release %s is %s, not deployed: its values may not be what the cluster runs (`helm history %s -n %s`).\n", d.Revision, name, status, name, ns)
 	}
 }
 
+// printPlan is plan's table and text. Every value from the input — names, versions,
+// selectors, owners, pools, images, reasons, the denials' messages, drift, warnings, blockers,
+// the rollout's nodes and steps — is escaped (output.Escape), so that a line break or a tab in
+// one cannot start a line or a column; a cell made of values and the writer's own text
+// ("old -> new", "-") is escaped whole, which escapes only what the values hold.
 func printPlan(w io.Writer, p *action.PlanReport) error {
+	esc := output.Escape
 	tw := newTable(w)
 	fmt.Fprintln(tw, "RBLNDRIVER\tACTION\tVERSION\tSELECTOR")
 	for _, d := range p.Drivers {
-		sel := selectorChange(d)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, d.Action, arrow(d.OldVersion, d.NewVersion), sel)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", esc(d.Name), esc(string(d.Action)), esc(arrow(d.OldVersion, d.NewVersion)), esc(selectorChange(d)))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NODE\tACTION\tOWNER\tPOOL\tIMAGE\tREASON")
 	for _, n := range p.Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Action, arrow(n.OldOwner, n.NewOwner), dash(n.Pool), imageChange(n.OldImage, n.NewImage), dash(n.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", esc(n.Name), esc(string(n.Action)), esc(arrow(n.OldOwner, n.NewOwner)), esc(dash(n.Pool)),
+			esc(imageChange(n.OldImage, n.NewImage)), esc(dash(n.Reason)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -126,23 +132,23 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	printRollout(w, p, "", "")
 	printBlockers(w, p, "  ")
 	if c := p.BlockerCheck.Caveat(); c != "" {
-		fmt.Fprintf(w, "\nWarning: %s\n", c)
+		fmt.Fprintf(w, "\nWarning: %s\n", esc(c))
 	}
 	printPlanImages(w, p)
 	if len(p.Denials) > 0 {
 		fmt.Fprintln(w, "\nDenied (not applied):")
 		for _, d := range p.Denials {
-			fmt.Fprintf(w, "  %s %s: %s\n", d.Kind, d.Name, strings.Join(d.Findings, "; "))
+			fmt.Fprintf(w, "  %s %s: %s\n", esc(d.Kind), esc(d.Name), esc(strings.Join(d.Findings, "; ")))
 		}
 	}
 	if len(p.Drift) > 0 {
 		fmt.Fprintln(w, "\nDrift now:")
 		for _, d := range p.Drift {
-			fmt.Fprintf(w, "  %s %s: %s\n", d.Node, d.Kind, d.Detail)
+			fmt.Fprintf(w, "  %s %s: %s\n", esc(d.Node), esc(string(d.Kind)), esc(d.Detail))
 		}
 	}
 	for _, wn := range p.InputWarnings {
-		fmt.Fprintf(w, "\nWarning: %s\n", wn)
+		fmt.Fprintf(w, "\nWarning: %s\n", esc(wn))
 	}
 	printSection(w, "JUDGED AGAINST", planInputLines(p))
 	s := p.Summary
@@ -157,7 +163,7 @@ func printPlan(w io.Writer, p *action.PlanReport) error {
 	case p.Proceed:
 		fmt.Fprintln(w, "The plan can proceed.")
 	default:
-		fmt.Fprintln(w, "The plan cannot proceed as is: "+strings.Join(p.Reasons, "; ")+".")
+		fmt.Fprintln(w, "The plan cannot proceed as is: "+esc(strings.Join(p.Reasons, "; "))+".")
 	}
 	return nil
 }
@@ -174,22 +180,23 @@ func planInputLines(p *action.PlanReport) []string {
 }
 
 // printPlanImages says what the registry check covered, then the images missing and those
-// no registry answered for.
+// no registry answered for, each value escaped.
 func printPlanImages(w io.Writer, p *action.PlanReport) {
-	fmt.Fprintf(w, "\n%s\n", sentence(p.ImageCheck.String()))
+	esc := output.Escape
+	fmt.Fprintf(w, "\n%s\n", esc(sentence(p.ImageCheck.String())))
 	if c := p.ImageCheck.Caveat(); c != "" {
-		fmt.Fprintf(w, "Warning: %s.\n", c)
+		fmt.Fprintf(w, "Warning: %s.\n", esc(c))
 	}
 	if len(p.MissingImages) > 0 {
 		fmt.Fprintln(w, "Missing images:")
 		for _, m := range p.MissingImages {
-			fmt.Fprintf(w, "  %s: %s\n", m.Pool, m.Image)
+			fmt.Fprintf(w, "  %s: %s\n", esc(m.Pool), esc(m.Image))
 		}
 	}
 	if len(p.ImageWarnings) > 0 {
 		fmt.Fprintln(w, "Not verified:")
 		for _, g := range byImage(p.ImageWarnings) {
-			fmt.Fprintf(w, "  %s (%s): %s\n    pools: %s\n", g.image, g.reason, g.why, strings.Join(g.pools, ", "))
+			fmt.Fprintf(w, "  %s (%s): %s\n    pools: %s\n", esc(g.image), esc(string(g.reason)), esc(g.why), esc(strings.Join(g.pools, ", ")))
 		}
 	}
 }
@@ -231,14 +238,14 @@ func printRollout(w io.Writer, p *action.PlanReport, heading, indent string) {
 	case len(p.Batches) > 0:
 		fmt.Fprintf(w, "\n%sRollout (autoUpgrade, maxParallelUpgrades %d):\n", heading, r.MaxParallelUpgrades)
 		for i, b := range p.Batches {
-			fmt.Fprintf(w, "%s  %d. %s\n", indent, i+1, strings.Join(b, ", "))
+			fmt.Fprintf(w, "%s  %d. %s\n", indent, i+1, output.Escape(strings.Join(b, ", ")))
 		}
 	case len(p.Manual) > 0:
 		fmt.Fprintf(w, "\n%sManual rollout (autoUpgrade false: OnDelete DaemonSets), node by node:\n", heading)
 		for _, m := range p.Manual {
-			fmt.Fprintf(w, "%s  %s:\n", indent, m.Node)
+			fmt.Fprintf(w, "%s  %s:\n", indent, output.Escape(m.Node))
 			for _, st := range m.Steps {
-				fmt.Fprintf(w, "%s    %s\n", indent, st)
+				fmt.Fprintf(w, "%s    %s\n", indent, output.Escape(st))
 			}
 		}
 	}
@@ -256,7 +263,8 @@ func printBlockers(w io.Writer, p *action.PlanReport, indent string) {
 			if !b.Blocks {
 				verdict = "warning"
 			}
-			fmt.Fprintf(w, "%s%s %s %s (%s): %s\n", indent, n.Name, b.Kind, b.Pod, verdict, b.Detail)
+			esc := output.Escape
+			fmt.Fprintf(w, "%s%s %s %s (%s): %s\n", indent, esc(n.Name), esc(string(b.Kind)), esc(b.Pod), verdict, esc(b.Detail))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/output"
 )
 
 func newPolicyCommand(s Streams) *cobra.Command {
@@ -53,7 +54,7 @@ Exit codes: 0 every test passed; 1 a test failed or errored; 2 a module does not
 				return err
 			}
 			if len(dirs) > 0 && res.Yours() == 0 {
-				fmt.Fprintf(s.Err, "Warning: no tests (test_* rules) in %s\n", strings.Join(dirs, ", "))
+				fmt.Fprintf(s.Err, "Warning: no tests (test_* rules) in %s\n", escapedList(dirs))
 			}
 			if err := output.print(s.Out, res, func(w io.Writer) error { printTests(w, res.Tests, verbose); return nil }); err != nil {
 				return err
@@ -68,12 +69,23 @@ Exit codes: 0 every test passed; 1 a test failed or errored; 2 a module does not
 	return cmd
 }
 
+// escapedList joins values from the input, each escaped (output.Escape), with ", ".
+func escapedList(values []string) string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = output.Escape(v)
+	}
+	return strings.Join(out, ", ")
+}
+
 // testTimeoutRange: a Rego test runs in microseconds to milliseconds; below 10ms a loaded CI
 // runner fails tests that pass; above 10m a test that loops holds the job.
 var testTimeoutRange = durationRange{min: 10 * time.Millisecond, max: 10 * time.Minute,
 	low: "tests that pass fail on a loaded machine"}
 
 // printTests lists the user's tests (and failing or, verbose, all bundled ones) and a summary.
+// A test's package, name and file, its error and each line of its output are escaped
+// (output.Escape): they come from the policies.
 func printTests(w io.Writer, results []action.TestResult, verbose bool) {
 	type tally struct{ passed, total int }
 	var yours, bundled tally
@@ -89,13 +101,14 @@ func printTests(w io.Writer, results []action.TestResult, verbose bool) {
 		if r.Bundled && r.Outcome == action.TestPass && !verbose {
 			continue
 		}
-		fmt.Fprintf(w, "%-5s %s.%s (%s:%d)\n", r.Outcome, r.Package, r.Name, r.File, r.Line)
+		esc := output.Escape
+		fmt.Fprintf(w, "%-5s %s.%s (%s:%d)\n", esc(string(r.Outcome)), esc(r.Package), esc(r.Name), esc(r.File), r.Line)
 		if r.Error != "" {
-			fmt.Fprintf(w, "      %s\n", r.Error)
+			fmt.Fprintf(w, "      %s\n", esc(r.Error))
 		}
 		if r.Outcome != action.TestPass && r.Output != "" {
 			for _, line := range strings.Split(strings.TrimRight(r.Output, "\n"), "\n") {
-				fmt.Fprintf(w, "      %s\n", line)
+				fmt.Fprintf(w, "      %s\n", esc(line))
 			}
 		}
 	}
@@ -176,7 +189,7 @@ func (d *documentStream) write(in *action.Input) error {
 			kind = "RBLNDriver"
 			sel, nodes, pools, ties = fmt.Sprint(r.Selected), fmt.Sprint(r.Nodes), fmt.Sprint(len(r.Pools)), fmt.Sprint(len(r.Ties))
 		}
-		fmt.Fprintf(d.tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", kind, action.InputName(in), in.Operation, sel, nodes, pools, ties)
+		fmt.Fprintf(d.tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", kind, output.Escape(action.InputName(in)), output.Escape(in.Operation), sel, nodes, pools, ties)
 		return nil
 	}
 	b, err := json.MarshalIndent(in, "  ", "  ")
@@ -311,7 +324,8 @@ func printRules(w io.Writer, rules []action.Rule) error {
 		if r.Disabled {
 			state = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(r.ID), r.Level, r.Enforcement, state, r.Source, printable(r.Home), printable(dash(r.Title)))
+		esc := output.Escape
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", esc(r.ID), esc(string(r.Level)), esc(string(r.Enforcement)), state, esc(string(r.Source)), esc(r.Home), esc(dash(r.Title)))
 	}
 	return tw.Flush()
 }

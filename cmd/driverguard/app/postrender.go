@@ -10,6 +10,7 @@ import (
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/output"
 )
 
 // liveFlag is post-render's --live: auto (the cluster when it answers, else the objects
@@ -117,7 +118,7 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 	rep := res.Report
 	if !rep.Passed {
 		var msg bytes.Buffer
-		fmt.Fprintf(&msg, "driverguard post-render: the rendered objects fail the check, judged against %s; nothing was applied\n\n", res.Against)
+		fmt.Fprintf(&msg, "driverguard post-render: the rendered objects fail the check, judged against %s; nothing was applied\n\n", output.Escape(res.Against))
 		if err := printCheck(&msg, rep); err != nil {
 			return err
 		}
@@ -154,7 +155,8 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 }
 
 // passMessage says that the rendered objects passed, what they were judged against, and every
-// warning and audit finding, one line each.
+// warning and audit finding, one line each, every value escaped (output.Escape: the context
+// and server judged against, the objects' names, the findings' messages, the nodes).
 func passMessage(res *action.PostRenderResult) []byte {
 	rep := res.Report
 	var b bytes.Buffer
@@ -162,25 +164,26 @@ func passMessage(res *action.PostRenderResult) []byte {
 	if rep.Audited > 0 {
 		fmt.Fprintf(&b, ", %s", plural(rep.Audited, "audit finding"))
 	}
-	fmt.Fprintf(&b, "), judged against %s\n", res.Against)
+	fmt.Fprintf(&b, "), judged against %s\n", output.Escape(res.Against))
 	byObject := verdictFindings(rep.Findings)
 	for _, r := range rep.Resources {
 		title := r.Kind + "/" + r.Name
+		shown := output.Escape(title)
 		for _, f := range ofLevel(byObject[finding.Object{Kind: r.Kind, Name: r.Name}], finding.Warn) {
-			fmt.Fprintf(&b, "  WARN   %s: %s\n", title, findingLine(f, title))
+			fmt.Fprintf(&b, "  WARN   %s: %s\n", shown, findingLine(f, title))
 		}
 		if r.OmittedWarn > 0 {
-			fmt.Fprintf(&b, "  WARN   %s: ... and %d more\n", title, r.OmittedWarn)
+			fmt.Fprintf(&b, "  WARN   %s: ... and %d more\n", shown, r.OmittedWarn)
 		}
 		for _, f := range ofLevel(byObject[finding.Object{Kind: r.Kind, Name: r.Name}], finding.Audit) {
-			fmt.Fprintf(&b, "  AUDIT  %s: %s\n", title, findingLine(f, title))
+			fmt.Fprintf(&b, "  AUDIT  %s: %s\n", shown, findingLine(f, title))
 		}
 	}
 	for _, l := range rep.DriverLoss { // acknowledged with --allow-driver-loss
-		fmt.Fprintf(&b, "  WARN   Node/%s (--allow-driver-loss)\n", lossLine(l))
+		fmt.Fprintf(&b, "  WARN   Node/%s (--allow-driver-loss)\n", output.Escape(lossLine(l)))
 	}
 	for _, w := range rep.InputWarnings {
-		fmt.Fprintf(&b, "  WARN   %s\n", w)
+		fmt.Fprintf(&b, "  WARN   %s\n", output.Escape(w))
 	}
 	return b.Bytes()
 }

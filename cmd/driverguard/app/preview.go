@@ -60,21 +60,24 @@ or, with --check-images, an image its registry does not have; 2 unusable input.`
 	return cmd
 }
 
+// printPreview is preview's table and text, every value from the input escaped
+// (output.Escape): names, versions, selectors, fields' values and values paths, warnings.
 func printPreview(w io.Writer, rep *action.PreviewReport) error {
+	esc := output.Escape
 	tw := newTable(w)
 	fmt.Fprintln(tw, "RESOURCE\tVERSION\tSELECTOR\tSET ON INSTANCE\tINHERITED")
 	for _, r := range rep.Resources {
-		sel := formatSelector(r.Selector)
+		sel := esc(formatSelector(r.Selector))
 		if len(r.Selector) == 0 {
 			sel = "{} (fallback for every candidate node)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", r.Name, r.Version, sel, len(r.Overridden), len(r.Inherited))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", esc(r.Name), esc(r.Version), sel, len(r.Overridden), len(r.Inherited))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, r := range rep.Resources {
-		fmt.Fprintf(w, "\n%s (version %s)\n", r.Name, r.Version)
+		fmt.Fprintf(w, "\n%s (version %s)\n", esc(r.Name), esc(r.Version))
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  FIELD\tVALUE\tORIGIN\tFROM")
 		for _, f := range slices.Concat(r.Overridden, r.Inherited) {
@@ -85,7 +88,7 @@ func printPreview(w io.Writer, rep *action.PreviewReport) error {
 			if f.Inherited() && r.InstanceKey != "" {
 				origin = "inherited (" + origin + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", f.Field, truncateCell(f.Value, 60), origin, f.ValuesPath)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", esc(f.Field), truncateCell(f.Value, 60), esc(origin), esc(f.ValuesPath))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -94,7 +97,7 @@ func printPreview(w io.Writer, rep *action.PreviewReport) error {
 	if len(rep.Warnings) > 0 {
 		fmt.Fprintln(w, "\nWARNINGS")
 		for _, wn := range rep.Warnings {
-			fmt.Fprintf(w, "  %s\n", wn)
+			fmt.Fprintf(w, "  %s\n", esc(wn.String()))
 		}
 	}
 	if rep.Nodes != nil {
@@ -174,7 +177,8 @@ func printNodeReport(w io.Writer, nr *action.NodeReport) error {
 	return nil
 }
 
-// changeLine is one node's change: the action, the owner and, for an upgrade, the images.
+// changeLine is one node's change: the action, the owner and, for an upgrade, the images
+// (printSection escapes it).
 func changeLine(c action.NodeChange) string {
 	line := fmt.Sprintf("%s: %s %s", c.Node, c.Action, arrow(c.From, c.To))
 	if c.Action == action.NodeUpgrade {
@@ -194,7 +198,7 @@ func dash(s string) string {
 }
 
 func truncateCell(s string, n int) string {
-	s = printable(s) // a value's line breaks and escape sequences: one row per field
+	s = output.Escape(s) // a value's line breaks and escape sequences: one row per field
 	if len(s) <= n {
 		return s
 	}

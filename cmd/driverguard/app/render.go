@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/output"
 )
 
 func newRenderCommand(s Streams) *cobra.Command {
@@ -77,13 +78,15 @@ func asList(r *action.Rendered) (*metav1.List, error) {
 	return list, nil
 }
 
-// printRendered lists the rendered objects, one line each.
+// printRendered lists the rendered objects, one line each, the names, versions and selectors
+// (from the values) escaped (output.Escape).
 func printRendered(w io.Writer, r *action.Rendered) error {
+	esc := output.Escape
 	tw := newTable(w)
 	fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tSELECTOR")
-	fmt.Fprintf(tw, "RBLNClusterPolicy\t%s\t-\t-\n", r.ClusterPolicy.Name)
+	fmt.Fprintf(tw, "RBLNClusterPolicy\t%s\t-\t-\n", esc(r.ClusterPolicy.Name))
 	for _, d := range r.Drivers {
-		fmt.Fprintf(tw, "RBLNDriver\t%s\t%s\t%s\n", d.Name, d.Spec.Version, formatSelector(d.Spec.NodeSelector))
+		fmt.Fprintf(tw, "RBLNDriver\t%s\t%s\t%s\n", esc(d.Name), esc(d.Spec.Version), esc(formatSelector(d.Spec.NodeSelector)))
 	}
 	return tw.Flush()
 }

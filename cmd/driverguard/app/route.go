@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/output"
 )
 
 func newRouteCommand(s Streams) *cobra.Command {
@@ -36,9 +37,7 @@ output for ties and invalid resources.`,
 			if err != nil {
 				return err
 			}
-			for _, w := range res.InputWarnings {
-				fmt.Fprintln(s.Err, "Warning:", w)
-			}
+			printInputWarnings(s.Err, res.InputWarnings)
 			out := routeJSON{RouteContract: res.Routing.Contract(), ImageCheck: res.ImageCheck, Images: res.Images, InputWarnings: nonNilStrings(res.InputWarnings)}
 			return output.print(s.Out, out, func(w io.Writer) error {
 				printRouting(w, res.Routing)
@@ -66,23 +65,25 @@ type routeJSON struct {
 	InputWarnings []string `json:"inputWarnings"`
 }
 
-// printRouting prints nodes, pools, ties and invalid resources as aligned tables.
+// printRouting prints nodes, pools, ties and invalid resources as aligned tables, every
+// value escaped (output.Escape: a line break or a tab in a name stays in its cell).
 func printRouting(w io.Writer, res *action.Routing) {
+	esc := output.Escape
 	fmt.Fprintln(w, "NODES")
 	tw := newTable(w)
 	fmt.Fprintln(tw, "  NODE\tOWNER\tPOOL\tIMAGE\tREASON")
 	for _, n := range res.Nodes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", n.Name, dash(n.Owner), dash(n.Pool), dash(n.Image), dash(n.Reason))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", esc(n.Name), esc(dash(n.Owner)), esc(dash(n.Pool)), esc(dash(n.Image)), esc(dash(string(n.Reason))))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nDAEMONSETS")
 	tw = newTable(w)
 	fmt.Fprintln(tw, "  DAEMONSET\tOWNER\tNODES\tIMAGE\tSTATUS")
 	for _, p := range res.Pools {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", p.DaemonSet, p.Owner, len(p.Nodes), dash(p.Image), dash(strings.TrimSpace(p.Reason+" "+p.Detail)))
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\n", esc(p.DaemonSet), esc(p.Owner), len(p.Nodes), esc(dash(p.Image)), esc(dash(strings.TrimSpace(string(p.Reason)+" "+p.Detail))))
 	}
 	for _, smd := range res.SMD {
-		fmt.Fprintf(tw, "  %s\t%s\tall owned\t%s\t%s\n", smd.DaemonSet, smd.Resource, dash(smd.Image), dash(smd.Detail))
+		fmt.Fprintf(tw, "  %s\t%s\tall owned\t%s\t%s\n", esc(smd.DaemonSet), esc(smd.Resource), esc(dash(smd.Image)), esc(dash(smd.Detail)))
 	}
 	tw.Flush()
 	var lines []string
@@ -121,12 +122,24 @@ func printImages(w io.Writer, images []action.ImageResult, check action.ImageChe
 	printSection(w, "IMAGE CHECK", lines)
 }
 
+// printSection prints a titled section, a line each, each line escaped (output.Escape): the
+// lines quote values from the input (node names, file names, messages), and a line break or a
+// tab in one cannot start a line of its own. The writer's own text in a line holds no
+// character Escape changes, and a line escaped already is unchanged.
 func printSection(w io.Writer, title string, lines []string) {
 	if len(lines) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\n%s\n", title)
 	for _, l := range lines {
-		fmt.Fprintf(w, "  %s\n", l)
+		fmt.Fprintf(w, "  %s\n", output.Escape(l))
+	}
+}
+
+// printInputWarnings says on standard error the inputs that look like a failed read, a line
+// each, escaped (they quote the file names given).
+func printInputWarnings(w io.Writer, warnings []string) {
+	for _, wn := range warnings {
+		fmt.Fprintln(w, "Warning:", output.Escape(wn))
 	}
 }
