@@ -8,8 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/driverguard/driverguard/finding"
 )
 
@@ -39,7 +37,7 @@ func writeYAML(w io.Writer, r *Report) error {
 	if r.YAML != nil {
 		return r.YAML(w)
 	}
-	data, err := yaml.Marshal(document(r))
+	data, err := MarshalYAML(document(r))
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/finding"
@@ -83,7 +82,7 @@ func checkMaxResults(flag string, n int) error {
 // printClusterReports prints the ClusterReports as a YAML stream.
 func printClusterReports(w io.Writer, res *action.AuditResult) error {
 	for i := range res.Reports {
-		data, err := yaml.Marshal(&res.Reports[i])
+		data, err := output.MarshalYAML(&res.Reports[i])
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -628,6 +629,30 @@ func TestStandardErrorIsInert(t *testing.T) {
 			if t.Failed() {
 				t.Logf("standard error:\n%s", r.stderr)
 			}
+		})
+	}
+}
+
+// TestYAMLOutputsCarryControlCharacters: a name holding control characters JSON leaves raw
+// (DEL, C1) does not make -o yaml fail; the YAML escapes it and reads back as the name.
+func TestYAMLOutputsCarryControlCharacters(t *testing.T) {
+	nodes := hostileNodes(t)
+	data, err := os.ReadFile(nodes)
+	require.NoError(t, err)
+	data = []byte(strings.ReplaceAll(string(data), "-red", `-red\u007f\u0085`))
+	require.NoError(t, os.WriteFile(nodes, data, 0o644))
+	for _, args := range [][]string{
+		{"audit", "--nodes", nodes, "--drivers", exampleDrivers, "-o", "yaml"},
+		{"route", "--nodes", nodes, "--drivers", exampleDrivers, "-o", "yaml"},
+		{"plan", "--set", "driver.image.tag=3.2.3", "--nodes", nodes, "--drivers", exampleDrivers, "-o", "yaml"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			r := run(t, "", args...)
+			assert.NotEqual(t, ExitUsage, r.code, r.stderr)
+			assert.NotContains(t, r.stdout, "\x7f")
+			assert.NotContains(t, r.stdout, "\u0085")
+			var doc any
+			require.NoError(t, yaml.Unmarshal([]byte(r.stdout), &doc), r.stdout)
 		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/validation"
@@ -73,7 +72,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func writeYAML(w io.Writer, v any) error {
-	data, err := yaml.Marshal(v)
+	data, err := output.MarshalYAML(v)
 	if err != nil {
 		return err
 	}

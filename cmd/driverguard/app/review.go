@@ -100,7 +100,7 @@ func printReview(w io.Writer, review *admissionv1.AdmissionReview) error {
 	if req.Namespace != "" {
 		name = req.Namespace + "/" + name
 	}
-	fmt.Fprintf(w, "%s/%s %s: %s\n", req.Kind.Kind, name, req.Operation, verdict)
+	fmt.Fprintf(w, "%s/%s %s: %s\n", printable(req.Kind.Kind), printable(name), printable(string(req.Operation)), verdict)
 	if resp.Result != nil && !resp.Allowed {
 		if resp.Result.Details == nil || len(resp.Result.Details.Causes) == 0 {
 			fmt.Fprintf(w, "  DENY  %s\n", printable(resp.Result.Message))
@@ -114,7 +114,7 @@ func printReview(w io.Writer, review *admissionv1.AdmissionReview) error {
 		fmt.Fprintf(w, "  WARN  %s\n", printable(wn))
 	}
 	if len(resp.Patch) > 0 {
-		fmt.Fprintf(w, "  PATCH %s\n", resp.Patch)
+		fmt.Fprintf(w, "  PATCH %s\n", printable(string(resp.Patch)))
 	}
 	return nil
 }

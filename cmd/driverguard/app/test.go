@@ -128,7 +128,7 @@ func printTestTable(w io.Writer, res *action.TestRunResult) error {
 		return err
 	}
 	if len(uncovered) > 0 {
-		fmt.Fprintf(w, "never fired: %s\n", strings.Join(uncovered, ", "))
+		fmt.Fprintf(w, "never fired: %s\n", printable(strings.Join(uncovered, ", ")))
 	}
 	verdict := "passed"
 	if !res.Passed {
