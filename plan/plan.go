@@ -116,7 +116,9 @@ type Plan struct {
 	Denials []Denial `json:"denials"`
 	// Rollout is how the cluster policy rolls the plan out.
 	Rollout Rollout `json:"rollout"`
-	Summary Summary `json:"summary"`
+	// Estimate is how long the batches take (EstimateRollout): null without batches.
+	Estimate *Estimate `json:"estimate"`
+	Summary  Summary   `json:"summary"`
 	// Proceed is whether the plan can be applied as is (exit 0).
 	Proceed bool `json:"proceed"`
 	// Reasons say why it cannot, one line each.
@@ -628,6 +630,9 @@ func (p *Plan) summarize(res *release.Result, allowLoss bool) {
 		}
 	}
 	s.Batches = len(p.Batches)
+	if len(p.Batches) > 0 {
+		p.Estimate = EstimateRollout(p.Rollout, len(p.Batches))
+	}
 	if len(p.Denials) > 0 {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("%d object(s) the webhook would deny", len(p.Denials)))
 	}

@@ -9,74 +9,17 @@ import (
 	"github.com/driverguard/driverguard/action"
 )
 
-// driverRestart is what the timeline assumes one node's driver restart takes when nothing
-// waits: the driver pod replaced, the module loaded, the pod Ready. The cluster policy does
-// not say it; the page and the diagram say it is assumed.
-const driverRestart = 2 * time.Minute
-
-// rolloutEstimate is how long the batches take, estimated from the cluster policy: each
-// batch takes at least the driver restart and at most that plus every wait that applies,
-// each run to its timeout; a batch starts when the one before it finished (the operator
-// upgrades maxParallelUpgrades nodes at a time). Open is set when a wait that applies has no
-// timeout (0 waits indefinitely): then no batch has an upper bound.
-type rolloutEstimate struct {
-	Min, Max time.Duration // of one batch
-	Waits    []string      // each wait that applies, as the policy sets it
-	Open     []string      // the waits without a timeout
-	Batches  int
-}
-
-func estimateRollout(p *action.PlanReport) rolloutEstimate {
-	r := p.Rollout
-	e := rolloutEstimate{Min: driverRestart, Max: driverRestart, Batches: len(p.Batches)}
-	wait := func(name string, seconds int32) {
-		if seconds <= 0 {
-			e.Open = append(e.Open, name+" (timeoutSeconds 0: waits indefinitely)")
-			e.Waits = append(e.Waits, name+" without a timeout")
-			return
-		}
-		d := time.Duration(seconds) * time.Second
-		e.Max += d
-		e.Waits = append(e.Waits, fmt.Sprintf("%s.timeoutSeconds %d", name, seconds))
-	}
-	wait("npuPodDeletion", r.NPUPodDeletionTimeoutSeconds)
-	if r.WaitForCompletion {
-		wait("waitForCompletion", r.WaitForCompletionTimeoutSeconds)
-	}
-	if r.Drain {
-		wait("drain", r.DrainTimeoutSeconds)
-	}
-	if r.Reboot {
-		if r.RebootTimeoutSeconds <= 0 {
-			e.Open = append(e.Open, "reboot (rebootTimeoutSeconds 0: no timeout)")
-			e.Waits = append(e.Waits, "reboot without a timeout")
-		} else {
-			e.Max += time.Duration(r.RebootTimeoutSeconds) * time.Second
-			e.Waits = append(e.Waits, fmt.Sprintf("reboot.rebootTimeoutSeconds %d", r.RebootTimeoutSeconds))
-		}
-	}
-	return e
-}
-
-// Start is when batch i (from 0) starts at the latest: every batch before it ran to its
-// timeouts.
-func (e rolloutEstimate) Start(i int) time.Duration { return time.Duration(i) * e.Max }
-
-// Total is the whole rollout at least and at most (at most without bound when Open).
-func (e rolloutEstimate) Total() (time.Duration, time.Duration) {
-	return time.Duration(e.Batches) * e.Min, time.Duration(e.Batches) * e.Max
-}
-
-// Basis says what the estimate is made from, in one sentence.
-func (e rolloutEstimate) Basis(p *action.PlanReport) string {
+// estimateBasis says what the plan's estimate is made from, in one sentence.
+func estimateBasis(p *action.PlanReport) string {
+	e := p.RolloutEstimate()
 	lo, hi := e.Total()
 	upper := "at most " + humanDuration(hi)
-	if len(e.Open) > 0 {
-		upper = "with no upper bound: " + strings.Join(e.Open, ", ") + "; the bars show the bounded waits"
+	if e.Open() {
+		upper = "with no upper bound: " + strings.Join(e.Unbounded, ", ") + "; the bars show the bounded waits"
 	}
 	return fmt.Sprintf("An estimate, not a measurement: %s of %s (maxParallelUpgrades %d), one after another; each takes at least %s (the driver restart, assumed: the cluster policy does not say it) and at most %s more when every wait runs to its timeout (%s). The whole rollout: at least %s, %s.",
 		batches(e.Batches), maxParallel(p.Rollout.MaxParallelUpgrades), p.Rollout.MaxParallelUpgrades,
-		humanDuration(e.Min), humanDuration(e.Max-e.Min), strings.Join(e.Waits, ", "), humanDuration(lo), upper)
+		humanDuration(e.Min()), humanDuration(e.Max()-e.Min()), strings.Join(e.Waits, ", "), humanDuration(lo), upper)
 }
 
 // batches is n batches in words.
@@ -170,20 +113,20 @@ func printMermaidGantt(w io.Writer, p *action.PlanReport) {
 	if len(p.Batches) == 0 {
 		return
 	}
-	e := estimateRollout(p)
+	e := p.RolloutEstimate()
 	_, total := e.Total()
 	axis := "%H:%M"
 	if total >= 24*time.Hour {
 		axis = "%d %H:%M"
 	}
 	title := "Estimated rollout, each wait to its timeout (time from the start)"
-	if len(e.Open) > 0 {
+	if e.Open() {
 		title = "Estimated rollout, the bounded waits to their timeouts (some have none)"
 	}
 	fmt.Fprintf(w, "\n```mermaid\ngantt\n    title %s\n    dateFormat YYYY-MM-DD HH:mm:ss\n    axisFormat %s\n    todayMarker off\n", title, axis)
 	task := func(name, id string, batch int, span int) {
 		start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(e.Start(batch))
-		fmt.Fprintf(w, "    %s :%s, %s, %ds\n", mermaidText(name), id, start.Format("2006-01-02 15:04:05"), int((time.Duration(span) * e.Max).Seconds()))
+		fmt.Fprintf(w, "    %s :%s, %s, %ds\n", mermaidText(name), id, start.Format("2006-01-02 15:04:05"), int((time.Duration(span) * e.Max()).Seconds()))
 	}
 	lanes, segs := batchSegments(p)
 	if len(segs) <= mermaidGanttSegments {

@@ -40,7 +40,7 @@ var planHTMLTemplate = template.Must(template.New("plan").Funcs(template.FuncMap
 	"add6": func(x int) int { return x + 6 },
 }).Parse(planHTMLSource))
 
-// printPlanHTML writes the plan as one self-contained page (SPEC §15): inline CSS and SVG, a
+// printPlanHTML writes the plan as one self-contained page (docs/plan.md "The picture: -o html"): inline CSS and SVG, a
 // small inline script for the table's filter, nothing loaded from anywhere (its
 // Content-Security-Policy forbids it). Every name from the cluster or the values is escaped
 // by html/template.
@@ -318,7 +318,7 @@ func newTimeline(p *action.PlanReport) *timelineView {
 	if len(p.Batches) == 0 {
 		return nil
 	}
-	est := estimateRollout(p)
+	est := p.RolloutEstimate()
 	lanes, segs := batchSegments(p)
 	// the nodes outside the batches, per lane and kind
 	type markKey struct {
@@ -362,7 +362,7 @@ func newTimeline(p *action.PlanReport) *timelineView {
 		}
 	}
 
-	tv := &timelineView{Basis: est.Basis(p), PlotX: tlLabelW, MarkX: tlLabelW + tlPlotW + 16}
+	tv := &timelineView{Basis: estimateBasis(p), PlotX: tlLabelW, MarkX: tlLabelW + tlPlotW + 16}
 	// fit the lanes: per driver, then the drivers past the limit in one lane
 	merge := func(l lane) lane { return l }
 	if len(lanes) > planHTMLLanes {
@@ -412,8 +412,8 @@ func newTimeline(p *action.PlanReport) *timelineView {
 			bars[k] = i
 			x := tlLabelW + px(est.Start(s.Batch))
 			y := tlTop + k.row*tlLaneH + (tlLaneH-tlBarH)/2
-			w := max(px(est.Max), 2)
-			tv.Bars = append(tv.Bars, barView{Batch: s.Batch + 1, X: x, Y: y, W: w, MinW: max(px(est.Min), 1), H: tlBarH,
+			w := max(px(est.Max()), 2)
+			tv.Bars = append(tv.Bars, barView{Batch: s.Batch + 1, X: x, Y: y, W: w, MinW: max(px(est.Min()), 1), H: tlBarH,
 				TextX: x + w/2, TextY: y + tlBarH/2 + 4, Label: fmt.Sprint(s.Batch + 1), ShowLabel: w >= 8*len(fmt.Sprint(s.Batch+1))+4})
 		}
 		b := &tv.Bars[i]
@@ -433,7 +433,7 @@ func newTimeline(p *action.PlanReport) *timelineView {
 		if len(names) > len(shown) {
 			b.Title += fmt.Sprintf(" and %d more", len(names)-len(shown))
 		}
-		b.Title += fmt.Sprintf(" (starts by %s, takes %s to %s)", humanDuration(est.Start(b.Batch-1)), humanDuration(est.Min), humanDuration(est.Max))
+		b.Title += fmt.Sprintf(" (starts by %s, takes %s to %s)", humanDuration(est.Start(b.Batch-1)), humanDuration(est.Min()), humanDuration(est.Max()))
 	}
 	// the axis
 	step := tickStep(total)

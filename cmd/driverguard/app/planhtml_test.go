@@ -112,6 +112,7 @@ func TestPlanHTMLEscapes(t *testing.T) {
 // TestRolloutEstimate: a batch takes the driver restart at least and every wait that applies
 // at most; a wait without a timeout leaves the rollout without an upper bound, and says so.
 func TestRolloutEstimate(t *testing.T) {
+	driverRestart := plan.DriverRestart
 	for _, tt := range []struct {
 		name     string
 		rollout  plan.Rollout
@@ -126,15 +127,15 @@ func TestRolloutEstimate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &action.PlanReport{Rollout: tt.rollout, Batches: [][]string{{"a"}, {"b"}, {"c"}}}
-			e := estimateRollout(p)
-			assert.Equal(t, tt.min, e.Min)
-			assert.Equal(t, tt.max, e.Max)
-			assert.Equal(t, tt.open, e.Open)
+			e := p.RolloutEstimate()
+			assert.Equal(t, tt.min, e.Min())
+			assert.Equal(t, tt.max, e.Max())
+			assert.ElementsMatch(t, tt.open, e.Unbounded, "the waits without a timeout")
 			lo, hi := e.Total()
 			assert.Equal(t, 3*tt.min, lo)
 			assert.Equal(t, 3*tt.max, hi)
 			assert.Equal(t, 2*tt.max, e.Start(2))
-			basis := e.Basis(p)
+			basis := estimateBasis(p)
 			assert.Contains(t, basis, "An estimate")
 			if tt.open != nil {
 				assert.Contains(t, basis, "no upper bound")

@@ -66,7 +66,7 @@ func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) er
 			}
 			fmt.Fprintf(w, "%d. %s\n", i+1, strings.Join(names, ", "))
 		}
-		fmt.Fprintf(w, "\n%s\n", md(estimateRollout(p).Basis(p)))
+		fmt.Fprintf(w, "\n%s\n", md(estimateBasis(p)))
 		printMermaidGantt(w, p)
 	case len(p.Manual) > 0:
 		fmt.Fprintln(w, "\nautoUpgrade is false (OnDelete DaemonSets): nothing restarts until each node's driver pod is deleted. Node by node:")
