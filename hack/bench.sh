@@ -161,7 +161,7 @@ echo "$plan_out" | awk '
 echo
 echo "== plan -o html at 10,000 nodes vs -o json of the same plan (go test -bench BenchmarkPlanHTML; median of $RUNS runs)"
 echo "   goals: the page at most 2x the JSON's bytes and 2x its time"
-html_out=$($GO test -run '^$' -bench 'BenchmarkPlanHTML$' -benchtime 3x -count "$RUNS" ./cmd/driverguard/app/ 2>&1) || { echo "$html_out" >&2; exit 1; }
+html_out=$($GO test -run '^$' -bench 'BenchmarkPlanHTML$' -benchtime 3x -count "$RUNS" ./output/ 2>&1) || { echo "$html_out" >&2; exit 1; }
 echo "$html_out" | awk '
 	/^BenchmarkPlanHTML/ { n++; for (i = 2; i < NF; i++) { if ($(i+1) == "html/json-bytes") bytes[n] = $i + 0; if ($(i+1) == "html/json-time") tm[n] = $i + 0; if ($(i+1) == "html-bytes") hb = $i; if ($(i+1) == "json-bytes") jb = $i } }
 	function median(a, n,   i, j, v) { for (i = 2; i <= n; i++) { v = a[i]; for (j = i - 1; j >= 1 && a[j] > v; j--) a[j+1] = a[j]; a[j+1] = v } return a[int((n + 1) / 2)] }

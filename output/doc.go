@@ -3,6 +3,11 @@
 // annotations) — each given a Report. Commands build the Report and choose the formats
 // (-o, repeatable: `-o table -o sarif=results.sarif`); they never format findings themselves.
 //
+// It holds the commands' own views of their results too: plan's table (PlanTable), change
+// ticket (PlanMarkdown, with the estimated rollout as a mermaid gantt) and page (PlanHTML, its
+// template embedded), each drawn from the plan alone — the rollout estimate is the plan's
+// (plan.Estimate), not the view's.
+//
 // Outputs are inert (docs/output.md, "Outputs are inert"): a table or text view shows every
 // value from the input through Escape and is written through InertWriter, so no control
 // character reaches the terminal; Markdown puts every value in a code span or escaped text

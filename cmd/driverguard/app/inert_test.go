@@ -124,7 +124,7 @@ func TestPlanMarkdownHostileValuesMakeNoLink(t *testing.T) {
 					}
 					var b bytes.Buffer
 					require.NoError(t, output.Write(&b, []output.Target{{Format: output.Markdown}},
-						&output.Report{Markdown: func(w io.Writer) error { return printPlanMarkdown(w, p, p.Inputs.ReleaseName) }}))
+						&output.Report{Markdown: func(w io.Writer) error { return output.PlanMarkdown(w, p, p.Inputs.ReleaseName) }}))
 					ticket := b.String()
 					require.Contains(t, ticket, "## Rollback", "the whole ticket was written")
 					inerttest.AssertInertKeeping(t, ticket, "\n\t") // a tab in the rollback's fenced YAML is the YAML's
@@ -256,7 +256,7 @@ func TestTablesShowEscapeSequencesEscaped(t *testing.T) {
 		for _, bools := range []bool{true, false} {
 			p := hostile[action.PlanReport](0, bools)
 			var b bytes.Buffer
-			require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, &output.Report{Table: func(w io.Writer) error { return printPlan(w, p) }}))
+			require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, &output.Report{Table: func(w io.Writer) error { return output.PlanTable(w, p) }}))
 			assertTerminalSafe(t, b.String())
 		}
 	})
@@ -416,7 +416,7 @@ func TestTextViewsKeepAValueInPlace(t *testing.T) {
 					if manual {
 						p.Batches = nil
 					}
-					return write(func(w io.Writer) error { return printPlan(w, p) })
+					return write(func(w io.Writer) error { return output.PlanTable(w, p) })
 				})
 			})
 		}
@@ -522,7 +522,7 @@ func TestStandardErrorKeepsAValueInPlace(t *testing.T) {
 	t.Run("the release plan --release reads", func(t *testing.T) {
 		assertEachValueInPlace(t, func(v string) string {
 			d := filled[action.DeployedRelease](v, false)
-			return write(func(w io.Writer) { printReleaseNotice(w, d, true) })
+			return write(func(w io.Writer) { output.PlanReleaseNotice(w, d, true) })
 		})
 	})
 	for _, passed := range []bool{true, false} {

@@ -1,4 +1,4 @@
-package app
+package output
 
 import (
 	"fmt"
@@ -9,10 +9,9 @@ import (
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/operator"
-	"github.com/driverguard/driverguard/output"
 )
 
-// printPlanMarkdown writes the plan as a change ticket a reviewer can approve: what it was
+// PlanMarkdown writes the plan as a change ticket a reviewer can approve: what it was
 // made from, scope, the rollout (each node's procedure a fenced shell block), blockers, images,
 // denials, drift and the rollback values.
 //
@@ -22,7 +21,7 @@ import (
 // longer than any run of backticks inside it (fenced): a value cannot close a fence, start a
 // list or a heading, or carry a link, an image, an autolink or HTML into the ticket
 // (TestPlanMarkdownHostileValuesMakeNoLink).
-func printPlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) error {
+func PlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) error {
 	s := p.Summary
 	fmt.Fprintf(w, "# Driver rollout plan\n\n")
 	status := "**Can proceed.**"
@@ -279,11 +278,11 @@ func maxParallel(n int32) string {
 }
 
 // fenced writes lines as a fenced code block of lang, each prefixed by indent, fenced with
-// more backticks than any run inside them (output.MarkdownFence): nothing in them can close the
+// more backticks than any run inside them (MarkdownFence): nothing in them can close the
 // fence. A control character in a line (a newline in a name) is shown escaped: each line stays
 // one line.
 func fenced(w io.Writer, lang string, lines []string, indent string) {
-	f := output.MarkdownFence(lines)
+	f := MarkdownFence(lines)
 	fmt.Fprintf(w, "%s%s%s\n", indent, f, lang)
 	for _, l := range lines {
 		fmt.Fprintf(w, "%s%s\n", indent, escapeControl(l, true))
@@ -292,14 +291,14 @@ func fenced(w io.Writer, lang string, lines []string, indent string) {
 }
 
 // The ticket's escapes are output's, shared with every Markdown writer: mdText is
-// output.MarkdownText (escaped text: no emphasis, link, autolink, image or HTML; no line or
-// cell break), mdCode output.MarkdownCode (a code span fenced longer than any run of
-// backticks in the value), mdCodeCell output.MarkdownCodeCell (a code span in a table cell).
-func mdText(s string) string     { return output.MarkdownText(s) }
-func md(s string) string         { return output.MarkdownText(s) }
-func mdCell(s string) string     { return output.MarkdownText(s) }
-func mdCode(s string) string     { return output.MarkdownCode(s) }
-func mdCodeCell(s string) string { return output.MarkdownCodeCell(s) }
+// MarkdownText (escaped text: no emphasis, link, autolink, image or HTML; no line or
+// cell break), mdCode MarkdownCode (a code span fenced longer than any run of
+// backticks in the value), mdCodeCell MarkdownCodeCell (a code span in a table cell).
+func mdText(s string) string     { return MarkdownText(s) }
+func md(s string) string         { return MarkdownText(s) }
+func mdCell(s string) string     { return MarkdownText(s) }
+func mdCode(s string) string     { return MarkdownCode(s) }
+func mdCodeCell(s string) string { return MarkdownCodeCell(s) }
 
 // mdCodeList is items as code spans, each prefixed, joined by commas (for a table cell).
 func mdCodeList(items []string, prefix string) string {
@@ -310,11 +309,11 @@ func mdCodeList(items []string, prefix string) string {
 	return strings.Join(out, ", ")
 }
 
-// escapeControl shows control characters and other non-printable runes escaped (output.Escape;
+// escapeControl shows control characters and other non-printable runes escaped (Escape;
 // tabs are kept when keepTabs): a name cannot break a line of the ticket.
 func escapeControl(s string, keepTabs bool) string {
 	if keepTabs {
-		return output.EscapeKeeping(s, "\t")
+		return EscapeKeeping(s, "\t")
 	}
-	return output.Escape(s)
+	return Escape(s)
 }

@@ -1,4 +1,4 @@
-package app
+package output
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/output"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -65,12 +64,12 @@ func largePlan(n int) *action.PlanReport {
 	return p
 }
 
-func planReport(p *action.PlanReport) *output.Report {
-	return &output.Report{Tool: "driverguard plan", Document: p, HTML: func(w io.Writer) error { return printPlanHTML(w, p, "dg") }}
+func planReport(p *action.PlanReport) *Report {
+	return &Report{Tool: "driverguard plan", Document: p, HTML: func(w io.Writer) error { return PlanHTML(w, p, "dg") }}
 }
 
-func writeFormat(t testing.TB, f output.Format, r *output.Report, w io.Writer) {
-	wr, ok := output.For(f)
+func writeFormat(t testing.TB, f Format, r *Report, w io.Writer) {
+	wr, ok := For(f)
 	require.True(t, ok)
 	require.NoError(t, wr.Write(w, r))
 }
@@ -82,8 +81,8 @@ func TestPlanHTMLAtScale(t *testing.T) {
 	p := largePlan(10_000)
 	r := planReport(p)
 	var js, page bytes.Buffer
-	writeFormat(t, output.JSON, r, &js)
-	writeFormat(t, output.HTML, r, &page)
+	writeFormat(t, JSON, r, &js)
+	writeFormat(t, HTML, r, &page)
 	t.Logf("10,000 nodes: JSON %d bytes, HTML %d bytes (%.2fx)", js.Len(), page.Len(), float64(page.Len())/float64(js.Len()))
 	assert.LessOrEqual(t, page.Len(), 2*js.Len(), "the page is at most twice the JSON plan")
 	html := page.String()
@@ -100,7 +99,7 @@ func TestPlanHTMLEscapes(t *testing.T) {
 	p.Nodes[1].Blockers[0].Pod = `"><img src=x onerror=alert(1)>`
 	p.Drift = append(p.Drift, plan.Drift{Kind: "Unowned", Node: `</title><svg onload=alert(1)>`})
 	var page bytes.Buffer
-	writeFormat(t, output.HTML, planReport(p), &page)
+	writeFormat(t, HTML, planReport(p), &page)
 	html := page.String()
 	assert.NotContains(t, html, "<script>alert")
 	assert.NotContains(t, html, "<img src=x")
@@ -163,9 +162,9 @@ func BenchmarkPlanHTML(b *testing.B) {
 		js.Reset()
 		page.Reset()
 		start := time.Now()
-		writeFormat(b, output.JSON, r, &js)
+		writeFormat(b, JSON, r, &js)
 		mid := time.Now()
-		writeFormat(b, output.HTML, r, &page)
+		writeFormat(b, HTML, r, &page)
 		jsonTime += mid.Sub(start)
 		htmlTime += time.Since(mid)
 	}

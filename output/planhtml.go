@@ -1,4 +1,4 @@
-package app
+package output
 
 import (
 	_ "embed"
@@ -40,11 +40,11 @@ var planHTMLTemplate = template.Must(template.New("plan").Funcs(template.FuncMap
 	"add6": func(x int) int { return x + 6 },
 }).Parse(planHTMLSource))
 
-// printPlanHTML writes the plan as one self-contained page (docs/plan.md "The picture: -o html"): inline CSS and SVG, a
+// PlanHTML writes the plan as one self-contained page (docs/plan.md "The picture: -o html"): inline CSS and SVG, a
 // small inline script for the table's filter, nothing loaded from anywhere (its
 // Content-Security-Policy forbids it). Every name from the cluster or the values is escaped
 // by html/template.
-func printPlanHTML(w io.Writer, p *action.PlanReport, releaseName string) error {
+func PlanHTML(w io.Writer, p *action.PlanReport, releaseName string) error {
 	if err := planHTMLTemplate.Execute(w, newPlanPage(p, releaseName)); err != nil {
 		return fmt.Errorf("writing the plan as HTML: %w", err)
 	}

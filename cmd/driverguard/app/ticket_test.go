@@ -22,6 +22,7 @@ import (
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/operator"
+	"github.com/driverguard/driverguard/output"
 	"github.com/driverguard/driverguard/plan"
 )
 
@@ -138,8 +139,8 @@ func TestPlanMarkdownIsSafe(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, entries, "nothing was created")
 		node := p.Manual[i].Node
-		assert.Contains(t, out.String(), "<cordon>\n<"+escapeControl(node, false)+">\n", "the node name is one word")
-		assert.Contains(t, out.String(), "<uncordon>\n<"+escapeControl(node, false)+">\n")
+		assert.Contains(t, out.String(), "<cordon>\n<"+output.Escape(node)+">\n", "the node name is one word")
+		assert.Contains(t, out.String(), "<uncordon>\n<"+output.Escape(node)+">\n")
 	}
 }
 
@@ -223,7 +224,7 @@ func TestPlanInputs(t *testing.T) {
 		"| RBLNDrivers | 2 RBLNDrivers read from --drivers " + exampleDrivers + " |",
 		"| RBLNClusterPolicy | not given |",
 		"| pods | not given |",
-		"| driverguard | " + mdText(testVersion) + " |",
+		"| driverguard | " + output.MarkdownText(testVersion) + " |",
 		"| made | 2026-01-02T03:04:05Z |",
 		"\n## Images\n\nImages not checked (run with --check-images).\n",
 	} {
