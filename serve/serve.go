@@ -3,33 +3,18 @@ package serve
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"net/http"
-	"os"
-	"sync/atomic"
 	"time"
 	"unique"
 
 	"github.com/go-logr/logr"
-	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
-
-	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/webhook"
@@ -112,7 +97,7 @@ type Options struct {
 	// policies are still enforced.
 	PolicyStatus func() policy.Status
 
-	// Audit, when set, keeps the audit of what is stored running on one replica (SPEC §9):
+	// Audit, when set, keeps the audit of what is stored running on one replica (docs/audit.md "serve --audit"):
 	// the cluster view above, judged with Policy (which must then be the policy engine).
 	Audit *AuditOptions
 }
@@ -145,211 +130,35 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	minTLS := o.TLSMinVersion
-	if minTLS == 0 {
-		minTLS = tls.VersionTLS13
-	}
-	if minTLS < tls.VersionTLS12 {
-		return fmt.Errorf("TLS minimum version %#x is below TLS 1.2", minTLS)
-	}
-	var clientCAs *x509.CertPool
-	if o.ClientCAFile != "" {
-		pem, err := os.ReadFile(o.ClientCAFile)
-		if err != nil {
-			return fmt.Errorf("reading the client CA file: %w", err)
-		}
-		clientCAs = x509.NewCertPool()
-		if !clientCAs.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("the client CA file %s holds no PEM certificate", o.ClientCAFile)
-		}
-	}
-	srv := webhook.NewServer(ctrlwebhook.Options{
-		Host: o.Host, Port: o.Port, CertDir: o.CertDir, CertName: o.CertName, KeyName: o.KeyName,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-			c.MinVersion = minTLS
-			if !o.EnableHTTP2 {
-				c.NextProtos = []string{"http/1.1"}
-			}
-			if clientCAs != nil {
-				c.ClientCAs, c.ClientAuth = clientCAs, tls.RequireAndVerifyClientCert
-			}
-		}},
-	}, o.Limits, log.WithName("server"))
-	shutdownTimeout := o.ShutdownTimeout
-	if shutdownTimeout <= 0 {
-		shutdownTimeout = 30 * time.Second
-	}
-	if err := openreports.Install(scheme); err != nil {
-		return err
-	}
-	mo := manager.Options{
-		Scheme: scheme,
-		Logger: log,
-		// The health and metrics endpoints are served within statusLimits (status.go), not by
-		// controller-runtime's unbounded servers.
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		GracefulShutdownTimeout: &shutdownTimeout,
-		Cache: ctrlcache.Options{
-			DefaultTransform: ctrlcache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]ctrlcache.ByObject{&corev1.Node{}: {Transform: nodeLabelsOnly}},
-		},
-		WebhookServer: srv,
-	}
-	if a := o.Audit; a != nil && a.LeaderElection {
-		mo.LeaderElection, mo.LeaderElectionID, mo.LeaderElectionNamespace = true, a.LeaseName, a.LeaseNamespace
-		mo.LeaderElectionResourceLock = "leases"
-		mo.LeaderElectionReleaseOnCancel = true
-		for _, d := range []struct {
-			to **time.Duration
-			v  time.Duration
-		}{{&mo.LeaseDuration, a.LeaseDuration}, {&mo.RenewDeadline, a.RenewDeadline}, {&mo.RetryPeriod, a.RetryPeriod}} {
-			if d.v > 0 {
-				*d.to = &d.v
-			}
-		}
-	}
-	mgr, err := manager.New(cfg, mo)
+	scheme, err := newScheme()
 	if err != nil {
+		return err
+	}
+	p := &process{o: o, cfg: cfg, log: log}
+	if err := p.newServer(); err != nil { // the listener's address and TLS
+		return err
+	}
+	if p.mgr, err = manager.New(cfg, p.managerOptions(scheme)); err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-
-	state := cluster.NewInformed(mgr.GetCache(), cluster.InformedOptions{Logger: log.WithName("cluster-view"), RebuildDelay: o.RebuildDelay})
-	if err := mgr.Add(state); err != nil {
-		return err
-	}
-	webhook.New(state, o.Options).Register(srv)
-	if a := o.Audit; a != nil {
-		if err := addAudit(mgr, state, o, log.WithName("audit")); err != nil {
+	for _, step := range []func() error{
+		p.addClusterView,  // the informers, the webhooks deciding with them, the audit
+		p.addCertificates, // the rotated certificate, if any; the server starts once it exists
+		p.newRegistrar,    // the webhook configurations this replica writes, if any
+		p.addHealth,       // /healthz and /readyz
+		p.addMetrics,      // /metrics
+		p.addOnReady,      // o.OnReady once serving with a synced view
+		p.addRegistration, // the registrar, writing once this replica answers
+	} {
+		if err := step(); err != nil {
 			return err
 		}
 	}
-	if o.OnState != nil {
-		o.OnState(state)
-	}
-
-	certsReady := make(chan struct{})
-	if r := o.CertRotation; r != nil {
-		if r.Namespace == "" || r.SecretName == "" || r.ServiceName == "" {
-			return errors.New("certificate rotation needs the namespace, the Secret name and the Service name")
-		}
-		var webhooks []rotator.WebhookInfo
-		if n := o.WebhookConfigurations.Validating; n != "" {
-			webhooks = append(webhooks, rotator.WebhookInfo{Name: n, Type: rotator.Validating})
-		}
-		if n := o.WebhookConfigurations.Mutating; n != "" {
-			webhooks = append(webhooks, rotator.WebhookInfo{Name: n, Type: rotator.Mutating})
-		}
-		dns := r.ServiceName + "." + r.Namespace + ".svc"
-		if err := rotator.AddRotator(mgr, &rotator.CertRotator{
-			SecretKey:      types.NamespacedName{Namespace: r.Namespace, Name: r.SecretName},
-			CertDir:        o.CertDir,
-			CAName:         "driverguard-webhook-ca",
-			CAOrganization: "driverguard",
-			DNSName:        dns,
-			ExtraDNSNames:  []string{dns + ".cluster.local"},
-			IsReady:        certsReady,
-			Webhooks:       webhooks,
-			// Every replica serves, so every replica must see the certificates.
-			RequireLeaderElection: false,
-			EnableReadinessCheck:  true,
-			// Controller names are unique per process (controller-runtime refuses a second
-			// "cert-rotator"); naming it after its Secret lets tests run two serves in one.
-			ControllerName: "cert-rotator-" + r.Namespace + "-" + r.SecretName,
-		}); err != nil {
-			return fmt.Errorf("setting up certificate rotation: %w", err)
-		}
-	} else {
-		close(certsReady)
-	}
-	// The server reads its certificate when it starts: wait for the rotator to write it.
-	if err := mgr.Add(&waitingServer{Server: srv, ready: certsReady}); err != nil {
-		return err
-	}
-
-	registrar, err := newRegistrar(cfg, o, log.WithName("registrar"))
-	if err != nil {
-		return err
-	}
-	var draining atomic.Bool
-	if addr := orDefault(o.HealthAddr, "0"); addr != "0" {
-		ready := map[string]healthz.Checker{
-			"webhook-server": srv.StartedChecker(),
-			"cluster-view":   state.Ready,
-			"shutdown": func(*http.Request) error {
-				if draining.Load() {
-					return errors.New("shutting down")
-				}
-				return nil
-			},
-		}
-		if registrar != nil {
-			// A pod whose webhooks the API server does not call judges nothing: it is not
-			// ready, so `helm install --wait` and a rollout say so instead of succeeding.
-			ready["webhook-registration"] = registrar.Registered
-		}
-		if err := mgr.Add(healthServer(addr, map[string]healthz.Checker{"ping": healthz.Ping}, ready, log.WithName("health"))); err != nil {
-			return err
-		}
-	}
-	if addr := orDefault(o.MetricsAddr, "0"); addr != "0" {
-		ms, err := metricsServer(o, cfg, certsReady, func(c *tls.Config) { c.MinVersion = minTLS }, log.WithName("metrics"))
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(ms); err != nil {
-			return err
-		}
-	}
-	if o.OnReady != nil {
-		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-			return waitReady(ctx, srv.StartedChecker(), state.Ready, o.OnReady)
-		})); err != nil {
-			return err
-		}
-	}
-	if registrar != nil {
-		registrar.Events = mgr.GetEventRecorder("driverguard-webhook")
-		// Written only once this replica answers (the API server calls no webhook before);
-		// until then the registrar checks with dry runs that it may write them. Every replica
-		// registers (its readiness waits for it), not the audit's leader alone.
-		serving := make(chan struct{})
-		registrar.Serving = serving
-		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-			go func() { _ = waitReady(ctx, srv.StartedChecker(), state.Ready, func() { close(serving) }) }()
-			return registrar.Run(ctx)
-		})); err != nil {
-			return err
-		}
-	}
-
-	// The manager stops ShutdownDelay after ctx ends; meanwhile /readyz fails.
-	mgrCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	mgrCtx, stop := p.drainAfter(ctx)
 	defer stop()
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-mgrCtx.Done():
-			return
-		}
-		draining.Store(true)
-		log.Info("shutting down: not ready, still serving", "delay", o.ShutdownDelay)
-		select {
-		case <-time.After(o.ShutdownDelay):
-		case <-mgrCtx.Done():
-		}
-		stop()
-	}()
-	log.Info("starting the webhook server", "port", o.Port, "certDir", o.CertDir, "tlsMinVersion", tls.VersionName(minTLS),
+	log.Info("starting the webhook server", "port", o.Port, "certDir", o.CertDir, "tlsMinVersion", tls.VersionName(p.minTLS),
 		"certRotation", o.CertRotation != nil, "policy", o.Policy != nil, "policyFailOpen", o.PolicyFailOpen)
-	return mgr.Start(mgrCtx)
+	return p.mgr.Start(mgrCtx)
 }
 
 // nodeLabelsOnly keeps of a node what the webhook reads (its name and labels): at 10,000
