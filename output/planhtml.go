@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/plan"
 )
 
 // The page's limits: past planHTMLNodes nodes the node table groups them per lane, action and
@@ -320,19 +321,43 @@ func newTimeline(p *action.PlanReport) *timelineView {
 	}
 	est := p.RolloutEstimate()
 	lanes, segs := batchSegments(p)
-	// the nodes outside the batches, per lane and kind
-	type markKey struct {
-		lane lane
-		kind string
-	}
-	marks := map[markKey][]string{}
-	markNodes := map[markKey][]string{}
-	markKinds := map[markKey]map[string]bool{}
-	var markOrder []markKey
+	lanes, marks := outsideBatches(p, lanes)
+	tv := &timelineView{Basis: estimateBasis(p), PlotX: tlLabelW, MarkX: tlLabelW + tlPlotW + 16}
+	rowOf := tv.fitLanes(lanes)
+	tv.Width = tlLabelW + tlPlotW + 16 + tlMarkW
+	tv.Height = tlTop + len(tv.Lanes)*tlLaneH + 8
+	_, total := est.Total()
+	scale := float64(tlPlotW) / float64(total)
+	px := func(d time.Duration) int { return int(math.Round(float64(d) * scale)) }
+	tv.addBars(segs, est, rowOf, px)
+	tv.addTicks(total, px)
+	tv.addMarks(marks, rowOf)
+	return tv
+}
+
+// laneMarks are the nodes outside the batches of one kind (blocked, held, losing or gaining a
+// driver) in one lane: each node's name and what it waits on, and its blockers' kinds.
+type laneMarks struct {
+	lane  lane
+	kind  string
+	what  []string // the node, with its blockers
+	names []string
+	kinds map[string]bool
+}
+
+// outsideBatches are the nodes no batch holds, per lane and kind in the order of the nodes,
+// and the lanes with those only a mark has added after the batches' lanes.
+func outsideBatches(p *action.PlanReport, lanes []lane) ([]lane, []*laneMarks) {
 	seen := map[lane]bool{}
 	for _, l := range lanes {
 		seen[l] = true
 	}
+	type key struct {
+		lane lane
+		kind string
+	}
+	at := map[key]*laneMarks{}
+	var marks []*laneMarks
 	for _, n := range p.Nodes {
 		switch n.Action {
 		case action.NodeBlocked, action.NodeHeld, action.NodeLoseDriver, action.NodeGainDriver:
@@ -344,26 +369,28 @@ func newTimeline(p *action.PlanReport) *timelineView {
 			seen[l] = true
 			lanes = append(lanes, l)
 		}
-		k := markKey{l, n.Action}
-		if _, ok := marks[k]; !ok {
-			markOrder = append(markOrder, k)
+		m := at[key{l, n.Action}]
+		if m == nil {
+			m = &laneMarks{lane: l, kind: n.Action, kinds: map[string]bool{}}
+			at[key{l, n.Action}] = m
+			marks = append(marks, m)
 		}
 		what := n.Name
 		if len(n.Blockers) > 0 {
 			what += ": " + blockerSummary(n)
 		}
-		marks[k] = append(marks[k], what)
-		markNodes[k] = append(markNodes[k], n.Name)
-		if markKinds[k] == nil {
-			markKinds[k] = map[string]bool{}
-		}
+		m.what = append(m.what, what)
+		m.names = append(m.names, n.Name)
 		for _, b := range n.Blockers {
-			markKinds[k][b.Kind] = true
+			m.kinds[b.Kind] = true
 		}
 	}
+	return lanes, marks
+}
 
-	tv := &timelineView{Basis: estimateBasis(p), PlotX: tlLabelW, MarkX: tlLabelW + tlPlotW + 16}
-	// fit the lanes: per driver, then the drivers past the limit in one lane
+// fitLanes draws a row per lane, up to planHTMLLanes; past it a row per driver (all its pools),
+// and past planHTMLLanes drivers the last ones in one row. It returns the row of each lane.
+func (tv *timelineView) fitLanes(lanes []lane) func(lane) int {
 	merge := func(l lane) lane { return l }
 	if len(lanes) > planHTMLLanes {
 		tv.Collapsed = fmt.Sprintf("%d lanes: drawn per driver (all its pools in one lane)", len(lanes))
@@ -392,20 +419,19 @@ func newTimeline(p *action.PlanReport) *timelineView {
 			tv.Lanes = append(tv.Lanes, laneView{Y: y, TextY: y + 13, PoolY: y + 25, Driver: dash(m.Driver), Pool: dash(m.Pool), Background: row[m]%2 == 0})
 		}
 	}
-	tv.Width = tlLabelW + tlPlotW + 16 + tlMarkW
-	tv.Height = tlTop + len(tv.Lanes)*tlLaneH + 8
+	return func(l lane) int { return row[merge(l)] }
+}
 
-	_, total := est.Total()
-	scale := float64(tlPlotW) / float64(total)
-	px := func(d time.Duration) int { return int(math.Round(float64(d) * scale)) }
-	// merged segments: one bar per batch and lane
+// addBars draws a bar per batch and row (the segments of a batch in lanes drawn as one row
+// merged), each titled with its nodes and its times.
+func (tv *timelineView) addBars(segs []batchSegment, est *plan.Estimate, rowOf func(lane) int, px func(time.Duration) int) {
 	type barKey struct {
 		batch int
 		row   int
 	}
 	bars := map[barKey]int{}
 	for _, s := range segs {
-		k := barKey{s.Batch, row[merge(s.Lane)]}
+		k := barKey{s.Batch, rowOf(s.Lane)}
 		i, ok := bars[k]
 		if !ok {
 			i = len(tv.Bars)
@@ -435,55 +461,41 @@ func newTimeline(p *action.PlanReport) *timelineView {
 		}
 		b.Title += fmt.Sprintf(" (starts by %s, takes %s to %s)", humanDuration(est.Start(b.Batch-1)), humanDuration(est.Min()), humanDuration(est.Max()))
 	}
-	// the axis
+}
+
+// addTicks draws the time axis, at a round step.
+func (tv *timelineView) addTicks(total time.Duration, px func(time.Duration) int) {
 	step := tickStep(total)
 	for t := time.Duration(0); t <= total; t += step {
 		tv.Ticks = append(tv.Ticks, tickView{X: tlLabelW + px(t), Label: humanDuration(t)})
 	}
-	// the marks, per merged lane and kind
+}
+
+// addMarks draws the nodes outside the batches right of the plot, a mark per row and kind
+// (the marks of lanes drawn as one row merged), and widens the timeline to hold them.
+func (tv *timelineView) addMarks(marks []*laneMarks, rowOf func(lane) int) {
 	type mk struct {
 		row  int
 		kind string
 	}
-	merged := map[mk][]string{}
-	mergedNodes := map[mk][]string{}
-	mergedKinds := map[mk]map[string]bool{}
+	at := map[mk]*laneMarks{}
 	var order []mk
-	for _, k := range markOrder {
-		m := mk{row[merge(k.lane)], k.kind}
-		if _, ok := merged[m]; !ok {
+	for _, lm := range marks {
+		m := mk{rowOf(lm.lane), lm.kind}
+		if at[m] == nil {
 			order = append(order, m)
-			mergedKinds[m] = map[string]bool{}
+			at[m] = &laneMarks{kinds: map[string]bool{}}
 		}
-		merged[m] = append(merged[m], marks[k]...)
-		mergedNodes[m] = append(mergedNodes[m], markNodes[k]...)
-		for kind := range markKinds[k] {
-			mergedKinds[m][kind] = true
+		merged := at[m]
+		merged.what = append(merged.what, lm.what...)
+		merged.names = append(merged.names, lm.names...)
+		for kind := range lm.kinds {
+			merged.kinds[kind] = true
 		}
 	}
 	offset := map[int]int{}
 	for _, m := range order {
-		nodes := merged[m]
-		// the node when it is one, else how many; then the kinds of their blockers
-		label := fmt.Sprintf("%s %d %s", markSymbol[m.kind], len(nodes), m.kind)
-		if len(nodes) == 1 {
-			label = fmt.Sprintf("%s %s %s", markSymbol[m.kind], mergedNodes[m][0], m.kind)
-		}
-		var kinds []string
-		for kind := range mergedKinds[m] {
-			kinds = append(kinds, kind)
-		}
-		if len(kinds) > 0 {
-			label += ": " + strings.Join(sortedStrings(kinds), ", ")
-		}
-		shown := nodes
-		if len(shown) > planHTMLList {
-			shown = shown[:planHTMLList]
-		}
-		title := strings.Join(shown, "; ")
-		if len(nodes) > len(shown) {
-			title += fmt.Sprintf("; and %d more", len(nodes)-len(shown))
-		}
+		label, title := markText(m.kind, at[m])
 		y := tlTop + m.row*tlLaneH + (tlLaneH-tlBarH)/2
 		x := tv.MarkX + offset[m.row]
 		w := len([]rune(label))*15/2 + 14
@@ -493,7 +505,28 @@ func newTimeline(p *action.PlanReport) *timelineView {
 	for _, off := range offset {
 		tv.Width = max(tv.Width, tv.MarkX+off)
 	}
-	return tv
+}
+
+// markText is a mark's label — the node when it is one, else how many; then the kinds of
+// their blockers — and its title, the nodes with their blockers up to planHTMLList.
+func markText(kind string, m *laneMarks) (string, string) {
+	nodes := m.what
+	label := fmt.Sprintf("%s %d %s", markSymbol[kind], len(nodes), kind)
+	if len(nodes) == 1 {
+		label = fmt.Sprintf("%s %s %s", markSymbol[kind], m.names[0], kind)
+	}
+	if kinds := sortedKeys(m.kinds); len(kinds) > 0 {
+		label += ": " + strings.Join(kinds, ", ")
+	}
+	shown := nodes
+	if len(shown) > planHTMLList {
+		shown = shown[:planHTMLList]
+	}
+	title := strings.Join(shown, "; ")
+	if len(nodes) > len(shown) {
+		title += fmt.Sprintf("; and %d more", len(nodes)-len(shown))
+	}
+	return label, title
 }
 
 var markSymbol = map[string]string{
