@@ -121,8 +121,9 @@ func (o *Flag) Set(s string) error {
 }
 
 // sharedStream refuses two targets that write to one stream, however named: standard output
-// ("-o table", "=-", "=/dev/stdout", "=/dev/fd/1", "=/proc/self/fd/1"), one descriptor
-// (/dev/stderr and /dev/fd/2), one file (however spelled, or through a link), or a file that is
+// ("-o table", "=-", "=/dev/stdout", "=/dev/fd/1", "=/proc/self/fd/1", a link to one of them),
+// one descriptor (/dev/stderr and /dev/fd/2), one file (however spelled, or through a chain of
+// links, one that points at a file that does not exist yet included: resolve), or a file that is
 // what standard output or a named descriptor is open on (`-o json=out.json > out.json`, a
 // descriptor duplicated from standard output). The second would land in the middle of, or in
 // place of, the first: a reader of the machine-readable one could not parse it. The null
@@ -136,6 +137,9 @@ func sharedStream(a, b Target) error {
 	case fdA >= 0 && fdA == fdB:
 		return fmt.Errorf("%s and %s both write to descriptor %d: %s", targetFlag(a), targetFlag(b), fdA, fix)
 	case fdA < 0 && fdB < 0 && samePath(a.Path, b.Path):
+		if file, ok := throughLinks(a, b); ok {
+			return fmt.Errorf("%s and %s both write %s (through symbolic links): give each its own file (-o %s=FILE)", targetFlag(a), targetFlag(b), file, b.Format)
+		}
 		return fmt.Errorf("-o %s and -o %s both write %s: give each its own file (-o %s=FILE)", a.Format, b.Format, b.Path, b.Format)
 	}
 	ia, ib := streamInfo(a, fdA), streamInfo(b, fdB)
@@ -154,13 +158,30 @@ func targetFlag(t Target) string {
 	return "-o " + string(t.Format) + "=" + t.Path
 }
 
+// throughLinks is the file two targets that name one write, when either names it through
+// symbolic links (ok false when neither is a link).
+func throughLinks(a, b Target) (file string, ok bool) {
+	for _, t := range []Target{a, b} {
+		if abs, err := filepath.Abs(t.Path); err == nil {
+			if real, err := resolve(t.Path); err == nil && real != abs {
+				return real, true
+			}
+		}
+	}
+	return "", false
+}
+
 // streamDescriptor is the descriptor a target writes to: 1 for standard output, the one a
-// path such as /dev/stderr or /dev/fd/3 names, -1 for a file.
+// path such as /dev/stderr or /dev/fd/3 names (or a link to it), -1 for a file.
 func streamDescriptor(t Target) int {
 	if t.Path == "" {
 		return 1
 	}
-	if fd, ok := descriptor(t.Path); ok {
+	p := t.Path
+	if real, err := resolve(p); err == nil {
+		p = real
+	}
+	if fd, ok := descriptor(p); ok {
 		return fd
 	}
 	return -1
@@ -206,23 +227,90 @@ func isNullDevice(fi os.FileInfo) bool {
 }
 
 // samePath reports whether two -o files name one file, however spelled: relative or
-// absolute, through symbolic links (a file that does not exist yet by its directory).
+// absolute, through symbolic links — a chain of them, and one that points at a file that does
+// not exist yet (resolve).
 func samePath(a, b string) bool {
 	return canonical(a) == canonical(b)
 }
 
 func canonical(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return filepath.Clean(p)
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
+	if real, err := resolve(p); err == nil {
 		return real
 	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(dir, filepath.Base(abs))
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
 	}
-	return abs
+	return filepath.Clean(p)
+}
+
+// maxLinks bounds the symbolic links resolve follows (the kernel's own bound is 40).
+const maxLinks = 40
+
+// resolve is the file writing p writes, as the kernel finds it when it opens p to create it:
+// the absolute path with every symbolic link followed — a link whose target does not exist
+// yet too (EvalSymlinks fails on it; the kernel creates the target), its target read relative
+// to the link's own directory, link after link, up to maxLinks (an error beyond: a loop). It
+// stops at a path that names a descriptor (/dev/stdout, /dev/fd/N: written through the
+// descriptor). A file that exists but that the links' text does not lead to (a /proc link to a
+// pipe or a socket) is p itself, for the kernel to follow.
+func resolve(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	p = abs
+	for hops := 0; ; hops++ {
+		if _, ok := descriptor(p); ok {
+			return p, nil
+		}
+		dir, base := splitLast(p)
+		if base == "" || base == "." || base == ".." { // a directory
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				return real, nil
+			}
+			return p, nil // as it is: a directory, to be refused as one
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		p = filepath.Join(dir, base)
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			if err != nil {
+				if _, err := os.Stat(abs); err == nil {
+					return abs, nil // the kernel reaches a file the links' text does not name
+				}
+			}
+			return p, nil
+		}
+		if hops == maxLinks {
+			return "", fmt.Errorf("%s: more than %d symbolic links (a loop?)", abs, maxLinks)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return p, nil
+		}
+		if !filepath.IsAbs(target) {
+			// Not cleaned: a ".." in the target is taken after the link before it is followed.
+			target = dir + string(filepath.Separator) + target
+		}
+		p = target
+	}
+}
+
+// splitLast splits p at its last separator, without cleaning it.
+func splitLast(p string) (dir, base string) {
+	i := len(p) - 1
+	for i >= len(filepath.VolumeName(p)) && !os.IsPathSeparator(p[i]) {
+		i--
+	}
+	if i < len(filepath.VolumeName(p)) {
+		return ".", p
+	}
+	if i == len(filepath.VolumeName(p)) { // the root
+		return p[:i+1], p[i+1:]
+	}
+	return p[:i], p[i+1:]
 }
 
 func (o *Flag) list() string {
@@ -275,31 +363,32 @@ func Write(stdout io.Writer, targets []Target, r *Report) error {
 }
 
 // writeFile writes a regular file whole, then renames it into place; through a symbolic
-// link, the file it points at (the link stays). What is not a regular file — a device such
-// as /dev/null, a FIFO a reader waits on — is written into as it is: a rename would replace
-// it (as root, /dev/null itself). /dev/stdout, /dev/stderr and /dev/fd/N are written through
-// the descriptor they name, wherever it points.
+// link — a chain of them, one whose target does not exist yet included (resolve) — the file
+// it points at (the links stay). What is not a regular file — a device such as /dev/null, a
+// FIFO a reader waits on — is written into as it is: a rename would replace it (as root,
+// /dev/null itself). /dev/stdout, /dev/stderr and /dev/fd/N (or a link to one) are written
+// through the descriptor they name, wherever it points.
 func writeFile(t Target, r *Report) (err error) {
 	w, ok := For(t.Format)
 	if !ok {
 		return fmt.Errorf("unsupported output format %q", t.Format)
 	}
-	if f, ok, err := openDescriptor(t.Path); ok {
+	path, err := resolve(t.Path)
+	if err != nil {
+		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
+	}
+	if f, ok, err := openDescriptor(path); ok {
 		if err != nil {
 			return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
 		}
 		return writeAndClose(w, f, t, r)
-	}
-	path := t.Path
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
 	}
 	if fi, err := os.Stat(path); err == nil {
 		switch {
 		case fi.IsDir():
 			return fmt.Errorf("writing -o %s=%s: %s is a directory: name a file in it, e.g. -o %s=%s", t.Format, t.Path, t.Path, t.Format, filepath.Join(t.Path, "results."+string(t.Format)))
 		case !fi.Mode().IsRegular():
-			return writeInto(w, t, r)
+			return writeInto(w, t, path, r)
 		}
 	}
 	dir := filepath.Dir(path)
@@ -343,10 +432,10 @@ func RemoveTemporaries() {
 	})
 }
 
-// writeInto writes into a file that is not a regular one (a device, a FIFO), never creating
-// or replacing it.
-func writeInto(w Writer, t Target, r *Report) error {
-	f, err := os.OpenFile(t.Path, os.O_WRONLY, 0)
+// writeInto writes into path, a file that is not a regular one (a device, a FIFO), never
+// creating or replacing it.
+func writeInto(w Writer, t Target, path string, r *Report) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("writing -o %s=%s: %w", t.Format, t.Path, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
@@ -80,7 +81,10 @@ type ImageResult struct {
 	Status Status `json:"status"`
 	// Reason says why a Warning's image was not verified ("" for Found and NotFound).
 	Reason Reason `json:"reason,omitempty"`
-	// Digest is the manifest digest when Found.
+	// Digest is the manifest digest the registry answered, when Found and when it is a
+	// well-formed OCI digest (OCIDigest) that holds no credential of the check in any form
+	// (hex included): a registry writes it, and one that wants a password back would write the
+	// password's hex there. Empty otherwise.
 	Digest string `json:"digest,omitempty"`
 	// Credentials name the sources whose credentials were sent, in order ("Secret
 	// npu/drivercred", "Docker config /root/.docker/config.json"); none: asked anonymously.
@@ -170,7 +174,7 @@ func (c *Checker) Check(ctx context.Context, images []string, keys Keys) map[str
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[img] = p.warning(img, "", nil, ReasonNotChecked, "check of "+img+" not started", ctx.Err())
+			results[img] = p.warning(img, "", nil, ReasonNotChecked, say("check of "+img+" not started"), ctx.Err())
 			continue
 		}
 		var k Keyring
@@ -186,7 +190,49 @@ func (c *Checker) Check(ctx context.Context, images []string, keys Keys) map[str
 		})
 	}
 	wg.Wait()
+	for img, r := range results {
+		if r.Digest != "" {
+			r.Digest = p.digest(img, r.Digest)
+			results[img] = r
+		}
+	}
 	return results
+}
+
+// digest is d, the manifest digest a registry answered for img, when driverguard may print it:
+// a well-formed OCI digest (OCIDigest) that holds no secret of the pass in any form or case
+// (the hex of a password fits in one) — "" otherwise. A registry chooses the digest it
+// answers; only the digest img itself pins (which go-containerregistry has checked the answer
+// against) is the user's own, and printed as it is. Checked once every image of the pass is
+// done, so that every secret the pass learnt counts.
+func (p *pass) digest(img, d string) string {
+	if !OCIDigest(d) {
+		return ""
+	}
+	if ref, err := name.NewDigest(img); err == nil && ref.DigestStr() == d {
+		return d
+	}
+	if p.guard.secrets.holds(d, img) {
+		return ""
+	}
+	return d
+}
+
+// OCIDigest reports whether d is a well-formed OCI digest as driverguard prints one: sha256:
+// and 64 lower-case hex digits, or sha512: and 128 (v1.NewHash's rules, held to the two
+// algorithms the OCI image spec registers).
+func OCIDigest(d string) bool {
+	h, err := v1.NewHash(d)
+	if err != nil || h.String() != d {
+		return false
+	}
+	switch h.Algorithm {
+	case "sha256":
+		return len(h.Hex) == 64
+	case "sha512":
+		return len(h.Hex) == 128
+	}
+	return false
 }
 
 // checkOne asks about img with each credential keyring holds for its repository, in order,
@@ -198,14 +244,14 @@ func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageR
 		ref, err = name.ParseReference(img, name.Insecure)
 	}
 	if err != nil {
-		return p.warning(img, "", nil, ReasonInvalidReference, fmt.Sprintf("parse image reference %q", img), err)
+		return p.warning(img, "", nil, ReasonInvalidReference, say(fmt.Sprintf("parse image reference %q", img)), err)
 	}
 	registry := ref.Context().RegistryStr()
 	ctx, cancel := context.WithTimeout(ctx, p.c.opts.Timeout)
 	defer cancel()
 	creds, problems := keyring.credentials(ctx, ref.Context())
 	if ctx.Err() != nil { // the deadline passed while credentials were looked up
-		return p.warning(img, registry, nil, classify(ctx.Err(), false), "check "+img+": "+strings.Join(problems, "; "), nil)
+		return p.warning(img, registry, nil, classify(ctx.Err(), false), say("check "+img+": ").and(problemsMessage(problems)), nil)
 	}
 	attempts := make([]*credential, 0, len(creds)+1)
 	for i := range creds {
@@ -215,7 +261,7 @@ func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageR
 	if len(attempts) == 0 {
 		attempts = append(attempts, nil)
 	}
-	check := "check " + img
+	check := say("check " + img)
 	var (
 		sent    []string
 		refused []string
@@ -235,52 +281,51 @@ func (p *pass) checkOne(ctx context.Context, img string, keyring Keyring) ImageR
 		if isManifestNotFound(err, ref) {
 			return p.result(ImageResult{Image: img, Status: NotFound, Credentials: sent,
 				Message: fmt.Sprintf("driver image %s not found: the registry answered 404 to the manifest request; publish the image or fix spec.registry/spec.image/spec.version", img)},
-				registry, "", err)
+				registry, message{}, err)
 		}
 		reason := classify(err, p.guard.plainHTTP(registry))
 		if reason == ReasonPlainHTTP {
 			var plain *PlainHTTPError
 			if errors.As(err, &plain) && !sameHost(plain.Host, registry) {
-				return p.warning(img, registry, sent, reason, check+": the token realm the registry's challenge names is on another host and in plain HTTP, where credentials would cross the network in the clear", err)
+				return p.warning(img, registry, sent, reason, check.then(": the token realm the registry's challenge names is on another host and in plain HTTP, where credentials would cross the network in the clear"), err)
 			}
-			return p.warning(img, registry, sent, reason, fmt.Sprintf("%s: %s answers in plain HTTP, which only loopback and registries given with --insecure-registry are asked over (credentials would cross the network in the clear): give --insecure-registry %s if that is intended",
-				check, registry, registry), err)
+			return p.warning(img, registry, sent, reason, check.then(fmt.Sprintf(": %s answers in plain HTTP, which only loopback and registries given with --insecure-registry are asked over (credentials would cross the network in the clear): give --insecure-registry %s if that is intended",
+				registry, registry)), err)
 		}
 		if reason == ReasonTimeout {
-			return p.warning(img, registry, sent, reason, fmt.Sprintf("%s: no answer within %s", check, p.c.opts.Timeout), err)
+			return p.warning(img, registry, sent, reason, check.then(fmt.Sprintf(": no answer within %s", p.c.opts.Timeout)), err)
 		}
 		if reason != ReasonUnauthorized && reason != ReasonForbidden {
 			return p.warning(img, registry, sent, reason, check, err)
 		}
 		if cred == nil {
-			return p.warning(img, registry, sent, reason, check+": "+noCredentials(registry, keyring, problems, err), err)
+			return p.warning(img, registry, sent, reason, check.then(": ").and(noCredentials(registry, keyring, problems, err)), err)
 		}
 		refused = append(refused, fmt.Sprintf("%s (%s)", cred.source, statusText(err)))
 		if len(refused) == len(attempts) {
-			msg := fmt.Sprintf("%s: the registry refused the credentials of %s for %s", check, strings.Join(refused, ", "), registry)
+			msg := check.then(fmt.Sprintf(": the registry refused the credentials of %s for %s", strings.Join(refused, ", "), registry))
 			if len(problems) > 0 {
-				msg += "; not usable: " + strings.Join(problems, "; ")
+				msg = msg.then("; not usable: ").and(problemsMessage(problems))
 			}
 			return p.warning(img, registry, sent, reason, msg, err)
 		}
 	}
-	return p.warning(img, registry, sent, ReasonOther, check+": no attempt made", nil)
+	return p.warning(img, registry, sent, ReasonOther, check.then(": no attempt made"), nil)
 }
 
 // noCredentials says why an anonymous request was refused: no source, none matching the host,
 // or sources that could not be used.
-func noCredentials(host string, keyring Keyring, problems []string, err error) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "the registry refused an anonymous request (%s): ", statusText(err))
+func noCredentials(host string, keyring Keyring, problems []problem, err error) message {
+	m := say(fmt.Sprintf("the registry refused an anonymous request (%s): ", statusText(err)))
 	if len(keyring) == 0 {
-		b.WriteString("no credentials were given (live: the drivers' spec.imagePullSecrets, read from --pull-secret-namespace; with files: --registry-config, Helm's registry config or the Docker config)")
+		m = m.then("no credentials were given (live: the drivers' spec.imagePullSecrets, read from --pull-secret-namespace; with files: --registry-config, Helm's registry config or the Docker config)")
 	} else {
-		fmt.Fprintf(&b, "no credentials for %s in %s", host, keyring.names())
+		m = m.then(fmt.Sprintf("no credentials for %s in %s", host, keyring.names()))
 	}
 	if len(problems) > 0 {
-		b.WriteString("; not usable: " + strings.Join(problems, "; "))
+		m = m.then("; not usable: ").and(problemsMessage(problems))
 	}
-	return b.String()
+	return m
 }
 
 // Cause is why a NotFound or Warning image got no manifest: the error, without the image it
@@ -294,7 +339,7 @@ func (r ImageResult) Cause() string {
 
 // warning is a not-verified result: what driverguard says (ours), then what went wrong
 // (describe).
-func (p *pass) warning(img, registry string, sent []string, reason Reason, ours string, cause error) ImageResult {
+func (p *pass) warning(img, registry string, sent []string, reason Reason, ours message, cause error) ImageResult {
 	return p.result(ImageResult{Image: img, Status: Warning, Reason: reason, Credentials: sent,
 		Message: "could not verify " + img + " (" + string(reason) + "; the pool proceeds, the kubelet decides whether the pull succeeds): "},
 		registry, ours, cause)
@@ -303,23 +348,23 @@ func (p *pass) warning(img, registry string, sent []string, reason Reason, ours 
 // result is the one place a NotFound or Warning result gets its words: its Err says what
 // driverguard says (ours) and the cause described (describe: rebuilt from what driverguard
 // knows, never from what a registry sent); a Warning's Message is r.Message (a prefix, ours)
-// followed by the same, a NotFound's r.Message alone. Every secret the pass saw is removed
-// from both, last, in every form it travels in. Everything that prints a result — every
-// output format, the audit's ClusterReports, the logs — prints these.
-func (p *pass) result(r ImageResult, registry, ours string, cause error) ImageResult {
-	text := ours
+// followed by the same, a NotFound's r.Message alone. The words from outside driverguard in
+// ours (message) are stripped, last, of every secret the pass saw, in every form it travels in
+// — but of none that driverguard's own words in the result print anyway. Everything that
+// prints a result — every output format, the audit's ClusterReports, the logs — prints these.
+func (p *pass) result(r ImageResult, registry string, ours message, cause error) ImageResult {
+	m := ours
 	if cause != nil {
-		if text != "" {
-			text += ": "
+		if !m.empty() {
+			m = m.then(": ")
 		}
-		text += describe(cause, registry)
+		m = m.then(describe(cause, registry))
 	}
-	text = p.guard.secrets.redact(text)
+	text := p.guard.secrets.render(m, append([]string{r.Image, r.Message, registry}, r.Credentials...)...)
 	r.Err = &redactedError{text: text, cause: cause}
 	if r.Status == Warning {
 		r.Message += text
 	}
-	r.Message = p.guard.secrets.redact(r.Message)
 	return r
 }
 

@@ -67,10 +67,10 @@ func (c credential) id() string { return c.source + "\x00" + c.key }
 
 // credentials returns the credentials the keyring holds for repo, in the order to try them,
 // and what is wrong with the sources that hold nothing usable.
-func (k Keyring) credentials(ctx context.Context, repo name.Repository) (creds []credential, problems []string) {
+func (k Keyring) credentials(ctx context.Context, repo name.Repository) (creds []credential, problems []problem) {
 	for _, s := range k {
 		if s.Problem != "" {
-			problems = append(problems, s.Name+": "+s.Problem)
+			problems = append(problems, problem{source: s.Name, text: s.Problem})
 			continue
 		}
 		if s.lookup == nil {
@@ -78,7 +78,7 @@ func (k Keyring) credentials(ctx context.Context, repo name.Repository) (creds [
 		}
 		ms, err := s.lookup(ctx, repo)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", s.Name, err))
+			problems = append(problems, problem{source: s.Name, text: err.Error()})
 			continue
 		}
 		for _, m := range ms {
@@ -86,6 +86,20 @@ func (k Keyring) credentials(ctx context.Context, repo name.Repository) (creds [
 		}
 	}
 	return creds, problems
+}
+
+// A problem is what is wrong with a source: its name (the user's own configuration) and what
+// is wrong, in words that may come from outside driverguard (an API server's error, a file
+// system's).
+type problem struct{ source, text string }
+
+// problemsMessage says what is wrong with each source, "; " between them.
+func problemsMessage(problems []problem) message {
+	ms := make([]message, len(problems))
+	for i, p := range problems {
+		ms[i] = say(p.source + ": ").quote(p.text)
+	}
+	return joinMessages(ms, "; ")
 }
 
 // names are the names of the keyring's sources, "" for none.

@@ -28,9 +28,13 @@ import (
 // describe rebuilds every failure from what driverguard knows itself — the registry host of
 // the image's own reference, the kind of request (the /v2/ ping, the manifest request, the
 // token request), the HTTP status, the error codes of the distribution spec's fixed list, and
-// a fixed phrase per kind of failure chosen by the error's type — and secrets.redact, applied
-// last to every message (pass.result), removes whatever the pass sent or was sent, in every
-// form it travels in, should a name driverguard repeats (a Secret's, a file's) hold one.
+// a fixed phrase per kind of failure chosen by the error's type. What a message holds from
+// outside driverguard — what a credential source says is wrong with it — is redacted last
+// (message, pass.result) of whatever the pass sent or was sent, in every form it travels in;
+// driverguard's own words and the user's own configuration (the image reference, the registry
+// host, the sources' names) are not, lest "[redacted]" point at a secret they happen to hold.
+// The one value a registry writes that is printed, the manifest digest, is printed only when
+// it is a well-formed OCI digest holding no such secret (pass.digest).
 
 // describe says what went wrong, in driverguard's words only: an HTTP answer by the request
 // it answered, its status and its spec-defined error codes; any other failure by its type.
@@ -41,6 +45,9 @@ func describe(err error, registry string) string {
 		return describeAnswer(te, registry)
 	}
 	if phrase, ok := challengeFailure(err); ok {
+		return phrase
+	}
+	if phrase, ok := manifestFailure(err, registry); ok {
 		return phrase
 	}
 	var bad *name.ErrBadName
@@ -229,6 +236,27 @@ func challengeFailure(err error) (string, bool) {
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &syn) || errors.As(err, &typ) {
 		return "the token endpoint's answer is not the token the registry token flow defines (JSON with a token)", true
+	}
+	return "", false
+}
+
+// manifestFailure describes a 200 to the manifest request that go-containerregistry refuses: a
+// Docker-Content-Digest that is no digest (v1.NewHash's errors), a digest other than the one
+// the reference pins, a header missing. Known by the words its own errors start with, never
+// repeated: the digest is the registry's to write, and could hold anything.
+func manifestFailure(err error, registry string) (string, bool) {
+	answered := "the manifest request to " + registry + " was answered "
+	switch {
+	case says(err, "cannot parse hash"), says(err, "found non-hex character in hash"),
+		says(err, "wrong number of hex digits"), says(err, "unsupported hash"):
+		return answered + "with a Docker-Content-Digest that is not an OCI digest (sha256: and 64 lower-case hex digits, or sha512: and 128); what it holds is not shown", true
+	case says(err, "manifest digest: "):
+		return answered + "with a digest other than the one the image reference pins", true
+	}
+	for _, e := range chain(err) {
+		if t := e.Error(); (strings.HasPrefix(t, "HEAD ") || strings.HasPrefix(t, "GET ")) && strings.Contains(t, ": response did not include ") {
+			return answered + "without a header a registry must send (Content-Type, Content-Length or Docker-Content-Digest)", true
+		}
 	}
 	return "", false
 }

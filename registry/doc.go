@@ -33,8 +33,16 @@
 // realm is the registry's choice), the HTTP status, only the error codes the OCI distribution
 // spec defines, and a fixed phrase per kind of failure chosen by the error's type. Nothing a
 // registry writes — a body, a header, an error code or message, a realm — is repeated, and
-// neither is an error's own text. Last, every message is stripped of every secret the check
-// sent or was sent, in every form it travels in (plain, URL-encoded, JSON-escaped with "/" as
-// "\/", base64 of user:password padded and not, standard and URL-safe, the Authorization
-// header). TestHostileRegistriesGetNoCredentialBack and test/redaction hold it.
+// neither is an error's own text. Last, what a message holds from outside driverguard (what a
+// credential source says is wrong with it: an API server's or a file system's error) is
+// stripped of every secret the check sent or was sent, in every form it travels in (plain,
+// user:password, URL-encoded, JSON-escaped with "/" as "\/", hex in either case, base64 of
+// user:password padded and not, standard and URL-safe, the Authorization header) — but not
+// of one that driverguard's own words or the user's own configuration in the same result
+// hold (the image reference, the registry host, the sources' names), which are printed whole
+// anyway: "[redacted]" there would only point at it. The secrets are the credentials sent,
+// and the token fields (token, access_token, refresh_token, id_token) of a token answer. The
+// manifest digest, the one value a registry writes that is printed, is printed only when it
+// is a well-formed OCI digest that holds none of them. TestHostileRegistriesGetNoCredentialBack,
+// TestHostileDigestIsNotPrinted, TestRedactionPointsAtNothing and test/redaction hold it.
 package registry

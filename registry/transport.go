@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,16 +79,20 @@ func isTokenRequest(req *http.Request) bool {
 	return q.Has("scope") || q.Has("service")
 }
 
-// minTokenLength: the shortest string of a token answer taken for a secret.
-const minTokenLength = 8
-
 // maxTokenResponse bounds what is read ahead of a token answer to learn its secrets; beyond
 // it the answer is passed on unread (go-containerregistry bounds it too).
 const maxTokenResponse = 1 << 20
 
-// fromTokenResponse adds every string of a token answer's JSON (a 200: an error's words are
-// no token, and what is described of an error never comes from its body) to the secrets, and
-// gives the body back to its reader unchanged.
+// tokenFields are the fields of a token answer that hold a token (the registry token flow's
+// token and access_token, OAuth 2's refresh_token and OpenID Connect's id_token), matched as
+// encoding/json matches a field's name: without regard to case.
+var tokenFields = []string{"token", "access_token", "refresh_token", "id_token"}
+
+// fromTokenResponse adds the tokens of a token answer (a 200: an error's words are no token,
+// and what is described of an error never comes from its body) to the secrets — the string
+// values of its tokenFields, nothing else: every other string of the answer is the token
+// endpoint's to choose, and a secret hunted in every message would let it hide words of its
+// choice — and gives the body back to its reader unchanged.
 func (s *secrets) fromTokenResponse(resp *http.Response) {
 	if resp.Body == nil {
 		return
@@ -101,28 +106,15 @@ func (s *secrets) fromTokenResponse(resp *http.Response) {
 	if err != nil {
 		return
 	}
-	var doc any
+	var doc map[string]any
 	if json.Unmarshal(head, &doc) != nil {
 		return
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case string:
-			if len(v) >= minTokenLength { // not "Bearer", a date, a scope's words
-				s.add(v)
-			}
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range v {
-				walk(e)
-			}
+	for k, v := range doc {
+		if v, ok := v.(string); ok && slices.ContainsFunc(tokenFields, func(f string) bool { return strings.EqualFold(f, k) }) {
+			s.add(v)
 		}
 	}
-	walk(doc)
 }
 
 // plainHTTP: loopback, and hosts given as insecure (host:port, or the host for any port).
@@ -187,16 +179,17 @@ func insecureHosts(hosts []string) map[string]bool {
 	return out
 }
 
-// secrets are the values no message may carry: passwords, tokens, Authorization headers, and
-// the forms each travels in.
+// secrets are the values nothing from outside driverguard may carry into output: passwords,
+// user:password, tokens, Authorization headers, and the forms each travels in.
 type secrets struct {
 	mu     sync.Mutex
 	values map[string]struct{}
 }
 
 // add adds v and the forms it travels in: URL-encoded (a query or a form, a path; the escapes
-// in upper and lower case) and JSON-escaped (with and without HTML escaping, and with "/"
-// written "\/" as some encoders write it).
+// in upper and lower case), JSON-escaped (with and without HTML escaping, and with "/"
+// written "\/" as some encoders write it) and hex-encoded (lower and upper case: what a
+// registry that wants a secret back would write in a digest).
 func (s *secrets) add(v string) {
 	if v = strings.TrimSpace(v); v == "" {
 		return
@@ -227,7 +220,8 @@ func travelForms(v string) []string {
 		j = j[1 : len(j)-1] // the quotes
 		out = append(out, j, strings.ReplaceAll(j, "/", `\/`))
 	}
-	return out
+	h := hex.EncodeToString([]byte(v))
+	return append(out, h, strings.ToUpper(h))
 }
 
 // lowerEscapes writes the percent escapes of s in lower case (%2f for %2F).
@@ -252,12 +246,15 @@ func lowerHex(c byte) byte {
 // standard and URL-safe.
 var base64Encodings = []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
 
-// addBasic adds a user's password and what HTTP basic auth makes of it: base64 of user:pass
-// in every encoding, each with the "Basic " of its Authorization header.
+// addBasic adds a user's password and what HTTP basic auth makes of it: user:pass itself, and
+// its base64 in every encoding, each with the "Basic " of its Authorization header.
 func (s *secrets) addBasic(user, pass string) {
 	s.add(pass)
 	if user == "" && pass == "" {
 		return
+	}
+	if pass != "" {
+		s.add(user + ":" + pass)
 	}
 	for _, enc := range base64Encodings {
 		b := enc.EncodeToString([]byte(user + ":" + pass))
@@ -292,16 +289,42 @@ func (s *secrets) addConfig(a authn.AuthConfig) {
 }
 
 // tokenField is a token in a JSON answer a registry or token server might echo in an error.
-var tokenField = regexp.MustCompile(`(?i)("(?:access_token|token|refresh_token|password|auth|identitytoken|registrytoken)"\s*:\s*")[^"]*(")`)
+var tokenField = regexp.MustCompile(`(?i)("(?:access_token|token|refresh_token|id_token|password|auth|identitytoken|registrytoken)"\s*:\s*")[^"]*(")`)
 
-// redact removes every secret from msg, longest first (a secret may contain a shorter one).
-func (s *secrets) redact(msg string) string {
+// sorted are the secrets, longest first (a secret may contain a shorter one).
+func (s *secrets) sorted() []string {
 	s.mu.Lock()
 	values := slices.Collect(maps.Keys(s.values))
 	s.mu.Unlock()
 	slices.SortFunc(values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	for _, v := range values {
-		msg = strings.ReplaceAll(msg, v, "[redacted]")
+	return values
+}
+
+// redact removes every secret, in every form it travels in, from text that came from outside
+// driverguard — except the secrets that occur in ours: what the same output says in
+// driverguard's own words (its fixed phrases, and the user's own configuration it repeats: the
+// image reference, the registry host, the sources' names). Such a secret is printed there
+// anyway, whole; "[redacted]" in text would only mark where it occurs (a password that is a
+// path segment of the image would be read off the difference), and a short one would mangle
+// text to no purpose.
+func (s *secrets) redact(text string, ours ...string) string {
+	for _, v := range s.sorted() {
+		if !slices.ContainsFunc(ours, func(o string) bool { return strings.Contains(o, v) }) {
+			text = strings.ReplaceAll(text, v, "[redacted]")
+		}
 	}
-	return tokenField.ReplaceAllString(msg, "${1}[redacted]${2}")
+	return tokenField.ReplaceAllString(text, "${1}[redacted]${2}")
+}
+
+// holds reports whether v holds a secret, in any form and any case, that ours does not (see
+// redact).
+func (s *secrets) holds(v string, ours ...string) bool {
+	v = strings.ToLower(v)
+	for _, secret := range s.sorted() {
+		secret = strings.ToLower(secret)
+		if strings.Contains(v, secret) && !slices.ContainsFunc(ours, func(o string) bool { return strings.Contains(strings.ToLower(o), secret) }) {
+			return true
+		}
+	}
+	return false
 }

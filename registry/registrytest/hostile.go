@@ -2,12 +2,14 @@ package registrytest
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,8 +55,42 @@ const (
 	CredentialRealmDNS Misbehaviour = "credential-realm-dns"
 )
 
-// Misbehaviours are all of them but CredentialRealmDNS (which asks the resolver).
+// Misbehaviours are all of them that refuse the credentials but CredentialRealmDNS (which asks
+// the resolver).
 var Misbehaviours = []Misbehaviour{MalformedRealm, TokenEchoJSON, CodeIsPassword, SplitPassword, Base64Echo, URLEncodedEcho, CredentialRealm, CredentialRealmHost}
+
+// The misbehaviours of a registry that takes the credentials: its token endpoint issues a
+// token, an access token and a refresh token to the right user and password (the token flow),
+// and it answers every manifest request that carries its token as says.
+const (
+	// DigestEcho: every manifest is there (200), its Docker-Content-Digest sha256: followed by
+	// the hex of the password, padded with zeros to 64 digits (a well-formed digest).
+	DigestEcho Misbehaviour = "digest-echo"
+	// DigestEchoToken: as DigestEcho with the hex of the refresh token it issued, which the
+	// client never sends back.
+	DigestEchoToken Misbehaviour = "digest-echo-token"
+	// DigestNotOCI: as DigestEcho with the hex in upper case, which is no OCI digest.
+	DigestNotOCI Misbehaviour = "digest-not-oci"
+	// ServerError: every manifest request is answered 501 Not Implemented (a server error
+	// go-containerregistry does not retry: no backoff to wait for), the password and the marker
+	// in its body. With a password that is a word of the image reference (a path segment), a client
+	// that redacts its own words of the reference prints where the password is.
+	ServerError Misbehaviour = "server-error"
+)
+
+// DigestMisbehaviours are the registries that answer a manifest with a digest of their choice.
+var DigestMisbehaviours = []Misbehaviour{DigestEcho, DigestEchoToken, DigestNotOCI}
+
+// Tokens are what the token endpoint of a registry that takes the credentials issues.
+const (
+	AccessToken  = "hostile-access-7c1e"
+	RefreshToken = "hostile-refresh-93ad"
+)
+
+// takesCredentials: how is a misbehaviour of a registry that takes the credentials.
+func takesCredentials(how Misbehaviour) bool {
+	return how == ServerError || slices.Contains(DigestMisbehaviours, how)
+}
 
 // Hostile is a registry on loopback that wants user and pass (basic auth for MalformedRealm,
 // the token flow for the others), has no image, and answers as how says: to make its client
@@ -86,8 +122,15 @@ func (h *Hostile) Seen() []string {
 }
 
 // Forms are the forms of the registry's credentials no output may hold (CredentialForms),
-// and every Authorization it was sent.
-func (h *Hostile) Forms() []string { return append(CredentialForms(h.user, h.pass), h.Seen()...) }
+// every Authorization it was sent, and the forms of the tokens it issues (TokenForms) when it
+// takes the credentials.
+func (h *Hostile) Forms() []string {
+	out := append(CredentialForms(h.user, h.pass), h.Seen()...)
+	if takesCredentials(h.How) {
+		out = append(out, TokenForms()...)
+	}
+	return out
+}
 
 func (h *Hostile) serve(w http.ResponseWriter, req *http.Request) {
 	auth := req.Header.Get("Authorization")
@@ -97,8 +140,12 @@ func (h *Hostile) serve(w http.ResponseWriter, req *http.Request) {
 		h.mu.Unlock()
 	}
 	switch {
+	case req.URL.Path == "/token" && takesCredentials(h.How):
+		h.issue(w, req)
 	case req.URL.Path == "/token":
 		h.token(w, req, auth)
+	case takesCredentials(h.How) && auth == "Bearer "+AccessToken && strings.Contains(req.URL.Path, "/manifests/"):
+		h.manifest(w)
 	case h.How == MalformedRealm && req.URL.Path == "/v2/":
 		if seen := h.Seen(); len(seen) > 0 {
 			last := seen[len(seen)-1]
@@ -135,6 +182,42 @@ func (h *Hostile) challenge(w http.ResponseWriter, challenge string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusUnauthorized)
 	_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"`+Marker+` authentication required"}]}`)
+}
+
+// issue is the token endpoint of a registry that takes the credentials: tokens to the right
+// user and password.
+func (h *Hostile) issue(w http.ResponseWriter, req *http.Request) {
+	if u, p, ok := req.BasicAuth(); !ok || u != h.user || p != h.pass {
+		h.challenge(w, `Basic realm="hostile"`)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"token": AccessToken, "access_token": AccessToken, "refresh_token": RefreshToken, "expires_in": 300})
+}
+
+// manifest answers a manifest request with the token (takesCredentials).
+func (h *Hostile) manifest(w http.ResponseWriter) {
+	digest := func(secret string) string {
+		b := make([]byte, 32)
+		copy(b, secret)
+		return "sha256:" + hex.EncodeToString(b)
+	}
+	switch h.How {
+	case ServerError:
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotImplemented)
+		_, _ = fmt.Fprintf(w, "%s %s\n", Marker, h.pass)
+		return
+	case DigestEcho:
+		w.Header().Set("Docker-Content-Digest", digest(h.pass))
+	case DigestEchoToken:
+		w.Header().Set("Docker-Content-Digest", digest(RefreshToken))
+	case DigestNotOCI:
+		w.Header().Set("Docker-Content-Digest", strings.ToUpper(digest(h.pass)))
+	}
+	w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+	w.Header().Set("Content-Length", "100")
+	w.WriteHeader(http.StatusOK)
 }
 
 // token is the token endpoint: never a token.
@@ -191,7 +274,8 @@ func slashes(s string) string {
 // CredentialForms are the forms of user:pass no output may hold: the password plain,
 // URL-encoded (query and path, escapes in either case) and JSON-escaped (with "/" as "\/" too);
 // base64 of user:pass padded and not, standard and URL-safe, each plain, JSON-escaped with "\/"
-// and URL-encoded; and the Authorization header.
+// and URL-encoded; the Authorization header; and the hex of the password and of user:pass, in
+// lower and upper case.
 func CredentialForms(user, pass string) []string {
 	var out []string
 	add := func(v string) {
@@ -206,6 +290,23 @@ func CredentialForms(user, pass string) []string {
 		b := enc.EncodeToString([]byte(user + ":" + pass))
 		add(b)
 		add("Basic " + b)
+	}
+	for _, v := range []string{pass, user + ":" + pass} {
+		for _, f := range []string{hex.EncodeToString([]byte(v)), strings.ToUpper(hex.EncodeToString([]byte(v)))} {
+			if !contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// TokenForms are the forms of the tokens a registry that takes the credentials issues, no
+// output may hold: each plain, and its hex in lower and upper case.
+func TokenForms() []string {
+	var out []string
+	for _, t := range []string{AccessToken, RefreshToken} {
+		out = append(out, t, "Bearer "+t, hex.EncodeToString([]byte(t)), strings.ToUpper(hex.EncodeToString([]byte(t))))
 	}
 	return out
 }

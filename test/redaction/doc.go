@@ -3,7 +3,10 @@
 // (registrytest.NewHostile: a token realm that is no URL and carries the Authorization seen
 // before, a token answer echoing the Authorization in JSON with "/" as "\/", an error code that
 // is the password, the password split across codes and messages, base64 and URL-encoded
-// echoes, a realm URL holding the credential).
+// echoes, a realm URL holding the credential; and registries that take the credentials and
+// answer a manifest with a digest of their choice — the hex of the password or of a token —
+// or with a server error when the password is a path segment of the image, where
+// "[redacted]" in a message would point at it).
 //
 // The real driverguard binary (built once, or DRIVERGUARD_BIN) runs every command that checks
 // images — preview, plan, route and audit from files with a Docker config that holds

@@ -122,15 +122,24 @@ type fixture struct {
 	dockerDir string
 	nodeObjs  []*corev1.Node
 	secrets   []*corev1.Secret
+	// passwordOf is the password each registry wants.
+	passwordOf func(registrytest.Misbehaviour) string
 }
 
-// newFixture serves the registries and writes the files.
+// newFixture serves the registries of registrytest.Misbehaviours and writes the files.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{dir: t.TempDir()}
+	return newFixtureOf(t, registrytest.Misbehaviours, passwordOf)
+}
+
+// newFixtureOf serves a registry per misbehaviour of hows, each wanting user and passwordOf(how),
+// and writes the files.
+func newFixtureOf(t *testing.T, hows []registrytest.Misbehaviour, passwordOf func(registrytest.Misbehaviour) string) *fixture {
+	t.Helper()
+	f := &fixture{dir: t.TempDir(), passwordOf: passwordOf}
 	var values strings.Builder
 	auths := map[string]any{}
-	for i, how := range registrytest.Misbehaviours {
+	for i, how := range hows {
 		h := registrytest.NewHostile(t, user, passwordOf(how), how)
 		f.regs = append(f.regs, h)
 		if i == 0 {
@@ -253,7 +262,7 @@ func (f *fixture) forbidden() []string {
 	for _, h := range f.regs {
 		out = append(out, h.Forms()...)
 		if h.How == registrytest.SplitPassword {
-			p := passwordOf(h.How)
+			p := f.passwordOf(h.How)
 			out = append(out, p[:len(p)/2], p[len(p)/2:])
 			for _, a := range h.Seen() {
 				out = append(out, a[:len(a)/2], a[len(a)/2:])
