@@ -23,11 +23,11 @@
 #   6. serve's resident memory at 10,000 nodes and 500 RBLNDrivers (hack/servemem: a real
 #      kube-apiserver and etcd, serve as its own process), without and with the audit; with
 #      it, relabel-to-report latency and report writes under a burst of 1,000 relabels.
-#   7. the served webhook side by side with OPA's own server: ../shared/perf/run.sh (PERF_DIR),
+#   7. the served webhook side by side with OPA's own server: hack/perf/run.sh (PERF_DIR),
 #      when present; it is how admission speed is judged.
 #
 # Usage: hack/bench.sh [runs]   (runs per measurement, default 5; medians are reported)
-#   PERF_DIR=../shared/perf  the side-by-side admission harness (skipped when absent)
+#   PERF_DIR=hack/perf  the side-by-side admission harness (skipped when absent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
@@ -290,7 +290,7 @@ $GO run ./hack/servemem -bin "$DG" -assets bin -crds config/crd/bases -nodes 100
 echo "== the same with the audit running (goals: peak <= 200 MiB, audit adds <= 32 MiB; relabel -> report p99 <= 2 s; a burst writes a report at most once a second)"
 $GO run ./hack/servemem -bin "$DG" -assets bin -crds config/crd/bases -nodes 10000 -drivers 500 -audit -load 30s
 
-PERF_DIR=${PERF_DIR:-../shared/perf}
+PERF_DIR=${PERF_DIR:-hack/perf}
 echo
 if [ -x "$PERF_DIR/run.sh" ] || [ -f "$PERF_DIR/run.sh" ]; then
 	echo "== admission side by side with OPA's server ($PERF_DIR/run.sh)"

@@ -270,8 +270,8 @@ func BenchmarkAdmissionWithPolicies(b *testing.B) {
 	}
 }
 
-// perf3 are the three checks of ../shared/perf (the OPA-server anchor of the perf harness) on
-// driverguard's input.
+// perf3 are the three checks of hack/perf (policy3/perf.rego; opa3 is the OPA-server anchor of
+// the perf harness) on driverguard's input.
 const perf3 = `package driverguard.perf
 
 deny contains msg if {
@@ -294,7 +294,7 @@ deny contains msg if {
 // BenchmarkServeHTTP is one RBLNDriver CREATE AdmissionReview through the webhook's HTTP
 // handler (body decoding, the decision with policies, the response), the work the served
 // webhook does per request minus TLS: the three checks alone and the bundled library, on a
-// small and a large cluster. Its cost must not grow with the cluster (SPEC §5.2).
+// small and a large cluster. Its cost must not grow with the cluster (docs/webhook.md "Cost").
 func BenchmarkServeHTTP(b *testing.B) {
 	benchServeHTTP(b, benchState, wt.Driver("rbln-driver-bench", wt.Sel(operator.LabelFamily, "rebel", "pool", "p7", "topology.kubernetes.io/zone", "zone-3")))
 }
@@ -342,7 +342,7 @@ func benchServeHTTP(b *testing.B, cluster func(nodes, drivers int) webhook.State
 	}
 }
 
-// rackState is the cluster of the side-by-side harness (../shared/perf): n nodes alternating
+// rackState is the cluster of the side-by-side harness (hack/perf): n nodes alternating
 // ATOM and REBEL over 50 racks, two OS versions and five kernels, and d drivers: the default
 // one and one per ATOM rack slot.
 func rackState(n, d int) webhook.State {
