@@ -3,10 +3,15 @@
 // annotations) — each given a Report. Commands build the Report and choose the formats
 // (-o, repeatable: `-o table -o sarif=results.sarif`); they never format findings themselves.
 //
-// It holds the commands' own views of their results too: plan's table (PlanTable), change
-// ticket (PlanMarkdown, with the estimated rollout as a mermaid gantt) and page (PlanHTML, its
+// It holds the commands' own views of their results too, so that a command binds flags, runs
+// an action and hands the result to a writer: plan's table (PlanTable), change ticket
+// (PlanMarkdown, with the estimated rollout as a mermaid gantt) and page (PlanHTML, its
 // template embedded), each drawn from the plan alone — the rollout estimate is the plan's
-// (plan.Estimate), not the view's.
+// (plan.Estimate), not the view's; check's (CheckTable, CheckReport, PostRenderPass),
+// preview's (PreviewTable), route's (RouteTable, RouteImages), audit's (AuditTable,
+// AuditReport), render's (RenderTable), test's (TestReport), review's (ReviewTable) and
+// policy test's (PolicyTests) views, and the warnings said on standard error (InputWarnings,
+// PlanReleaseNotice).
 //
 // Outputs are inert (docs/output.md, "Outputs are inert"): a table or text view shows every
 // value from the input through Escape and is written through InertWriter, so no control

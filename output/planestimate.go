@@ -106,7 +106,7 @@ func batchSegments(p *action.PlanReport) ([]lane, []batchSegment) {
 const mermaidGanttSegments = 60
 
 // printMermaidGantt writes the batches as a mermaid gantt diagram (a section per driver and
-// pool, a task per batch in it), on the estimated timeline of estimateRollout: code hosts
+// pool, a task per batch in it), on the estimated timeline of the plan's Estimate: code hosts
 // render it where the change ticket is read. Names are reduced to what mermaid's gantt
 // grammar reads as text (letters, digits, " ._/()-"), so none can end a task or a section.
 func printMermaidGantt(w io.Writer, p *action.PlanReport) {

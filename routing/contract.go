@@ -1,6 +1,6 @@
 package routing
 
-// The `driverguard route -o json` contract (SPEC §7): exactly these keys, every list sorted
+// The `driverguard route -o json` contract (docs/routing.md "`route -o json` contract"): exactly these keys, every list sorted
 // by name and never null. Result carries more detail; Contract drops it so the contract stays
 // stable when Result grows.
 

@@ -12,7 +12,7 @@ import (
 	"github.com/driverguard/driverguard/operator"
 )
 
-// TestContractKeys pins the `route -o json` contract of SPEC §7: exactly these keys.
+// TestContractKeys pins the `route -o json` contract of docs/routing.md "`route -o json` contract": exactly these keys.
 func TestContractKeys(t *testing.T) {
 	drivers := []v1alpha1.RBLNDriver{
 		drv("rbln-driver", nil),

@@ -1,6 +1,6 @@
 // Package routing answers, for every node, which RBLNDriver owns it, which driver DaemonSet
-// (pool) runs on it and which image that DaemonSet pulls: SPEC §3 (node routing) and §4
-// (pools, DaemonSets, image paths), once, for the CLI and the admission webhook alike.
+// (pool) runs on it and which image that DaemonSet pulls: docs/routing.md "Owner of a node" and
+// "Pools, DaemonSets, images", once, for the CLI and the admission webhook alike.
 //
 // Everything here is pure: functions take drivers and nodes and return values sorted
 // independently of input order; nothing reads files, the API server or a registry.

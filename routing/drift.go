@@ -10,7 +10,7 @@ import (
 	"github.com/driverguard/driverguard/operator"
 )
 
-// Drift kinds: what is wrong with the cluster now, whatever any change would do (SPEC §8, §9).
+// Drift kinds: what is wrong with the cluster now, whatever any change would do (docs/plan.md "An audit: no values", docs/audit.md "What is judged").
 // `plan` lists them per node; the audit reports them per driver.
 const (
 	DriftUnowned             = finding.RuleUnowned // a candidate node no driver selects

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/output"
 )
 
 // TestAuditExample: the example inventory against the example drivers — stale owner labels
@@ -217,7 +218,7 @@ spec:
 		{"bad \xff utf-8", `bad \xff utf-8`},
 		{"bidi \u202e", `bidi \u202e`},
 	} {
-		assert.Equal(t, tt.want, printable(tt.in), "%q", tt.in)
+		assert.Equal(t, tt.want, output.Escape(tt.in), "%q", tt.in)
 	}
 }
 

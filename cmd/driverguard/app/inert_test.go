@@ -263,13 +263,13 @@ func TestTablesShowEscapeSequencesEscaped(t *testing.T) {
 	t.Run("test's suite report", func(t *testing.T) {
 		res := hostile[action.TestRunResult](0, false)
 		var b bytes.Buffer
-		require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, testReport(res)))
+		require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, output.TestReport(res)))
 		assertTerminalSafe(t, b.String())
 	})
 	t.Run("review", func(t *testing.T) {
 		review := hostile[admissionv1.AdmissionReview](0, false)
 		var b bytes.Buffer
-		require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, &output.Report{Table: func(w io.Writer) error { return printReview(w, review) }}))
+		require.NoError(t, output.Write(&b, []output.Target{{Format: output.Table}}, &output.Report{Table: func(w io.Writer) error { return output.ReviewTable(w, review) }}))
 		assertTerminalSafe(t, b.String())
 	})
 	table := newOutput(formatTable, formatTable, formatJSON)
@@ -282,7 +282,7 @@ func TestTablesShowEscapeSequencesEscaped(t *testing.T) {
 	t.Run("policy test", func(t *testing.T) {
 		tests := *hostile[[]action.TestResult](0, false)
 		var b bytes.Buffer
-		require.NoError(t, table.print(&b, nil, func(w io.Writer) error { printTests(w, tests, true); return nil }))
+		require.NoError(t, table.print(&b, nil, func(w io.Writer) error { output.PolicyTests(w, tests, true); return nil }))
 		assertTerminalSafe(t, b.String())
 	})
 	t.Run("route's tables", func(t *testing.T) {
@@ -290,7 +290,11 @@ func TestTablesShowEscapeSequencesEscaped(t *testing.T) {
 		images := *hostile[[]action.ImageResult](0, false)
 		check := hostile[action.ImageCheck](0, true)
 		var b bytes.Buffer
-		require.NoError(t, table.print(&b, nil, func(w io.Writer) error { printRouting(w, routing); printImages(w, images, *check); return nil }))
+		require.NoError(t, table.print(&b, nil, func(w io.Writer) error {
+			output.RouteTable(w, routing)
+			output.RouteImages(w, images, *check)
+			return nil
+		}))
 		assertTerminalSafe(t, b.String())
 	})
 	t.Run("render's table", func(t *testing.T) {
@@ -423,19 +427,23 @@ func TestTextViewsKeepAValueInPlace(t *testing.T) {
 		t.Run(fmt.Sprintf("route, checked %t", bools), func(t *testing.T) {
 			assertEachValueInPlace(t, func(v string) string {
 				routing, images, check := filled[action.Routing](v, bools), filled[[]action.ImageResult](v, bools), filled[action.ImageCheck](v, true)
-				return write(func(w io.Writer) error { printRouting(w, routing); printImages(w, *images, *check); return nil })
+				return write(func(w io.Writer) error {
+					output.RouteTable(w, routing)
+					output.RouteImages(w, *images, *check)
+					return nil
+				})
 			})
 		})
 		t.Run(fmt.Sprintf("preview, flags %t", bools), func(t *testing.T) {
 			assertEachValueInPlace(t, func(v string) string {
 				rep := filled[action.PreviewReport](v, bools)
-				return write(func(w io.Writer) error { return printPreview(w, rep) })
+				return write(func(w io.Writer) error { return output.PreviewTable(w, rep) })
 			})
 		})
 		t.Run(fmt.Sprintf("check, flags %t", bools), func(t *testing.T) {
 			assertEachValueInPlace(t, func(v string) string {
 				rep := filled[action.CheckReport](v, bools)
-				return write(func(w io.Writer) error { return printCheck(w, rep) })
+				return write(func(w io.Writer) error { return output.CheckTable(w, rep) })
 			})
 		})
 		t.Run(fmt.Sprintf("audit, flags %t", bools), func(t *testing.T) {
@@ -446,7 +454,7 @@ func TestTextViewsKeepAValueInPlace(t *testing.T) {
 						r.Results[i].Result = action.AuditFail // the label is the result's, upper-cased
 					}
 				}
-				return write(func(w io.Writer) error { return printAudit(w, res) })
+				return write(func(w io.Writer) error { return output.AuditTable(w, res) })
 			})
 		})
 		t.Run(fmt.Sprintf("policy test, verbose %t", bools), func(t *testing.T) {
@@ -455,13 +463,13 @@ func TestTextViewsKeepAValueInPlace(t *testing.T) {
 				for i := range tests {
 					tests[i].Output = "" // its line breaks are the output's own: below
 				}
-				return write(func(w io.Writer) error { printTests(w, tests, bools); return nil })
+				return write(func(w io.Writer) error { output.PolicyTests(w, tests, bools); return nil })
 			})
 		})
 	}
 	t.Run("policy test, each line of a test's output", func(t *testing.T) {
 		var b bytes.Buffer
-		printTests(&b, []action.TestResult{{Outcome: action.TestFail, Package: "p", Name: "test_x", File: "x.rego", Line: 1,
+		output.PolicyTests(&b, []action.TestResult{{Outcome: action.TestFail, Package: "p", Name: "test_x", File: "x.rego", Line: 1,
 			Output: "first\t\x1b[31mline\nsecond\rline\n"}}, false)
 		assert.Equal(t, "FAIL  p.test_x (x.rego:1)\n      first\\t\\x1b[31mline\n      second\\rline\n0/1 passed; bundled library: 0/0 passed\n", b.String())
 	})
@@ -516,7 +524,7 @@ func TestStandardErrorKeepsAValueInPlace(t *testing.T) {
 	})
 	t.Run("input warnings", func(t *testing.T) {
 		assertEachValueInPlace(t, func(v string) string {
-			return write(func(w io.Writer) { printInputWarnings(w, []string{"--nodes " + v + " holds no nodes", v}) })
+			return write(func(w io.Writer) { output.InputWarnings(w, []string{"--nodes " + v + " holds no nodes", v}) })
 		})
 	})
 	t.Run("the release plan --release reads", func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/validation"
@@ -86,14 +85,6 @@ func writeYAML(w io.Writer, v any) error {
 // break the columns either.
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(output.InertWriter(w), 0, 0, 2, ' ', 0)
-}
-
-// formatSelector prints a selector as sorted k=v pairs; the empty selector is "{}".
-func formatSelector(sel map[string]string) string {
-	if len(sel) == 0 {
-		return "{}"
-	}
-	return labels.Set(sel).String()
 }
 
 // printWarnings writes render warnings to stderr, one line each, escaped (output.Escape: a

@@ -2,7 +2,6 @@ package app
 
 import (
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -93,43 +92,4 @@ unreachable cluster).`,
 	addImageFlags(f, &job.RegistryCheck, true, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	registerOutput(f, formats)
 	return cmd
-}
-
-// sentence starts s with a capital and ends it with a full stop.
-func sentence(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:] + "."
-}
-
-// imageChange is a node's image old -> new for the table: the tags only when the repository
-// stays (a driver rollout changes the tag), the whole references when it changes.
-func imageChange(old, new string) string {
-	oldRepo, oldTag := splitTag(old)
-	newRepo, newTag := splitTag(new)
-	if old == "" || new == "" || oldRepo != newRepo {
-		return arrow(old, new)
-	}
-	return arrow(oldTag, newTag)
-}
-
-// splitTag splits an image reference into its repository and tag (no tag: "").
-func splitTag(ref string) (string, string) {
-	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
-		return ref[:i], ref[i+1:]
-	}
-	return ref, ""
-}
-
-func arrow(old, new string) string {
-	switch {
-	case old == new:
-		return dash(new)
-	case old == "":
-		return "- -> " + new
-	case new == "":
-		return old + " -> -"
-	}
-	return old + " -> " + new
 }

@@ -34,7 +34,7 @@ the same input document. See docs/policy-authoring.md.`,
 func newPolicyTestCommand(s Streams) *cobra.Command {
 	job := action.NewPolicyTest(s.cfg)
 	var verbose bool
-	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
+	format := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "test [DIR...]",
 		Short: "Run the Rego unit tests of policy directories together with the bundled library's",
@@ -56,7 +56,7 @@ Exit codes: 0 every test passed; 1 a test failed or errored; 2 a module does not
 			if len(dirs) > 0 && res.Yours() == 0 {
 				fmt.Fprintf(s.Err, "Warning: no tests (test_* rules) in %s\n", escapedList(dirs))
 			}
-			if err := output.print(s.Out, res, func(w io.Writer) error { printTests(w, res.Tests, verbose); return nil }); err != nil {
+			if err := format.print(s.Out, res, func(w io.Writer) error { output.PolicyTests(w, res.Tests, verbose); return nil }); err != nil {
 				return err
 			}
 			return failedUnless(res.Failed == 0)
@@ -65,7 +65,7 @@ Exit codes: 0 every test passed; 1 a test failed or errored; 2 a module does not
 	cmd.Flags().StringVar(&job.Match, "run", "", "run only the tests whose package.name matches this regular expression")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list the bundled library's tests too")
 	durationVar(cmd.Flags(), &job.Timeout, "timeout", 5*time.Second, testTimeoutRange, "deadline of one test")
-	output.register(cmd.Flags())
+	format.register(cmd.Flags())
 	return cmd
 }
 
@@ -82,38 +82,6 @@ func escapedList(values []string) string {
 // runner fails tests that pass; above 10m a test that loops holds the job.
 var testTimeoutRange = durationRange{min: 10 * time.Millisecond, max: 10 * time.Minute,
 	low: "tests that pass fail on a loaded machine"}
-
-// printTests lists the user's tests (and failing or, verbose, all bundled ones) and a summary.
-// A test's package, name and file, its error and each line of its output are escaped
-// (output.Escape): they come from the policies.
-func printTests(w io.Writer, results []action.TestResult, verbose bool) {
-	type tally struct{ passed, total int }
-	var yours, bundled tally
-	for _, r := range results {
-		t := &yours
-		if r.Bundled {
-			t = &bundled
-		}
-		t.total++
-		if r.Outcome == action.TestPass {
-			t.passed++
-		}
-		if r.Bundled && r.Outcome == action.TestPass && !verbose {
-			continue
-		}
-		esc := output.Escape
-		fmt.Fprintf(w, "%-5s %s.%s (%s:%d)\n", esc(string(r.Outcome)), esc(r.Package), esc(r.Name), esc(r.File), r.Line)
-		if r.Error != "" {
-			fmt.Fprintf(w, "      %s\n", esc(r.Error))
-		}
-		if r.Outcome != action.TestPass && r.Output != "" {
-			for _, line := range strings.Split(strings.TrimRight(r.Output, "\n"), "\n") {
-				fmt.Fprintf(w, "      %s\n", esc(line))
-			}
-		}
-	}
-	fmt.Fprintf(w, "%d/%d passed; bundled library: %d/%d passed\n", yours.passed, yours.total, bundled.passed, bundled.total)
-}
 
 func newPolicyInputCommand(s Streams) *cobra.Command {
 	job := action.NewPolicyInput(s.cfg)

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/output"
 )
 
@@ -119,7 +118,7 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 	if !rep.Passed {
 		var msg bytes.Buffer
 		fmt.Fprintf(&msg, "driverguard post-render: the rendered objects fail the check, judged against %s; nothing was applied\n\n", output.Escape(res.Against))
-		if err := printCheck(&msg, rep); err != nil {
+		if err := output.CheckTable(&msg, rep); err != nil {
 			return err
 		}
 		if o.parentStderr {
@@ -142,7 +141,7 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 		s.parentStderr(msg)
 		return nil
 	}
-	msg := passMessage(res)
+	msg := output.PostRenderPass(res)
 	if _, err := s.Err.Write(msg); err != nil {
 		return err
 	}
@@ -152,40 +151,6 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 		s.parentStderr(msg)
 	}
 	return nil
-}
-
-// passMessage says that the rendered objects passed, what they were judged against, and every
-// warning and audit finding, one line each, every value escaped (output.Escape: the context
-// and server judged against, the objects' names, the findings' messages, the nodes).
-func passMessage(res *action.PostRenderResult) []byte {
-	rep := res.Report
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "driverguard post-render: %d resources passed (%s", len(rep.Resources), plural(rep.Warnings, "warning"))
-	if rep.Audited > 0 {
-		fmt.Fprintf(&b, ", %s", plural(rep.Audited, "audit finding"))
-	}
-	fmt.Fprintf(&b, "), judged against %s\n", output.Escape(res.Against))
-	byObject := verdictFindings(rep.Findings)
-	for _, r := range rep.Resources {
-		title := r.Kind + "/" + r.Name
-		shown := output.Escape(title)
-		for _, f := range ofLevel(byObject[finding.Object{Kind: r.Kind, Name: r.Name}], finding.Warn) {
-			fmt.Fprintf(&b, "  WARN   %s: %s\n", shown, findingLine(f, title))
-		}
-		if r.OmittedWarn > 0 {
-			fmt.Fprintf(&b, "  WARN   %s: ... and %d more\n", shown, r.OmittedWarn)
-		}
-		for _, f := range ofLevel(byObject[finding.Object{Kind: r.Kind, Name: r.Name}], finding.Audit) {
-			fmt.Fprintf(&b, "  AUDIT  %s: %s\n", shown, findingLine(f, title))
-		}
-	}
-	for _, l := range rep.DriverLoss { // acknowledged with --allow-driver-loss
-		fmt.Fprintf(&b, "  WARN   Node/%s (--allow-driver-loss)\n", output.Escape(lossLine(l)))
-	}
-	for _, w := range rep.InputWarnings {
-		fmt.Fprintf(&b, "  WARN   %s\n", output.Escape(w))
-	}
-	return b.Bytes()
 }
 
 // WriteParentStderr writes msg to the standard error of the process that started this one,

@@ -51,7 +51,7 @@ func printRender(w io.Writer, format string, r *action.Rendered) error {
 		}
 		return writeJSON(w, list)
 	case formatTable:
-		return printRendered(w, r)
+		return output.RenderTable(w, r)
 	}
 	data, err := action.Manifest(r)
 	if err != nil {
@@ -76,17 +76,4 @@ func asList(r *action.Rendered) (*metav1.List, error) {
 		list.Items = append(list.Items, runtime.RawExtension{Raw: raw})
 	}
 	return list, nil
-}
-
-// printRendered lists the rendered objects, one line each, the names, versions and selectors
-// (from the values) escaped (output.Escape).
-func printRendered(w io.Writer, r *action.Rendered) error {
-	esc := output.Escape
-	tw := newTable(w)
-	fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tSELECTOR")
-	fmt.Fprintf(tw, "RBLNClusterPolicy\t%s\t-\t-\n", esc(r.ClusterPolicy.Name))
-	for _, d := range r.Drivers {
-		fmt.Fprintf(tw, "RBLNDriver\t%s\t%s\t%s\n", esc(d.Name), esc(d.Spec.Version), esc(formatSelector(d.Spec.NodeSelector)))
-	}
-	return tw.Flush()
 }

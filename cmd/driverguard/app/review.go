@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 
@@ -52,7 +51,7 @@ not read past the limit).`,
 				return err
 			}
 			r := &output.Report{Tool: "driverguard review", Findings: review.Findings, Document: review, Rules: action.NewRuleRegistry(),
-				Table: func(w io.Writer) error { return printReview(w, review.AdmissionReview) }}
+				Table: func(w io.Writer) error { return output.ReviewTable(w, review.AdmissionReview) }}
 			if req := review.Request; req != nil {
 				r.Judged = []output.Subject{{Object: finding.Object{Kind: req.Kind.Kind, Name: req.Name}, Name: req.Kind.Kind + "/" + req.Name}}
 			}
@@ -84,37 +83,4 @@ func reviewExit(resp *admissionv1.AdmissionResponse) error {
 		return &exitError{code: ExitUsage, err: errSilent}
 	}
 	return &exitError{code: ExitInvalid, err: errSilent}
-}
-
-// printReview summarises an answered review for people.
-func printReview(w io.Writer, review *admissionv1.AdmissionReview) error {
-	req, resp := review.Request, review.Response
-	verdict := "ALLOWED"
-	if !resp.Allowed {
-		verdict = "DENIED"
-		if resp.Result != nil {
-			verdict = fmt.Sprintf("DENIED (%d %s)", resp.Result.Code, resp.Result.Reason)
-		}
-	}
-	name := req.Name
-	if req.Namespace != "" {
-		name = req.Namespace + "/" + name
-	}
-	fmt.Fprintf(w, "%s/%s %s: %s\n", printable(req.Kind.Kind), printable(name), printable(string(req.Operation)), verdict)
-	if resp.Result != nil && !resp.Allowed {
-		if resp.Result.Details == nil || len(resp.Result.Details.Causes) == 0 {
-			fmt.Fprintf(w, "  DENY  %s\n", printable(resp.Result.Message))
-		} else {
-			for _, c := range resp.Result.Details.Causes {
-				fmt.Fprintf(w, "  DENY  %s\n", printable(string(c.Type)+": "+c.Field+": "+c.Message))
-			}
-		}
-	}
-	for _, wn := range resp.Warnings {
-		fmt.Fprintf(w, "  WARN  %s\n", printable(wn))
-	}
-	if len(resp.Patch) > 0 {
-		fmt.Fprintf(w, "  PATCH %s\n", printable(string(resp.Patch)))
-	}
-	return nil
 }

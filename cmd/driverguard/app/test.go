@@ -2,15 +2,12 @@ package app
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"regexp"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/driverguard/driverguard/action"
-	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/output"
 )
 
@@ -67,7 +64,7 @@ file: named with its line) or a policy does not compile.`,
 			if err != nil {
 				return err
 			}
-			if err := output.Write(s.Out, formats.Targets(), testReport(res)); err != nil {
+			if err := output.Write(s.Out, formats.Targets(), output.TestReport(res)); err != nil {
 				return err
 			}
 			return failedUnless(res.Passed)
@@ -78,70 +75,4 @@ file: named with its line) or a policy does not compile.`,
 	cmd.Flags().StringArrayVar(&job.CoverageOf, "coverage-of", nil, "count only these rules in coverage: a rule ID, a policy package (its deny and warn; with or without driverguard., as --disable names it) or a glob such as 'team.*' (can repeat)")
 	registerOutput(cmd.Flags(), formats)
 	return cmd
-}
-
-// testReport is a test run for the writers: each case a subject (a JUnit case of its suite
-// file), failed by the expectations it missed.
-func testReport(res *action.TestRunResult) *output.Report {
-	r := &output.Report{Tool: "driverguard test", Findings: res.Findings, Document: res, Rules: action.NewRuleRegistry(),
-		OnlyJudged: true, Table: func(w io.Writer) error { return printTestTable(w, res) }}
-	for _, c := range res.Cases {
-		r.Judged = append(r.Judged, output.Subject{Object: finding.Object{Kind: finding.KindTestCase, Name: c.Name},
-			Name: c.Name, Group: c.Suite, Location: &finding.Location{File: c.Suite, Line: c.Line}, Duration: max(c.Duration, 1), Error: c.Error})
-	}
-	return r
-}
-
-// printTestTable prints each case (PASS, FAIL with what was expected and what came, ERROR),
-// then the coverage and a summary.
-func printTestTable(w io.Writer, res *action.TestRunResult) error {
-	for _, c := range res.Cases {
-		switch {
-		// Names, messages and policies' words are the suite's: escaped, so that they cannot
-		// act on the terminal.
-		case c.Error != "":
-			fmt.Fprintf(w, "ERROR %s:%d %s\n  %s\n", printable(c.Suite), c.Line, printable(c.Name), printable(c.Error))
-		case !c.Passed:
-			fmt.Fprintf(w, "FAIL  %s:%d %s\n", printable(c.Suite), c.Line, printable(c.Name))
-			for _, m := range c.Mismatch {
-				fmt.Fprintf(w, "  line %d: expected %s\n          got %s\n", m.Line, printable(m.Expected), printable(m.Got))
-			}
-		default:
-			fmt.Fprintf(w, "PASS  %s:%d %s\n", printable(c.Suite), c.Line, printable(c.Name))
-		}
-	}
-	fmt.Fprintln(w, "\nCOVERAGE")
-	tw := newTable(w)
-	fmt.Fprintln(tw, "RULE\tFIRED\tPASSED")
-	var uncovered []string
-	for _, r := range res.Coverage {
-		name := r.Rule
-		if r.BuiltIn {
-			name += " (built-in)"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", printable(name), len(r.Fired), len(r.Passed))
-		if !r.Covered() {
-			uncovered = append(uncovered, r.Rule)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(uncovered) > 0 {
-		fmt.Fprintf(w, "never fired: %s\n", printable(strings.Join(uncovered, ", ")))
-	}
-	verdict := "passed"
-	if !res.Passed {
-		verdict = "FAILED"
-		if res.Failed == 0 {
-			verdict = fmt.Sprintf("FAILED (coverage below --min-coverage %g%%)", res.MinCoverage)
-		}
-	}
-	scope := ""
-	if len(res.CoverageOf) > 0 {
-		scope = " matching --coverage-of " + printable(strings.Join(res.CoverageOf, ", "))
-	}
-	_, err := fmt.Fprintf(w, "\n%d cases, %d failed; coverage %.1f%% of %d rules%s; %s\n",
-		len(res.Cases), res.Failed, res.CoveragePct, len(res.Coverage), scope, verdict)
-	return err
 }
