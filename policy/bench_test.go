@@ -23,7 +23,7 @@ deny contains "never" if input.object.kind == "Nothing"
 // of examples/multi-driver.yaml, with its routing on the example nodes) with a cluster view
 // (data.driverguard_cluster) of the 12 example nodes or 10,000 generated ones: the full
 // bundled library versus a single trivial rule, in the same run. The cluster view is held
-// once by the engine, so the cost must not grow with it (SPEC §5.2). hack/bench.sh reports
+// once by the engine, so the cost must not grow with it (docs/webhook.md "Cost"). hack/bench.sh reports
 // the ratios.
 func BenchmarkEvaluate(b *testing.B) {
 	trivialDir := b.TempDir()

@@ -16,7 +16,7 @@ import (
 )
 
 // ClusterKey is the data document that holds the cluster view: policies read the cluster at
-// data.driverguard_cluster (SPEC §5.2). Policy directories may not set it.
+// data.driverguard_cluster (docs/webhook.md "Cost"). Policy directories may not set it.
 const ClusterKey = "driverguard_cluster"
 
 // ClusterView is the cluster as policies read it at data.driverguard_cluster:

@@ -17,7 +17,7 @@ import (
 )
 
 const (
-	// policyNamespace is the root of every policy package (SPEC §6).
+	// policyNamespace is the root of every policy package (docs/policy-authoring.md "2. Write a rule").
 	policyNamespace = "driverguard"
 	// decisionPackage holds the generated aggregation of every policy's deny and warn.
 	decisionPackage = "driverguard_engine"

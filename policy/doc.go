@@ -1,5 +1,5 @@
 // Package policy evaluates OPA (Rego v1) policies on RBLNDrivers and the RBLNClusterPolicy
-// (SPEC §6), with one input document ([Input], docs/policy-input.schema.json) at render time
+// (docs/policy-authoring.md), with one input document ([Input], docs/policy-input.schema.json) at render time
 // (`driverguard check`) and at admission (the webhook, `driverguard review`).
 //
 // The input holds the object and what is specific to it (old object, operation, user, source

@@ -8,7 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// Enforcement is what a policy rule's messages do (SPEC §9): a deny rule in `deny` denies; in
+// Enforcement is what a policy rule's messages do (docs/audit.md "Trial a rule: enforcement"): a deny rule in `deny` denies; in
 // `warn` its messages are warnings; a rule in `audit` changes no verdict and no exit code —
 // its messages are reported by the audit and listed, labelled, by `check`. A warn rule warns
 // in `deny` and `warn`. Each rule (a package's deny, its warn) has one: declared in METADATA

@@ -6,8 +6,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 )
 
-// InputSchemaVersion versions the input document and the cluster data document (SPEC §6,
-// docs/policy-input.schema.json). Changing their shape is a breaking change for every user
+// InputSchemaVersion versions the input document and the cluster data document
+// (docs/policy-authoring.md "1. Look at what a policy sees", docs/policy-input.schema.json). Changing their shape is a breaking change for every user
 // policy: bump it and say so in the release notes.
 //
 // v2 moved the cluster out of the input: input.cluster (every other driver and every node,
@@ -62,7 +62,7 @@ type Input struct {
 	PoolTags []string `json:"-"`
 }
 
-// Routing is the routing verdict on one RBLNDriver (SPEC §3, §4), computed from the nodes its
+// Routing is the routing verdict on one RBLNDriver (docs/routing.md "Owner of a node", "Pools, DaemonSets, images"), computed from the nodes its
 // selector matches only: policies iterate over its pools, never over the cluster's nodes.
 type Routing struct {
 	// Selected is the number of candidate nodes (rebellions.ai/npu.deploy.driver=true) the

@@ -15,7 +15,7 @@ import (
 // home of a library rule is <LibraryDir>/<file>.rego:<line>.
 const LibraryDir = "policy/library"
 
-// ruleBodies are the registry's rules of pkgs (SPEC §14): one per rule body a package
+// ruleBodies are the registry's rules of pkgs (docs/output.md "A finding", docs/rules.md): one per rule body a package
 // defines (its deny, its warn), with what the enforcement configured for it makes of its
 // findings (METADATA custom.enforcement, the caller's --enforcement), disabled when the
 // package is off, titled by its METADATA and homed at the body's first definition.
@@ -108,7 +108,7 @@ func annotationTitle(a *ast.Annotations) string {
 	return strings.TrimSpace(line)
 }
 
-// Rules are the registry's rules of the active policy set (SPEC §14): every rule body of
+// Rules are the registry's rules of the active policy set (docs/rules.md): every rule body of
 // every policy package, disabled ones included, sorted by ID. finding.NewRegistry(e.Rules()...)
 // adds the built-in rules.
 func (e *Engine) Rules() []finding.Rule {

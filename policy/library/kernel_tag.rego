@@ -1,7 +1,7 @@
 # METADATA
 # title: Every pool's kernel forms a valid driver image tag
 # description: |
-#   A driver image tag is <spec.version>-<kernel>-<os><osVersion> (SPEC §4), with the kernel
+#   A driver image tag is <spec.version>-<kernel>-<os><osVersion> (docs/routing.md "Pools, DaemonSets, images"), with the kernel
 #   label used raw. For every pool the RBLNDriver would run (input.routing.pools), the tag
 #   must be a valid OCI tag; a kernel such as 5.15.0+custom cannot be, and that pool's nodes
 #   would get no driver. One message per invalid tag, with a sample of its nodes.

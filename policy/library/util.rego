@@ -5,7 +5,7 @@
 #   user policies may import as data.driverguard.lib.util.
 package driverguard.lib.util
 
-# Node labels (SPEC §4).
+# Node labels (docs/routing.md "Pools, DaemonSets, images").
 family_label := "rebellions.ai/npu.family"
 
 os_label := "feature.node.kubernetes.io/system-os_release.ID"
