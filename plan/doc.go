@@ -1,5 +1,5 @@
 // Package plan computes what applying a release does to every node — the rollout plan of
-// SPEC §8 (`driverguard plan`): per RBLNDriver its action and versions, per node its owner,
+// docs/plan.md (`driverguard plan`): per RBLNDriver its action and versions, per node its owner,
 // pool and image before and after and the action that follows (upgrade, change-owner,
 // lose-driver, gain-driver, held by the skip label, blocked by a drain blocker), the rollout
 // in batches of maxParallelUpgrades or, with autoUpgrade false, the manual procedure per

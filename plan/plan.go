@@ -34,7 +34,7 @@ const (
 	DriverUnchanged = "unchanged"
 )
 
-// Node actions (SPEC §8): release's, plus held and blocked.
+// Node actions (docs/plan.md): release's, plus held and blocked.
 const (
 	NodeNone        = release.NodeNone
 	NodeUpgrade     = release.NodeUpgrade     // the driver pod restarts with a new image
@@ -76,12 +76,12 @@ type Inputs struct {
 	CheckImages func(ctx context.Context, images []string, after *release.Result) map[string]registry.ImageResult
 }
 
-// Plan is what applying the values does. Its JSON form is the `plan -o json` contract of SPEC
-// §8: keys may be added, never renamed or removed; lists are sorted as documented and never
+// Plan is what applying the values does. Its JSON form is the `plan -o json` contract of
+// docs/plan.md "Exit codes and JSON": keys may be added, never renamed or removed; lists are sorted as documented and never
 // null.
 type Plan struct {
 	// Drivers are sorted by name.
-	// Findings are the plan's findings (SPEC §14): each denial, each node that would lose
+	// Findings are the plan's findings (docs/output.md "A finding"): each denial, each node that would lose
 	// its driver, each image missing (deny) or not verified (warn), the input warnings
 	// (warn) and the drift now (audit: it fails nothing).
 	Findings []finding.Finding `json:"findings"`
@@ -181,7 +181,7 @@ type NodePlan struct {
 	NewImage string `json:"newImage"`
 	// Pool is the node's pool after the change ("" for none).
 	Pool string `json:"pool"`
-	// Reason is the routing reason of §7 when the node gets no driver or no image.
+	// Reason is the routing reason of docs/routing.md "`route -o json` contract" when the node gets no driver or no image.
 	Reason   string    `json:"reason"`
 	Blockers []Blocker `json:"blockers"`
 	// Restart is whether the node's driver pod is replaced (upgrade, change-owner), the
@@ -504,7 +504,7 @@ func (p *Plan) rollout(up *v1alpha1.UpgradePolicy, wl *workloadIndex, before *ro
 	}
 }
 
-// manualSteps is what an operator does on one node with OnDelete DaemonSets (SPEC §8): shell
+// manualSteps is what an operator does on one node with OnDelete DaemonSets (docs/plan.md "Without autoUpgrade: the manual procedure"): shell
 // commands to paste, so every name in them is a shell word (shellArg) and every comment one
 // line (shellComment), whatever the inventory holds.
 func manualSteps(n *NodePlan, up *v1alpha1.UpgradePolicy, wl *workloadIndex, daemonSet string) []string {

@@ -16,7 +16,7 @@ import (
 	"github.com/driverguard/driverguard/api/v1alpha1"
 )
 
-// Blocker kinds (SPEC §8).
+// Blocker kinds (docs/plan.md "Exit codes and JSON").
 const (
 	BlockerPDB           = "PodDisruptionBudget"
 	BlockerSingleReplica = "SingleReplica"
