@@ -29,7 +29,7 @@ type driverValues struct {
 	Instances     opt[map[string]opt[blockValues]] `json:"instances"`
 }
 
-// blockValues are the fields an instance shares with the top-level block (SPEC §2).
+// blockValues are the fields an instance shares with the top-level block (docs/values.md "Instances").
 type blockValues struct {
 	Image             opt[imageValues]            `json:"image"`
 	ImagePullSecrets  opt[[]string]               `json:"imagePullSecrets"`

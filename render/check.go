@@ -14,7 +14,7 @@ import (
 )
 
 // MaxListedErrors bounds the problems an *InvalidValuesError holds; the others are counted
-// (SPEC §7: messages cap long lists with a total).
+// (README.md "Exit codes": messages cap long lists with a total).
 const MaxListedErrors = 50
 
 // maxRepeatedDetail is the longest detail repeated word for word in one report.
@@ -64,7 +64,7 @@ func checkValues(ctx context.Context, vs *valuesSchema, vals, defaults map[strin
 	return report(probs, src)
 }
 
-// rules are what the schema cannot state (SPEC §2): label syntax and reserved selector keys
+// rules are what the schema cannot state (docs/values.md "Instances", "Errors"): label syntax and reserved selector keys
 // and annotation keys and sizes (api/validation, as the webhook applies them); a null that
 // removes a required inherited image field; the size limits of an instance's maps merged
 // with those it inherits.

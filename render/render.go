@@ -280,7 +280,7 @@ func (cs clashes) restore(vals map[string]any) {
 	}
 }
 
-// inherit is an instance's effective block (SPEC §2): Helm's chartutil.CoalesceTables of the
+// inherit is an instance's effective block (docs/values.md "Instances"): Helm's chartutil.CoalesceTables of the
 // instance over what it inherits — maps merge key by key, the instance winning; lists and
 // scalars replace; a null removes the inherited value — with its own nodeSelector, never
 // inherited. The chart's driverguard.inherit follows the same rules; test/differential

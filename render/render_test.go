@@ -50,7 +50,7 @@ func driver(t *testing.T, r *render.Result, name string) v1alpha1.RBLNDriverSpec
 	return v1alpha1.RBLNDriverSpec{}
 }
 
-// TestInheritanceRules has one case per row of the SPEC §2 inheritance table and per clearing
+// TestInheritanceRules has one case per row of the inheritance table of docs/values.md "Instances" and per clearing
 // rule.
 func TestInheritanceRules(t *testing.T) {
 	tests := []struct {
@@ -289,7 +289,7 @@ func TestInheritanceRules(t *testing.T) {
 	}
 }
 
-// TestValidationErrors covers every error case of SPEC §2; each message names the values path.
+// TestValidationErrors covers every error case of docs/values.md "Instances" and "Errors"; each message names the values path.
 func TestValidationErrors(t *testing.T) {
 	tests := []struct {
 		name, values, want string

@@ -20,7 +20,7 @@ import (
 
 // Rollback is a values overlay that gives objects back: given after the values it was made
 // for (`-f new.yaml -f rollback.yaml`), the chart renders the wanted RBLNDrivers and
-// RBLNClusterPolicy again. It is the inverse of the spec mapping of SPEC §2 — each field of a
+// RBLNClusterPolicy again. It is the inverse of the spec mapping of docs/values.md "Values" — each field of a
 // spec written back at its values path, a null where the values would otherwise add a key the
 // spec lacks (docs/values.md, "The null rule") — and it is proven by rendering: Verified says
 // the chart renders exactly the wanted objects.
@@ -67,7 +67,7 @@ type RollbackTarget struct {
 // top-level block changed in the instances that inherit from it, the last verifies.
 const rollbackPasses = 4
 
-// instanceKeyRE is the instance key of SPEC §2.
+// instanceKeyRE is the instance key of docs/values.md "Instances".
 var instanceKeyRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 
 // MakeRollback returns the overlay that, merged over vals (the values of a change, as Load
@@ -302,7 +302,7 @@ func (o *overlay) pin(key string, spec, got *v1alpha1.RBLNDriverSpec) {
 	o.pinned[name] = true
 }
 
-// blockValuesOf is a spec as a driver block (SPEC §2's mapping, inverted): every field when
+// blockValuesOf is a spec as a driver block (docs/values.md "Values": the mapping, inverted): every field when
 // got is nil (the driver does not render), else only the fields in which got differs, each
 // whole (a map with a null for every key of got it lacks).
 func blockValuesOf(spec, got *v1alpha1.RBLNDriverSpec) map[string]any {

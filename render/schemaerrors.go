@@ -24,7 +24,7 @@ import (
 // (below); the rules themselves are the schema's.
 
 // explanation words the error of one schema keyword where the generic words would not say
-// why: SPEC §2's inheritance table and the driver block's rules between fields.
+// why: the inheritance table of docs/values.md "Instances" and the driver block's rules between fields.
 type explanation struct {
 	typ    field.ErrorType
 	detail string
