@@ -43,7 +43,7 @@ func validDrivers(drivers []v1alpha1.RBLNDriver) map[string]v1alpha1.RBLNDriver 
 	return out
 }
 
-// naiveOwner is the reference implementation of SPEC §3 for one node: O(drivers²).
+// naiveOwner is the reference implementation of docs/routing.md "Owner of a node" for one node: O(drivers²).
 func naiveOwner(valid map[string]v1alpha1.RBLNDriver, n Node) (owner, reason string) {
 	if n.Labels[operator.LabelDeployDriver] != "true" {
 		return "", ReasonOutOfScope

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Node reasons: the closed set of values of [NodeResult.Reason] (SPEC §7).
+// Node reasons: the closed set of values of [NodeResult.Reason] (docs/routing.md "`route -o json` contract").
 const (
 	// ReasonOutOfScope: the node is not a candidate (rebellions.ai/npu.deploy.driver is not
 	// "true") and must carry no owner label.
