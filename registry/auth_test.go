@@ -54,7 +54,7 @@ func leaks(t *testing.T, results map[string]ImageResult, secrets ...string) {
 	}
 }
 
-// TestCheckAuthenticates (SPEC §12): against registries that want credentials — basic auth,
+// TestCheckAuthenticates (README.md "Private registries"): against registries that want credentials — basic auth,
 // and the token flow — a published image is found and an unpublished one is
 // DriverImageNotFound with the right credentials from each source; with none, none matching,
 // or wrong ones, every image is a warning that says why and names what was tried; no

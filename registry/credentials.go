@@ -26,7 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// A Source is one place credentials come from (SPEC §12): a pull Secret, or a file in the
+// A Source is one place credentials come from (README.md "Private registries"): a pull Secret, or a file in the
 // Docker config format (--registry-config, Helm's registry config, the Docker config).
 type Source struct {
 	// Name says where, for messages: "Secret npu/drivercred", "--registry-config /etc/r.json",

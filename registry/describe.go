@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
-// What leaves the process about a registry (SPEC §12, "Credentials never appear in output").
+// What leaves the process about a registry (docs/audit.md "serve --audit": credentials never appear in output).
 //
 // A registry that wants to see a credential again controls a great deal of what a client
 // reads: the bodies and headers of its answers, the error codes in them, the token realm its

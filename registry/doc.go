@@ -1,5 +1,5 @@
 // Package registry checks that composed driver images exist before a pool is rolled out
-// (SPEC §4, "Registry check").
+// (docs/routing.md "Pools, DaemonSets, images", README.md "Private registries").
 //
 // Each distinct image is checked once with a manifest HEAD request (remote.Head), with
 // bounded concurrency and a per-image timeout. Only an HTTP 404 answered to the manifest HEAD
@@ -26,7 +26,7 @@
 // authenticators, [KeychainFromDockerConfigJSON] and [KeychainFromSecrets] build one from
 // imagePullSecrets (kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg).
 //
-// Credentials never appear in output (SPEC §12). An [ImageResult]'s Message and Err, which
+// Credentials never appear in output (docs/audit.md "serve --audit"). An [ImageResult]'s Message and Err, which
 // every output format, the audit's ClusterReports and the logs print, are rebuilt in
 // driverguard's own words (describe.go): the registry host of the image's reference, the kind
 // of request (the /v2/ ping, the manifest request, the token request — never a URL: a token

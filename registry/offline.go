@@ -18,7 +18,7 @@ const (
 	sourceDockerConfig       = "Docker config"
 )
 
-// OfflineKeyring is the CLI's credentials when it reads files (SPEC §12): the credentials the
+// OfflineKeyring is the CLI's credentials when it reads files (README.md "Private registries"): the credentials the
 // user already has. First registryConfig (--registry-config, Helm's flag: a file in the Docker
 // config format), which must exist; without it Helm's registry config ($HELM_REGISTRY_CONFIG,
 // or Helm's default path) when it exists. Then the Docker config ($DOCKER_CONFIG/config.json,

@@ -53,7 +53,7 @@ func passCluster(reg *registrytest.Registry, nodes, drivers int) ([]v1alpha1.RBL
 	return ds, routing.Route(ds, ns, routing.Options{})
 }
 
-// TestCheckAsksEachImageOnce (SPEC §12 cost): one image pass at 10,000 nodes × 500 drivers,
+// TestCheckAsksEachImageOnce (README.md "Private registries": each distinct image once): one image pass at 10,000 nodes × 500 drivers,
 // every driver naming the same pull Secret, asks the registry for each distinct image once,
 // pings it and fetches a token once per repository (the token's scope), and reads the Secret
 // once.

@@ -34,7 +34,7 @@ func SecretsOf[D v1alpha1.RBLNDriver | *v1alpha1.RBLNDriver](drivers []D) Driver
 	return out
 }
 
-// PullSecrets gives each image of res the keyring the kubelet would pull it with (SPEC §12):
+// PullSecrets gives each image of res the keyring the kubelet would pull it with (README.md "Private registries"):
 // the spec.imagePullSecrets of the drivers whose pools or RSMD DaemonSets pull it, in driver
 // order, each Secret once, read from namespace (where the driver DaemonSets run) with r. Each
 // Secret is read once, now: a Secret rotated later is read by the next check. A Secret that

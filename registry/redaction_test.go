@@ -106,7 +106,7 @@ func dnsFails(host string) http.RoundTripper {
 	return tr
 }
 
-// TestHostileRegistriesGetNoCredentialBack (SPEC §12, "Credentials never appear in output"):
+// TestHostileRegistriesGetNoCredentialBack (docs/audit.md "serve --audit": credentials never appear in output):
 // registries built to make the check repeat the credentials it sends — a token realm that is
 // no URL and carries the Authorization seen in the pass before, a token answer that echoes the
 // Authorization in JSON with "/" written "\/", an error code that is the password, the

@@ -1,5 +1,5 @@
 // Package registrytest serves in-process OCI registries that want credentials, for the tests
-// of the registry check (SPEC §12): go-containerregistry's pkg/registry behind HTTP basic auth
+// of the registry check (README.md "Private registries"): go-containerregistry's pkg/registry behind HTTP basic auth
 // or behind the registry token flow, counting what it is asked.
 package registrytest
 
