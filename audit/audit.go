@@ -325,7 +325,7 @@ func withCredentials(r registry.ImageResult, props map[string]string) map[string
 }
 
 // Images are the images a snapshot's pools and RSMD DaemonSets pull: what a registry check
-// covers (SPEC §9: every image a pool pulls).
+// covers (docs/audit.md "What is judged": every image a pool pulls).
 func Images(snap *cluster.Snapshot) []string {
 	route := snap.Route()
 	var out []string

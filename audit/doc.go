@@ -1,4 +1,4 @@
-// Package audit judges what is stored (SPEC §9): every RBLNDriver and the RBLNClusterPolicy
+// Package audit judges what is stored (docs/audit.md): every RBLNDriver and the RBLNClusterPolicy
 // of a cluster snapshot through the one decision core, as if created now against the
 // current cluster, plus the drift of the nodes (routing.NodeDrift) and, with image results,
 // the images the pools pull that their registry lacks. A pass gives one report per

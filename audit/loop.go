@@ -40,7 +40,7 @@ type Policies interface {
 	Status() policy.Status
 }
 
-// Loop keeps the audit running in serve (SPEC §9): a pass after every change of the cluster
+// Loop keeps the audit running in serve (docs/audit.md "serve --audit"): a pass after every change of the cluster
 // view or of the policies (at most one per MinGap), a full pass every Interval whatever
 // happens, registry checks of every image every ImageInterval (the passes in between use
 // their results). It runs on one replica: it needs leader election.
