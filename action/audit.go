@@ -13,7 +13,7 @@ import (
 	"github.com/driverguard/driverguard/registry"
 )
 
-// Audit runs the audit of the cluster once (`driverguard audit`, SPEC §9): every stored
+// Audit runs the audit of the cluster once (`driverguard audit`, docs/audit.md): every stored
 // RBLNDriver and the RBLNClusterPolicy judged as serve's audit judges them, with the drift of
 // the nodes and, with CheckImages, every image the pools pull.
 type Audit struct {

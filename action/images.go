@@ -16,7 +16,7 @@ import (
 	"github.com/driverguard/driverguard/routing"
 )
 
-// RegistryCheck is how a job asks the registries (SPEC §12): --check-images and the flags that
+// RegistryCheck is how a job asks the registries (README.md "Private registries"): --check-images and the flags that
 // say with which credentials.
 type RegistryCheck struct {
 	// CheckImages asks the registry for every image the job composes.

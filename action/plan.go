@@ -18,7 +18,7 @@ import (
 	"github.com/driverguard/driverguard/render"
 )
 
-// Plan computes what applying values does to every node (`driverguard plan`, SPEC §8): it
+// Plan computes what applying values does to every node (`driverguard plan`, docs/plan.md): it
 // judges the values like Check against the cluster now — read from files or live — and
 // reports the rollout; without values, "no change" and the drift.
 type Plan struct {

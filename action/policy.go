@@ -72,7 +72,7 @@ type PolicyList struct {
 // NewPolicyList returns a PolicyList.
 func NewPolicyList(cfg *Configuration) *PolicyList { return &PolicyList{cfg: cfg} }
 
-// PolicyListResult is every policy loaded and every rule of the registry (SPEC §14).
+// PolicyListResult is every policy loaded and every rule of the registry (docs/rules.md).
 type PolicyListResult struct {
 	// Policies are the Rego packages with deny or warn rules, by package.
 	Policies []PolicyInfo `json:"policies"`

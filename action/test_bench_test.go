@@ -69,7 +69,7 @@ func TestLargeSuitePasses(t *testing.T) {
 	require.Len(t, res.Cases, 20)
 }
 
-// BenchmarkTestSuite: a 200-case suite over the bundled library at 1,000 nodes (SPEC §10:
+// BenchmarkTestSuite: a 200-case suite over the bundled library at 1,000 nodes (docs/policy-authoring.md "Test suites":
 // ≤ 2 s); the policies are compiled once per suite and the inventory read once. cases=1 is
 // the baseline: a suite of one case pays the compile and the inventory for that case alone.
 func BenchmarkTestSuite(b *testing.B) {

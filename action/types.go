@@ -38,7 +38,7 @@ type (
 	Source = cluster.Source
 	// Routing is the routing of nodes to drivers, pools and images.
 	Routing = routing.Result
-	// RouteContract is the `route -o json` contract (SPEC §7).
+	// RouteContract is the `route -o json` contract (docs/routing.md "`route -o json` contract").
 	RouteContract = routing.ContractResult
 	// ImageResult is the registry's answer for one image.
 	ImageResult = registry.ImageResult
@@ -67,7 +67,7 @@ type (
 	AuditFinding = audit.Finding
 	// AuditOutcome is one audit pass: every report and the totals.
 	AuditOutcome = audit.Outcome
-	// Rule is one rule of the rule registry (SPEC §14); RuleRegistry knows every rule of a
+	// Rule is one rule of the rule registry (docs/rules.md); RuleRegistry knows every rule of a
 	// run.
 	Rule         = finding.Rule
 	RuleRegistry = finding.Registry
