@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Default limits of the CLI's inputs (SPEC §7: every input is read through a size limit).
+// Default limits of the CLI's inputs (README.md "Limits": every input is read through a size limit).
 const (
 	// DefaultMaxValuesBytes bounds a values file, a --set-file file and a policy file: values
 	// are written by people; 16 MiB is far beyond any real driver block.

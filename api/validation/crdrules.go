@@ -10,8 +10,8 @@ import (
 	"github.com/driverguard/driverguard/operator"
 )
 
-// The object-local rules of SPEC §5 as the API server enforces them without the webhook
-// (SPEC §13): structural limits and CEL validation rules on the CRDs, generated from the
+// The object-local rules of docs/webhook.md "Decisions" as the API server enforces them
+// without the webhook (docs/webhook.md "With the webhook away"): structural limits and CEL validation rules on the CRDs, generated from the
 // definitions the Go validators above use (hack/crdrules writes them into the CRDs that
 // controller-gen generates; `make generate`). The CEL rules use Kubernetes' format library,
 // the same apimachinery checks the validators call (IsDNS1123Label, IsQualifiedName,

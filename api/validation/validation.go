@@ -44,7 +44,7 @@ func ValidateInstanceKey(key string, fldPath *field.Path) field.ErrorList {
 	return field.ErrorList{field.Invalid(fldPath, key, detail)}
 }
 
-// ValidateDriver applies every syntax rule of one RBLNDriver (SPEC §5): the name must be a
+// ValidateDriver applies every syntax rule of one RBLNDriver (docs/webhook.md "Decisions"): the name must be a
 // DNS-1123 label (it becomes the owner label's value) and the spec must pass
 // ValidateDriverSpec. It is the one validator the webhook, the routing engine (which excludes
 // invalid drivers as InvalidSpec) and the CLI share.
