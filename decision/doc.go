@@ -1,6 +1,6 @@
 // Package decision is driverguard's one decision: the [Verdict] on an RBLNDriver or an
 // RBLNClusterPolicy as a function of (object, old object, operation, cluster view, policies)
-// (SPEC §5, §5.1). Every front end — the webhook (`serve`, `review`, `test`), package release
+// (docs/webhook.md "Decisions", "One decision"). Every front end — the webhook (`serve`, `review`, `test`), package release
 // (`check`, `preview`, `plan`, the post-renderer, `test`) and package audit — builds a
 // [Request], calls a [Decider] and reports the verdict, so CI, admission and the audit cannot
 // disagree.

@@ -10,7 +10,7 @@ import (
 	"github.com/driverguard/driverguard/policy"
 )
 
-// Updates are judged by what they change (SPEC §5). This file is the one home of that rule:
+// Updates are judged by what they change (docs/webhook.md "RBLNDriver"). This file is the one home of that rule:
 // an UPDATE of an object being deleted, or one that leaves the spec as it was, is allowed as
 // it is; otherwise a finding the stored object already had — a syntax error, a selector
 // conflict, a policy deny, matched by a key — is a warning, and only what the update

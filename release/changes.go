@@ -10,7 +10,7 @@ import (
 	"github.com/driverguard/driverguard/routing"
 )
 
-// Node actions: what a release does to one node's driver (SPEC §8). `plan` adds held and
+// Node actions: what a release does to one node's driver (docs/plan.md). `plan` adds held and
 // blocked on top of these.
 const (
 	NodeNone        = "none"
@@ -45,7 +45,7 @@ type NodeChange struct {
 	NewImage string `json:"newImage"`
 	OldPool  string `json:"oldPool"`
 	Pool     string `json:"pool"`
-	// Reason and Detail are the routing reason after the release (SPEC §7), "" for none.
+	// Reason and Detail are the routing reason after the release (docs/routing.md "`route -o json` contract"), "" for none.
 	Reason string `json:"reason"`
 	Detail string `json:"detail,omitempty"`
 }

@@ -1,5 +1,5 @@
 // Package release judges what applying a set of rendered values to a cluster would do, as
-// `helm upgrade` would apply them with the webhook in the way (SPEC §5.1): every object is
+// `helm upgrade` would apply them with the webhook in the way (docs/webhook.md "One decision"): every object is
 // decided by the one decision core (package decision) against the cluster as the objects
 // before it left it, the allowed ones are applied, the drivers the release no longer renders
 // are deleted, and the nodes that would lose their driver are found. `check` and `preview`

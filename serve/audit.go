@@ -24,7 +24,7 @@ type AuditOptions struct {
 	CheckImages                                  bool
 	ImageTimeout                                 time.Duration
 	// PullSecretNamespace is where the registry checks read the drivers' spec.imagePullSecrets
-	// (SPEC §12): the namespace the driver DaemonSets run in. Each pass reads each Secret it
+	// (README.md "Private registries"): the namespace the driver DaemonSets run in. Each pass reads each Secret it
 	// needs once (get, never list: the chart grants get on Secrets in that namespace alone).
 	PullSecretNamespace string
 	// InsecureRegistries may be asked over plain HTTP (besides loopback).

@@ -14,7 +14,7 @@ import (
 // by it without it firing.
 type RuleCoverage struct {
 	// Rule is the rule's ID: a built-in rule, or one rule body of a policy (<package>.deny,
-	// <package>.warn), each covered on its own (SPEC §10).
+	// <package>.warn), each covered on its own (docs/policy-authoring.md "Test suites").
 	Rule string `json:"rule"`
 	// BuiltIn: a rule of the decision core, not a policy.
 	BuiltIn bool `json:"builtIn,omitempty"`

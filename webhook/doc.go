@@ -1,4 +1,4 @@
-// Package webhook holds driverguard's admission webhooks (SPEC §5) and their transport; `serve`
+// Package webhook holds driverguard's admission webhooks (docs/webhook.md) and their transport; `serve`
 // (package serve) runs them against a live cluster, `review` and `test` answer an
 // AdmissionReview offline through the same handlers ([Webhooks.Review]). It has no rule of its
 // own: RBLNDrivers and RBLNClusterPolicies are judged by package decision, driver DaemonSets

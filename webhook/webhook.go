@@ -76,7 +76,7 @@ func New(state State, opts Options) *Webhooks {
 	return w
 }
 
-// driver decides an RBLNDriver with the snapshot's routing index as the cluster (SPEC §5).
+// driver decides an RBLNDriver with the snapshot's routing index as the cluster (docs/webhook.md "Decisions").
 func (w *Webhooks) driver(ctx context.Context, req decision.Request[*v1alpha1.RBLNDriver]) (*decision.Verdict, error) {
 	snap, err := w.state.Snapshot(ctx)
 	if err != nil {
