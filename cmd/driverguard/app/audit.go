@@ -15,7 +15,7 @@ func newAuditCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit (--live | --kubeconfig FILE | --nodes nodes.yaml --drivers drivers.yaml [--cluster-policy policy.yaml]) [--check-images] [-o FORMAT[=FILE]]...",
 		Short: "The cluster's standing now: every stored RBLNDriver judged as if created now, the nodes' drift, missing images",
-		Long: `audit runs once what 'driverguard serve' keeps doing (SPEC §9): every RBLNDriver and the
+		Long: `audit runs once what 'driverguard serve' keeps doing (docs/audit.md): every RBLNDriver and the
 RBLNClusterPolicy of the cluster judged by the webhook's decision as if created now against the
 current cluster (built-in rules, ties, policies with their enforcement), the drift of the nodes
 (Unowned, NFDLabelMissing, DriverFamilyLabelMissing, PoolNameCollision, DaemonSetNotCreated,

@@ -63,7 +63,7 @@ func TestCheckDenyAndWarn(t *testing.T) {
 		assert.Equal(t, ExitInvalid, r.code)
 		assert.Contains(t, r.stdout, "0 failures, 1 warning; FAILED (--fail-on-warn)")
 	})
-	// A rule on trial (SPEC §9): in audit enforcement its findings are listed, labelled, and
+	// A rule on trial (docs/audit.md "Trial a rule: enforcement"): in audit enforcement its findings are listed, labelled, and
 	// change neither the exit code nor the counts; in warn enforcement its denial warns.
 	t.Run("audit enforcement", func(t *testing.T) {
 		r := run(t, "", append(args, "--enforcement", "lib.pinned_version=audit")...)

@@ -151,7 +151,7 @@ policies: [policies]
 }
 
 // TestSuiteCoveragePerRuleBody: a package whose deny fired but whose warn never did has its
-// warn reported uncovered (SPEC §10: per rule); an expectation naming the package matches
+// warn reported uncovered (docs/policy-authoring.md "Test suites": per rule); an expectation naming the package matches
 // either body's result, one naming a body only that body's.
 func TestSuiteCoveragePerRuleBody(t *testing.T) {
 	path := bodiesSuite(t, "library: false\n")

@@ -16,7 +16,7 @@ import (
 	"github.com/driverguard/driverguard/output"
 )
 
-// Output formats: the same words wherever -o applies (SPEC §7).
+// Output formats: the same words wherever -o applies (README.md "Commands").
 const (
 	formatTable    = "table"
 	formatJSON     = "json"
@@ -100,7 +100,7 @@ func printWarnings(w io.Writer, warnings []action.Warning) {
 	}
 }
 
-// maxListedProblems bounds the errors or warnings a message lists (SPEC §7): the rest are
+// maxListedProblems bounds the errors or warnings a message lists (README.md "Exit codes"): the rest are
 // counted. It is the renderer's bound on value errors.
 const maxListedProblems = action.MaxListedWarnings
 
@@ -114,7 +114,7 @@ func truncateValue(s string) string {
 	return validation.Truncate(s, validation.MaxQuotedValue)
 }
 
-// judgingFormats are the formats of every command that judges (SPEC §14).
+// judgingFormats are the formats of every command that judges (docs/output.md "Formats").
 var judgingFormats = []output.Format{output.Table, output.JSON, output.YAML, output.JUnit, output.SARIF, output.Markdown, output.GitHub}
 
 // registerOutput adds -o/--output, repeatable, to fs.

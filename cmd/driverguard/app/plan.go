@@ -15,7 +15,7 @@ func newPlanCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan [-f values.yaml] (--live | --kubeconfig FILE | --nodes nodes.yaml [--drivers current.yaml] [--cluster-policy policy.yaml] [--pods pods.yaml]) [--check-images]",
 		Short: "What applying the values does to every node: actions, rollout batches, drain blockers, missing images",
-		Long: `plan is the terraform-plan of a driver rollout (SPEC §8). It judges the values like 'check' (the
+		Long: `plan is the terraform-plan of a driver rollout (docs/plan.md). It judges the values like 'check' (the
 webhook's decision, in Helm's order) against the cluster now, and reports:
 
   - per RBLNDriver: create, update, delete or unchanged, the version old -> new, a selector change;
@@ -46,7 +46,7 @@ release's namespace (HELM_DRIVER secret, the default, or configmap), decompresse
 (not --reuse-values). This answers for nodes the question 'helm diff upgrade' answers for
 manifests. With --live the cluster's own RBLNDrivers are read instead (drift included).
 
--o json is the contract of SPEC §8 plus what the plan was made from ("inputs": the values files
+-o json is the contract of docs/plan.md "Exit codes and JSON" plus what the plan was made from ("inputs": the values files
 and flags, the release, what each part of the cluster was read from, the policy flags and
 --allow-driver-loss, the driverguard, the time)
 and the values that undo the change ("rollback"). -o markdown is a change ticket: the same

@@ -261,7 +261,7 @@ func newPolicyRulesCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rules [--policy DIR] [--disable NAME] [-o table|json|yaml]",
 		Short: "The rule registry: every rule that can fire, built-in and Rego, with its level, enforcement and home",
-		Long: `rules prints the rule registry (SPEC §14): every built-in rule and every Rego rule body
+		Long: `rules prints the rule registry (docs/rules.md): every built-in rule and every Rego rule body
 (<package>.deny, <package>.warn) of the bundled library and the --policy directories, each with
 its ID (what findings name it by), level (what it says when it fires), enforcement (what its
 findings do), source (builtin, library, policy), home (Go package or file:line) and title. The

@@ -16,7 +16,7 @@ import (
 	"github.com/driverguard/driverguard/registry/registrytest"
 )
 
-// TestCheckImagesWithCredentials (SPEC §12): against a registry that wants a token, the
+// TestCheckImagesWithCredentials (README.md "Private registries"): against a registry that wants a token, the
 // commands that check images with files use the user's credentials — --registry-config, the
 // Docker config — and then find the missing image (exit 1, naming the path) and the present
 // one; without credentials every image is a warning that says none were given, with wrong

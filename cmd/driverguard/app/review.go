@@ -72,7 +72,7 @@ not read past the limit).`,
 	return cmd
 }
 
-// reviewExit is the exit code of an answered review (SPEC §7): 0 allowed, 1 denied, 2 when
+// reviewExit is the exit code of an answered review (README.md "Exit codes"): 0 allowed, 1 denied, 2 when
 // the webhook could not read the request (400, 413) or could not decide (503).
 func reviewExit(resp *admissionv1.AdmissionResponse) error {
 	switch {

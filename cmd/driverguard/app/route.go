@@ -53,7 +53,7 @@ output for ties and invalid resources.`,
 }
 
 // routeJSON is the route contract and what the registry check covered (keys added to the
-// contract, as SPEC §7 allows): imageCheck always (checked false without --check-images), the
+// contract, as docs/routing.md "`route -o json` contract" allows): imageCheck always (checked false without --check-images), the
 // registry's answer per image with --check-images.
 type routeJSON struct {
 	action.RouteContract

@@ -19,7 +19,7 @@ import (
 )
 
 // These tests are the cases of issue #8, where check, preview and review used to disagree:
-// each now reaches the webhook's verdict with the exit code SPEC §7 states.
+// each now reaches the webhook's verdict with the exit code README.md "Exit codes" states.
 
 func writeTemp(t *testing.T, name, content string) string {
 	t.Helper()
