@@ -26,7 +26,7 @@ test-tools: ## the tools the tests run: helm, helm4, kube-apiserver, the disrupt
 generate: ## deepcopy + CRDs with the object-local rules (config/crd/bases, copied into the chart's crds/ with openreports' ClusterReport CRD) + docs/rules.md
 	rm -f $(CRD_DIR)/*.yaml
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt crd paths=./api/... output:crd:artifacts:config=$(CRD_DIR)
-	@# the object-local rules of api/validation, as CRD limits and CEL rules (SPEC §13)
+	@# the object-local rules of api/validation, as CRD limits and CEL rules (docs/webhook.md "With the webhook away")
 	$(GO) run ./hack/crdrules $(CRD_DIR)
 	mkdir -p $(CHART_CRD_DIR)
 	rm -f $(CHART_CRD_DIR)/*.yaml
@@ -34,7 +34,7 @@ generate: ## deepcopy + CRDs with the object-local rules (config/crd/bases, copi
 	@# the audit's ClusterReport CRD, as the openreports module go.mod requires ships it
 	cp "$$($(GO) list -m -f '{{.Dir}}' github.com/openreports/reports-api)/config/crd/openreports.io_clusterreports.yaml" $(CHART_CRD_DIR)/
 	chmod 644 $(CHART_CRD_DIR)/*.yaml
-	@# the rule table of the docs, from the rule registry (SPEC §14)
+	@# the rule table of the docs, from the rule registry (docs/rules.md)
 	$(GO) run ./hack/ruletable > docs/rules.md
 
 # Built as the image and make test build it (cgo off, -trimpath): a static binary, and `make

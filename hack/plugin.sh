@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packages driverguard as Helm plugins (make plugin; README "Helm plugin", SPEC §11).
+# Packages driverguard as Helm plugins (make plugin; README.md "Helm plugin").
 #
 # For every platform of PLATFORMS it builds driverguard once (CGO_ENABLED=0, -trimpath) and
 # writes three tarballs into OUT, each holding that binary as bin/driverguard:

@@ -1,7 +1,7 @@
 // Command crdrules writes the object-local rules of api/validation (DriverCRDValidation,
 // ClusterPolicyCRDValidation) into the CRDs controller-gen generated: structural limits and
 // x-kubernetes-validations CEL rules, so that the API server enforces them with the webhook
-// away (SPEC §13). `make generate` runs it after controller-gen; test/generated checks that
+// away (docs/webhook.md "With the webhook away"). `make generate` runs it after controller-gen; test/generated checks that
 // the committed CRDs are its output.
 //
 //	go run ./hack/crdrules config/crd/bases

@@ -1,5 +1,5 @@
 // Command ruletable writes docs/rules.md: the table of every built-in rule and every rule body
-// of the bundled library, generated from the rule registry (SPEC §14). Run it from the
+// of the bundled library, generated from the rule registry (docs/output.md "A finding", docs/rules.md). Run it from the
 // repository root (make generate does):
 //
 //	go run ./hack/ruletable > docs/rules.md
