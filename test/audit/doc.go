@@ -1,4 +1,4 @@
-// Package audit checks serve's audit (SPEC §9) on one real API server for the package
+// Package audit checks serve's audit (docs/audit.md) on one real API server for the package
 // (envtest, with the CRDs and openreports' ClusterReport CRD): a node relabelled into a tie
 // shows ConflictingNodeSelector in both drivers' reports and clears, a stale owner label and
 // a node losing its family label show up, a report deleted or edited by hand comes back

@@ -25,7 +25,7 @@ import (
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
-// TestPrivateRegistryPullSecrets (SPEC §12): serve's audit asks a registry that wants a token
+// TestPrivateRegistryPullSecrets (README.md "Private registries"): serve's audit asks a registry that wants a token
 // with the driver's spec.imagePullSecrets, read from the pull Secret namespace. The image left
 // unpublished is DriverImageNotFound in the driver's ClusterReport, the published ones are
 // found; the Secret rotated to a wrong password makes the next image pass warn (refused, the

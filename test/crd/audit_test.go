@@ -17,7 +17,7 @@ import (
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
-// TestAuditJudgesWhatTheWebhookMissed (SPEC §13): two RBLNDrivers that tie on a node, stored
+// TestAuditJudgesWhatTheWebhookMissed (docs/webhook.md "With the webhook away"): two RBLNDrivers that tie on a node, stored
 // with the webhook away (this API server has none: the CRDs admit them, each valid alone), are
 // a ConflictingNodeSelector failure of the audit's next pass.
 func TestAuditJudgesWhatTheWebhookMissed(t *testing.T) {

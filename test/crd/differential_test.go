@@ -154,7 +154,7 @@ func handCases() []driverCase {
 }
 
 // generatedCases are count specs around the boundaries: valid drivers with one to three
-// things changed, each to a value at, just inside or just outside a limit of SPEC §5. Every
+// things changed, each to a value at, just inside or just outside a limit of docs/webhook.md "Decisions". Every
 // other case stays inside every limit (at the boundary), so that both verdicts are common.
 func generatedCases(r *rand.Rand, count int) []driverCase {
 	var out []driverCase
@@ -269,7 +269,7 @@ func generatedCases(r *rand.Rand, count int) []driverCase {
 	return out
 }
 
-// TestCRDAgreesWithTheWebhook (SPEC §13): every object-local case of the webhook and 1,200
+// TestCRDAgreesWithTheWebhook (docs/webhook.md "With the webhook away"): every object-local case of the webhook and 1,200
 // generated around the boundaries go through Go's validator and through the API server with
 // the CRDs alone (no webhook): the CRD refuses every object Go denies and admits every object
 // Go admits.

@@ -30,7 +30,7 @@ func hasRules(t *testing.T) bool {
 	return len(crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["nodeSelector"].XValidations) > 0
 }
 
-// TestHelmLeavesTheCRDs (SPEC §13, docs/webhook.md): where Helm upgrades the chart's CRDs and
+// TestHelmLeavesTheCRDs (docs/webhook.md "With the webhook away"): where Helm upgrades the chart's CRDs and
 // where it does not. On a cluster whose CRDs predate the rules (as Helm wrote them), Helm 4's
 // `helm install` upgrades them (server-side apply), Helm 3's leaves them; `helm upgrade` leaves
 // them under both; the command the docs give (`helm show crds ... | kubectl apply

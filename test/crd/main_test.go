@@ -21,7 +21,7 @@ import (
 	"github.com/driverguard/driverguard/test/controlplane"
 )
 
-// The suite's API server: the project's CRDs, and no webhook (SPEC §13: the webhook away).
+// The suite's API server: the project's CRDs, and no webhook (docs/webhook.md "With the webhook away").
 var suite struct {
 	env      *envtest.Environment
 	cfg      *rest.Config

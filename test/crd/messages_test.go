@@ -16,7 +16,7 @@ import (
 	"github.com/driverguard/driverguard/operator"
 )
 
-// TestRefusalsSayFieldRuleAndFix (SPEC §13): with the webhook away, `kubectl apply` of an
+// TestRefusalsSayFieldRuleAndFix (docs/webhook.md "With the webhook away"): with the webhook away, `kubectl apply` of an
 // object that breaks a rule is refused by the API server with a message that names the
 // field, the rule and the fix, as the webhook's does.
 func TestRefusalsSayFieldRuleAndFix(t *testing.T) {

@@ -77,7 +77,7 @@ func setSchema(t *testing.T, edit func(*apiextensionsv1.JSONSchemaProps), probe 
 	require.NoError(t, err, "the API server did not take the new schema")
 }
 
-// TestRatcheting (SPEC §13): an RBLNDriver stored before the rules (the CRDs without them,
+// TestRatcheting (docs/webhook.md "With the webhook away"): an RBLNDriver stored before the rules (the CRDs without them,
 // then upgraded) can still be relabelled and have its version changed; changing its invalid
 // field to another invalid value is refused, to a valid one admitted.
 func TestRatcheting(t *testing.T) {

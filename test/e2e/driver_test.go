@@ -64,8 +64,8 @@ func dryRun(c client.Client, obj client.Object) error {
 	return c.Create(context.Background(), obj.DeepCopyObject().(client.Object), client.DryRunAll)
 }
 
-// TestDriverSyntaxRules: every syntax rule of SPEC §5, through the API server. They are the
-// CRD's rules too (SPEC §13), which the API server applies before it calls the validating
+// TestDriverSyntaxRules: every syntax rule of docs/webhook.md "Decisions", through the API server. They are the
+// CRD's rules too (docs/webhook.md "With the webhook away"), which the API server applies before it calls the validating
 // webhook: the refusal is the CRD's, naming the field, the rule and the fix as the webhook's
 // does (the webhook's own messages: the webhook and decision packages, test/crd for the CRD
 // with the webhook away).

@@ -30,7 +30,7 @@ import (
 	"github.com/driverguard/driverguard/test/controlplane"
 )
 
-// TestChartPullSecretRBAC (SPEC §12): the RBAC the chart renders with
+// TestChartPullSecretRBAC (README.md "Private registries"): the RBAC the chart renders with
 // webhook.audit.checkImages lets serve's ServiceAccount get Secrets in the pull Secret
 // namespace and nowhere else — not list them there, not get one elsewhere — and that is all
 // the registry check needs: as that ServiceAccount, the drivers' pull Secret is read and the

@@ -1,4 +1,4 @@
-// Package findings checks SPEC §14's promise that every front end reports the same findings:
+// Package findings checks the promise of docs/output.md "A finding" that every front end reports the same findings:
 // for the same values and cluster, `check -o json`, `review -o json` (an AdmissionReview of
 // each rendered object against the cluster check judged it against), `test -o json` (a
 // generated suite, a case per values file), `audit -o json` (on the drivers check would

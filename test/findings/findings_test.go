@@ -484,7 +484,7 @@ func compareAudit(t *testing.T, dir string, cl cluster, st *state, vc valuesCase
 		}
 		// The drift now is the nodes' (check: on each Node, level audit); the audit files it
 		// in the report of the driver the nodes belong to: not the object's admission.
-		// A finding both report must have the same shape (SPEC §14: the field where known,
+		// A finding both report must have the same shape (docs/output.md "A finding": the field where known,
 		// the message without it), whatever rule it is of.
 		for _, w := range want {
 			for _, g := range got {

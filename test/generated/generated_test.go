@@ -51,7 +51,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s failed: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
-	// The object-local rules of api/validation, written into the CRDs (SPEC §13).
+	// The object-local rules of api/validation, written into the CRDs (docs/webhook.md "With the webhook away").
 	cmd = exec.Command("go", "run", "-trimpath", "./hack/crdrules", crdDir)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
@@ -66,7 +66,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	compareDir(t, filepath.Join(work, crdDir), filepath.Join(root, chartCRDDir), chartCRDDir, ownCRDs)
 }
 
-// openreportsCRD is the ClusterReport CRD the chart ships (the audit's reports, SPEC §9):
+// openreportsCRD is the ClusterReport CRD the chart ships (the audit's reports, docs/audit.md "The report format"):
 // the openreports module's own manifest, copied by `make generate`.
 const openreportsCRD = "openreports.io_clusterreports.yaml"
 

@@ -1,4 +1,4 @@
-// Package picture holds the tests of the rollout as a picture (SPEC §15), tested as a person
+// Package picture holds the tests of the rollout as a picture (docs/plan.md "The picture: -o html"), tested as a person
 // sees it: `plan -o html` of the examples loaded in a real headless Chromium (Debian's
 // chromium, `hack/tools.sh browser`) — the DOM after load, a screenshot, the browser's
 // network log — and the change ticket's mermaid gantt drawn in the same browser by mermaid's

@@ -1,4 +1,4 @@
-// Package plugin tests driverguard as Helm plugins (SPEC §11) with the real helm binaries:
+// Package plugin tests driverguard as Helm plugins (README.md "Helm plugin") with the real helm binaries:
 // the tarballs `make plugin` writes (hack/plugin.sh, for this machine's platform), installed
 // offline into empty Helm homes by bin/helm4 (Helm 4.3.1) and bin/helm (Helm 3.22.0), then
 // `helm driverguard check|plan` and `helm template --post-renderer` through each.

@@ -43,7 +43,7 @@ func outputFormats(t *testing.T, f *fixture, command string) []string {
 	return formats
 }
 
-// TestCLINeverPrintsCredentials (SPEC §12): every command that checks images, in every output
+// TestCLINeverPrintsCredentials (docs/audit.md "serve --audit", README.md "Private registries"): every command that checks images, in every output
 // format its --help lists, run twice against the hostile registries — from files (preview,
 // plan, route, audit; the credentials a Docker config's robot:<password> per registry) and
 // from the API server (audit, preview and plan --kubeconfig; the drivers' pull Secrets) —

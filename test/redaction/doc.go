@@ -1,4 +1,4 @@
-// Package redaction holds SPEC §12's promise that credentials never appear in output, end to
+// Package redaction holds the promise of README.md "Private registries" that credentials never appear in output, end to
 // end, against registries written to make a client repeat what it was sent
 // (registrytest.NewHostile: a token realm that is no URL and carries the Authorization seen
 // before, a token answer echoing the Authorization in JSON with "/" as "\/", an error code that

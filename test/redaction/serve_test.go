@@ -39,7 +39,7 @@ func imageWarnings(f *fixture, reports *openreports.ClusterReportList) map[regis
 	return out
 }
 
-// TestServeAuditReportsHoldNoCredentials (SPEC §12): `driverguard serve --audit
+// TestServeAuditReportsHoldNoCredentials (docs/audit.md "serve --audit"): `driverguard serve --audit
 // --audit-check-images`, a process of its own reading the drivers' pull Secrets, asks the
 // hostile registries twice (two processes one after the other: two image passes, the second
 // meeting the realm that carries the first's Authorization) and writes ClusterReports that,
