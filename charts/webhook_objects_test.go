@@ -245,7 +245,7 @@ func TestWebhookNetworkPolicy(t *testing.T) {
 	assert.Empty(t, np.Spec.Ingress[2].From, "the kubelet's probes come from the node")
 }
 
-// TestPullSecretRole (SPEC §12): with webhook.audit.checkImages, a Role in the pull Secret
+// TestPullSecretRole (README.md "Private registries"): with webhook.audit.checkImages, a Role in the pull Secret
 // namespace (default: the release namespace) grants get on Secrets — never list or watch,
 // never cluster-wide — and serve is told where to read them; without it, no such Role.
 func TestPullSecretRole(t *testing.T) {
