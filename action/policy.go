@@ -1,8 +1,10 @@
 package action
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
@@ -79,6 +81,43 @@ type PolicyListResult struct {
 	// Rules are every rule that can fire: each Rego rule body (<package>.deny,
 	// <package>.warn) of the policies, then the built-in rules.
 	Rules []finding.Rule `json:"rules"`
+}
+
+// ListedRule is one rule as `policy list` lists it, in every format: the registry's rule
+// (finding.Rule) and, for a Rego rule body, its policy.
+type ListedRule struct {
+	Rule
+	// Package is the Rego package of a rule body (driverguard.lib.pinned_version); empty for
+	// a built-in rule.
+	Package string `json:"package,omitempty"`
+	// Policy is the policy's name, what --disable and --enforcement take
+	// (lib.pinned_version); empty for a built-in rule.
+	Policy string `json:"policy,omitempty"`
+	// Mode is the enforcement configured for a rule body (its METADATA, the policy's config,
+	// --enforcement): deny, warn or audit; Enforcement is what it makes of the body's Level (a
+	// warn body in mode deny still warns). Empty for a built-in rule.
+	Mode policy.Enforcement `json:"mode,omitempty"`
+}
+
+// Listed are the rules as `policy list` lists them: Rules, in their order, each Rego rule
+// body with its package, policy name and configured mode.
+func (r *PolicyListResult) Listed() []ListedRule {
+	byPackage := make(map[string]PolicyInfo, len(r.Policies))
+	for _, p := range r.Policies {
+		byPackage[p.Package] = p
+	}
+	out := make([]ListedRule, 0, len(r.Rules))
+	for _, rule := range r.Rules {
+		l := ListedRule{Rule: rule}
+		if rule.Source != finding.SourceBuiltin {
+			l.Package = finding.PolicyOf(rule.ID)
+			p := byPackage[l.Package]
+			l.Policy = cmp.Or(p.Name, strings.TrimPrefix(l.Package, "driverguard."))
+			l.Mode = p.RuleEnforcement[finding.BodyOf(rule.ID)]
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // Run loads the policies and describes them and their rules.

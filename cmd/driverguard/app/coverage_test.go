@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
+	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/finding"
 )
 
@@ -68,8 +71,8 @@ tests:
 }
 
 // TestPolicyListRules: policy list shows every rule, one per line: each policy's deny and
-// warn bodies (a disabled package's disabled) and the built-in rules; -o json prints them
-// as "rules" beside "policies".
+// warn bodies (a disabled package's disabled) and the built-in rules; -o json and -o yaml
+// list the same rules, each rule body with its package, policy and mode.
 func TestPolicyListRules(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"team.rego": teamPolicy})
 	r := run(t, "", "policy", "list", "--policy", dir, "--disable", "lib.pinned_version")
@@ -82,13 +85,30 @@ func TestPolicyListRules(t *testing.T) {
 	assert.Regexp(t, `(?m)^IdenticalNodeSelector\s+deny\s+deny\s+enabled\s+builtin\s+routing\s+The selector is identical`, r.stdout)
 	assert.Regexp(t, `(?m)^FieldValueInvalid\s+deny\s+deny\s+enabled\s+builtin\s+api/validation\s+`, r.stdout)
 
-	r = run(t, "", "policy", "list", "--policy", dir, "-o", "json")
-	require.Equal(t, ExitOK, r.code, r.stderr)
-	var policies []map[string]any // a list scripts read: a --disable=NAME per entry
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &policies))
-	assert.Len(t, policies, 9, "the team's package and the library's eight")
-	for _, p := range policies {
-		assert.NotEmpty(t, p["name"])
+	// -o json and -o yaml list the table's rules, in its order: each with its package and
+	// policy (what --disable takes) when it is a rule body.
+	table := lines[1:]
+	for _, format := range []string{"json", "yaml"} {
+		r = run(t, "", "policy", "list", "--policy", dir, "--disable", "lib.pinned_version", "-o", format)
+		require.Equal(t, ExitOK, r.code, r.stderr)
+		var listed []action.ListedRule
+		require.NoError(t, yaml.Unmarshal([]byte(r.stdout), &listed), format)
+		require.Len(t, listed, len(table), format)
+		for i, l := range listed {
+			assert.Equal(t, l.ID, strings.Fields(table[i])[0], "%s: entry %d is the table's line", format, i)
+		}
+		assert.Equal(t, action.ListedRule{Rule: finding.Rule{ID: "driverguard.team.deny", Level: finding.Deny, Enforcement: finding.Audit,
+			Title: "Drivers carry the owning team", Home: filepath.Join(dir, "team.rego") + ":7", Source: finding.SourcePolicy},
+			Package: "driverguard.team", Policy: "team", Mode: "audit"}, listed[0], format)
+		i := slices.IndexFunc(listed, func(l action.ListedRule) bool { return l.ID == "driverguard.lib.pinned_version.deny" })
+		require.GreaterOrEqual(t, i, 0, format)
+		pinned := listed[i]
+		assert.True(t, pinned.Disabled, format)
+		assert.Equal(t, finding.SourceLibrary, pinned.Source, format)
+		assert.Equal(t, "driverguard.lib.pinned_version/lib.pinned_version/deny", pinned.Package+"/"+pinned.Policy+"/"+string(pinned.Mode), format)
+		last := listed[len(listed)-1]
+		assert.Equal(t, finding.SourceBuiltin, last.Source, format)
+		assert.Empty(t, last.Package+last.Policy, "%s: a built-in rule has no package", format)
 	}
 
 	r = run(t, "", "policy", "rules", "--policy", dir, "-o", "json")

@@ -228,7 +228,7 @@ func newPolicyListCommand(s Streams) *cobra.Command {
 	job := action.NewPolicyList(s.cfg)
 	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
-		Use:   "list [--policy DIR] [--disable NAME]",
+		Use:   "list [--policy DIR] [--disable NAME] [-o table|json|yaml]",
 		Short: "List every rule check and the webhook apply: the built-in ones and each policy's deny and warn",
 		Long: `list shows every rule of the registry, one line each: each Rego policy's deny and warn rule
 bodies (<package>.deny, <package>.warn; --disable and --enforcement take the package, without
@@ -237,17 +237,20 @@ it fires, ENFORCEMENT what its findings do (a deny body of a policy in warn enfo
 one in audit is reported only), SOURCE builtin, library (the bundled policies) or policy (your
 directories), HOME the Go package or the file:line of the rule body.
 
--o json and -o yaml print the policies, one entry per Rego package (name, package, rules,
-file, enforcement and each rule's), a list scripts read (a --disable=NAME per entry); 'policy
-rules -o json' prints every rule of the registry, built-in ones included. docs/rules.md lists
-the built-in and bundled rules.`,
+-o json and -o yaml list the same rules in the same order, one entry per rule: its id, level,
+enforcement, title, home, source and disabled, and for a rule body its package, policy (the
+name --disable and --enforcement take) and mode (the enforcement configured for the body).
+'policy rules -o json' prints the registry as {"rules": [...]}, without package, policy and
+mode. docs/rules.md lists the built-in and bundled rules.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return output.print(s.Out, res.Policies, func(w io.Writer) error { return printRules(w, res.Rules) })
+			// Every format lists the rules: the table one line per rule, -o json and -o yaml
+			// one entry per rule, a rule body with its package, policy and mode.
+			return output.print(s.Out, res.Listed(), func(w io.Writer) error { return printRules(w, res.Rules) })
 		},
 	}
 	addPolicyFlags(cmd.Flags(), &job.Policy, "policy")

@@ -111,14 +111,15 @@ metadata:
 
 		r = run(t, "", "policy", "list", "--policy", policies, "-o", "json")
 		require.Equal(t, ExitOK, r.code, r.stderr)
-		var listed []action.PolicyInfo
+		var listed []action.ListedRule
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &listed))
-		for _, p := range listed {
-			if p.Name == "team" {
-				assert.Equal(t, "audit", string(p.RuleEnforcement["deny"]))
-				assert.Equal(t, "deny", string(p.RuleEnforcement["warn"]))
+		enforcement := map[string]string{} // each body's mode and enforcement
+		for _, l := range listed {
+			if l.Policy == "team" {
+				enforcement[l.ID] = string(l.Mode) + " " + string(l.Enforcement)
 			}
 		}
+		assert.Equal(t, map[string]string{"driverguard.team.deny": "audit audit", "driverguard.team.warn": "deny warn"}, enforcement)
 		r = run(t, "", "policy", "rules", "--policy", policies, "-o", "json")
 		require.Equal(t, ExitOK, r.code, r.stderr)
 		var res struct{ Rules []action.Rule }
