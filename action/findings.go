@@ -1,12 +1,8 @@
 package action
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/finding"
-	"github.com/driverguard/driverguard/policy"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
 )
@@ -77,54 +73,15 @@ func (e *InvalidError) Findings() (fs []finding.Finding, omitted int) {
 	return fs, omitted
 }
 
-// Findings are the results of every report that are not passes, as findings: a Rego policy's
-// result names its rule body; the object is the result's first subject, the nodes its other
-// subjects (a sample: Count says how many nodes when more).
+// Findings are the results of every report that are not passes: the findings they are.
 func (r *AuditResult) Findings() []finding.Finding {
 	out := []finding.Finding{}
 	for _, rep := range r.Outcome.Reports {
 		for _, res := range rep.Results {
-			if f, ok := auditFinding(res); ok {
-				out = append(out, f)
+			if res.Status != audit.Pass {
+				out = append(out, res.Finding)
 			}
 		}
 	}
 	return out
-}
-
-// auditFinding is a result of an audit report as a finding (false for a pass).
-func auditFinding(res audit.Finding) (finding.Finding, bool) {
-	if res.Result == audit.Pass {
-		return finding.Finding{}, false
-	}
-	f := finding.Finding{Rule: res.Rule, Field: res.Field, Message: res.Message}
-	if res.Field != "" { // the result's message starts with it, as a response's does
-		f.Message = strings.TrimPrefix(res.Message, res.Field+": ")
-	}
-	if res.Policy != audit.BuiltinPolicy {
-		f.Rule = finding.RegoRule(res.Policy, res.Rule)
-		f.Message = strings.TrimPrefix(res.Message, "policy "+res.Policy+": ")
-	}
-	switch {
-	case res.Enforcement == policy.EnforceAudit:
-		f.Level = finding.Audit
-	case res.Result == audit.Fail && res.Enforcement == policy.EnforceWarn:
-		f.Level = finding.Warn
-	case res.Result == audit.Fail, res.Result == audit.Error:
-		f.Level = finding.Deny
-	default:
-		f.Level = finding.Warn
-	}
-	for i, s := range res.Subjects {
-		if i == 0 {
-			f.Object = finding.Object{Kind: s.Kind, Name: s.Name}
-		}
-		if s.Kind == finding.KindNode {
-			f.Nodes = append(f.Nodes, s.Name)
-		}
-	}
-	if n, err := strconv.Atoi(res.Properties["nodes"]); err == nil && n > len(f.Nodes) {
-		f.Count = n
-	}
-	return f, true
 }

@@ -61,10 +61,10 @@ type (
 	PolicyInfo = policy.PolicyInfo
 	// TestResult is the outcome of one Rego test.
 	TestResult = policy.TestResult
-	// AuditReport is the standing of one RBLNDriver, or of the cluster; AuditFinding one
-	// of its results.
-	AuditReport  = audit.Report
-	AuditFinding = audit.Finding
+	// AuditReport is the standing of one RBLNDriver, or of the cluster; AuditReportResult
+	// one of its results (a finding with its openreports outcome).
+	AuditReport       = audit.Report
+	AuditReportResult = audit.Result
 	// AuditOutcome is one audit pass: every report and the totals.
 	AuditOutcome = audit.Outcome
 	// Rule is one rule of the rule registry (docs/rules.md); RuleRegistry knows every rule of a

@@ -79,7 +79,7 @@ type Report struct {
 	UID string `json:"-"`
 	// Results are at most MaxResults of the findings, the most important first (see
 	// rankFindings); Omitted counts the rest. Summary counts every one.
-	Results []Finding `json:"results"`
+	Results []Result `json:"results"`
 	Omitted int       `json:"omitted,omitempty"`
 	Summary Summary   `json:"summary"`
 	// enforced counts the findings (listed or not) that fail the audit.
@@ -93,7 +93,7 @@ type Report struct {
 // findingKey is what the audit's findings metric counts by.
 type findingKey struct {
 	policy, rule string
-	result       Result
+	result       Status
 	enforcement  policy.Enforcement
 }
 
@@ -134,7 +134,7 @@ func (a *Auditor) Run(ctx context.Context, snap *cluster.Snapshot) (*Outcome, er
 	a.drift(routing.NodeDrift(route, snap.Nodes()), reports, clusterReport)
 	imageCheck := a.images(route, reports, clusterReport)
 	for _, w := range a.InputWarnings {
-		clusterReport.add(Finding{Policy: BuiltinPolicy, Rule: RuleInputWarning, Result: Warn, Enforcement: policy.EnforceWarn, Message: w})
+		clusterReport.add(newResult(RuleInputWarning, Warn, policy.EnforceWarn, finding.Object{}, w))
 	}
 
 	out := &Outcome{Reports: make([]Report, 0, len(reports)+1), ImageCheck: imageCheck}
@@ -157,7 +157,7 @@ func (a *Auditor) judgeDriver(ctx context.Context, snap *cluster.Snapshot, d *v1
 	if err != nil {
 		return fmt.Errorf("auditing RBLNDriver %q: %w", d.Name, err)
 	}
-	b.verdict(v, Subject{Kind: "RBLNDriver", Name: d.Name}, a.Policies)
+	b.verdict(v, finding.Object{Kind: "RBLNDriver", Name: d.Name}, a.Policies)
 	return nil
 }
 
@@ -167,7 +167,7 @@ func (a *Auditor) judgeClusterPolicy(ctx context.Context, cp *v1alpha1.RBLNClust
 	if err != nil {
 		return fmt.Errorf("auditing RBLNClusterPolicy %q: %w", cp.Name, err)
 	}
-	b.verdict(v, Subject{Kind: "RBLNClusterPolicy", Name: cp.Name}, a.Policies)
+	b.verdict(v, finding.Object{Kind: "RBLNClusterPolicy", Name: cp.Name}, a.Policies)
 	return nil
 }
 
@@ -211,17 +211,15 @@ func (a *Auditor) drift(drift []routing.Drift, reports map[string]*builder, clus
 			b = reports[k[0]]
 		}
 		b.driftNodes[k[1]] += len(g.nodes)
-		f := Finding{Policy: BuiltinPolicy, Rule: k[1], Result: Fail, Enforcement: policy.EnforceDeny,
-			Message:    driftMessage(k[1], g.nodes, g.detail),
-			Properties: map[string]string{"nodes": strconv.Itoa(len(g.nodes))}}
+		object := finding.Object{Kind: finding.KindNode, Name: g.nodes[0]}
+		if k[0] != "" {
+			object = finding.Object{Kind: "RBLNDriver", Name: k[0]}
+		}
+		f := newResult(k[1], Fail, policy.EnforceDeny, object, driftMessage(k[1], g.nodes, g.detail))
+		f.Nodes = g.nodes[:min(len(g.nodes), NodeSample):min(len(g.nodes), NodeSample)]
+		f.Properties = map[string]string{"nodes": strconv.Itoa(len(g.nodes))}
 		if len(g.nodes) == 1 {
 			f.Properties["node"] = g.nodes[0]
-		}
-		if k[0] != "" {
-			f.Subjects = append(f.Subjects, Subject{Kind: "RBLNDriver", Name: k[0]})
-		}
-		for _, n := range g.nodes[:min(len(g.nodes), NodeSample)] {
-			f.Subjects = append(f.Subjects, Subject{Kind: "Node", Name: n})
 		}
 		b.add(f)
 	}
@@ -271,15 +269,15 @@ func (a *Auditor) images(route *routing.Result, reports map[string]*builder, clu
 		images = append(images, p.Image)
 		switch r := result(p.Image); r.Status {
 		case registry.NotFound:
-			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotFound, Result: Fail, Enforcement: policy.EnforceDeny,
-				Message:    fmt.Sprintf("pool %s pulls %s, which its registry does not have (%s): its %d node(s) cannot start the driver", p.Name, p.Image, r.Message, len(p.Nodes)),
-				Subjects:   []Subject{{Kind: "RBLNDriver", Name: p.Owner}},
-				Properties: map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes))}})
+			f := newResult(RuleImageNotFound, Fail, policy.EnforceDeny, finding.Object{Kind: "RBLNDriver", Name: p.Owner},
+				fmt.Sprintf("pool %s pulls %s, which its registry does not have (%s): its %d node(s) cannot start the driver", p.Name, p.Image, r.Message, len(p.Nodes)))
+			f.Properties = map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes))}
+			b.add(f)
 		case registry.Warning:
-			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotVerified, Result: Warn, Enforcement: policy.EnforceWarn,
-				Message:    fmt.Sprintf("pool %s pulls %s, which could not be verified (%s: %s): the pool proceeds, the kubelet decides whether the pull succeeds", p.Name, p.Image, r.Reason, r.Cause()),
-				Subjects:   []Subject{{Kind: "RBLNDriver", Name: p.Owner}},
-				Properties: withCredentials(r, map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes)), "reason": string(r.Reason)})})
+			f := newResult(RuleImageNotVerified, Warn, policy.EnforceWarn, finding.Object{Kind: "RBLNDriver", Name: p.Owner},
+				fmt.Sprintf("pool %s pulls %s, which could not be verified (%s: %s): the pool proceeds, the kubelet decides whether the pull succeeds", p.Name, p.Image, r.Reason, r.Cause()))
+			f.Properties = withCredentials(r, map[string]string{"pool": p.Name, "image": p.Image, "nodes": strconv.Itoa(len(p.Nodes)), "reason": string(r.Reason)})
+			b.add(f)
 		}
 	}
 	for _, s := range route.SMD {
@@ -290,26 +288,27 @@ func (a *Auditor) images(route *routing.Result, reports map[string]*builder, clu
 		images = append(images, s.Image)
 		switch r := result(s.Image); r.Status {
 		case registry.NotFound:
-			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotFound, Result: Fail, Enforcement: policy.EnforceDeny,
-				Message:    fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which its registry does not have (%s)", s.DaemonSet, s.Image, r.Message),
-				Subjects:   []Subject{{Kind: "RBLNDriver", Name: s.Resource}},
-				Properties: map[string]string{"daemonSet": s.DaemonSet, "image": s.Image}})
+			f := newResult(RuleImageNotFound, Fail, policy.EnforceDeny, finding.Object{Kind: "RBLNDriver", Name: s.Resource},
+				fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which its registry does not have (%s)", s.DaemonSet, s.Image, r.Message))
+			f.Properties = map[string]string{"daemonSet": s.DaemonSet, "image": s.Image}
+			b.add(f)
 		case registry.Warning:
-			b.add(Finding{Policy: BuiltinPolicy, Rule: RuleImageNotVerified, Result: Warn, Enforcement: policy.EnforceWarn,
-				Message:    fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which could not be verified (%s: %s): it proceeds, the kubelet decides whether the pull succeeds", s.DaemonSet, s.Image, r.Reason, r.Cause()),
-				Subjects:   []Subject{{Kind: "RBLNDriver", Name: s.Resource}},
-				Properties: withCredentials(r, map[string]string{"daemonSet": s.DaemonSet, "image": s.Image, "reason": string(r.Reason)})})
+			f := newResult(RuleImageNotVerified, Warn, policy.EnforceWarn, finding.Object{Kind: "RBLNDriver", Name: s.Resource},
+				fmt.Sprintf("the RSMD DaemonSet %s pulls %s, which could not be verified (%s: %s): it proceeds, the kubelet decides whether the pull succeeds", s.DaemonSet, s.Image, r.Reason, r.Cause()))
+			f.Properties = withCredentials(r, map[string]string{"daemonSet": s.DaemonSet, "image": s.Image, "reason": string(r.Reason)})
+			b.add(f)
 		}
 	}
 	sum := registry.Summarize(images, a.Images)
-	f := Finding{Policy: BuiltinPolicy, Rule: RuleImageCheck, Result: Pass, Enforcement: policy.EnforceWarn, Message: sum.String(),
-		Properties: map[string]string{"images": strconv.Itoa(sum.Images), "found": strconv.Itoa(sum.Found), "missing": strconv.Itoa(sum.Missing),
-			"notVerified": strconv.Itoa(sum.NotVerified)}}
+	status, message := Pass, sum.String()
+	if c := sum.Caveat(); c != "" {
+		status, message = Warn, message+": "+c
+	}
+	f := newResult(RuleImageCheck, status, policy.EnforceWarn, finding.Object{}, message)
+	f.Properties = map[string]string{"images": strconv.Itoa(sum.Images), "found": strconv.Itoa(sum.Found), "missing": strconv.Itoa(sum.Missing),
+		"notVerified": strconv.Itoa(sum.NotVerified)}
 	for why, n := range sum.NotVerifiedBy {
 		f.Properties["notVerified."+string(why)] = strconv.Itoa(n)
-	}
-	if c := sum.Caveat(); c != "" {
-		f.Result, f.Message = Warn, f.Message+": "+c
 	}
 	clusterReport.add(f)
 	return sum
@@ -342,7 +341,7 @@ func Images(snap *cluster.Snapshot) []string {
 type builder struct {
 	name, driver, instance, uid string
 	max                         int
-	findings                    []Finding
+	findings                    []Result
 	summary                     Summary
 	enforced                    int
 	counts                      map[findingKey]int
@@ -361,24 +360,27 @@ func (a *Auditor) builder(d *v1alpha1.RBLNDriver) *builder {
 	return b
 }
 
-func (b *builder) add(f Finding) {
+func (b *builder) add(f Result) {
 	if f.Properties == nil && b.instance != "" {
 		f.Properties = map[string]string{}
 	}
 	if b.instance != "" {
 		f.Properties["instance"] = b.instance
 	}
-	b.summary.add(f.Result)
+	if n, err := strconv.Atoi(f.Properties["nodes"]); err == nil && n > len(f.Nodes) {
+		f.Count = n // the nodes it stands for, beyond those it lists
+	}
+	b.summary.add(f.Status)
 	if f.Enforced() {
 		b.enforced++
 	}
-	b.counts[findingKey{f.Policy, f.Rule, f.Result, f.Enforcement}]++
+	b.counts[findingKey{f.ReportPolicy(), f.ReportRule(), f.Status, policy.Enforcement(f.Enforcement)}]++
 	b.findings = append(b.findings, f)
 }
 
 // count adds n findings the verdict did not hold (decision.MaxFindings) to the summary and the
 // counts: their policy and rule are not known (counted under "").
-func (b *builder) count(r Result, n int, mode policy.Enforcement) {
+func (b *builder) count(r Status, n int, mode policy.Enforcement) {
 	if n <= 0 {
 		return
 	}
@@ -393,22 +395,22 @@ func (b *builder) count(r Result, n int, mode policy.Enforcement) {
 
 // verdict adds a decision's findings on subject, and a pass for each policy and for the
 // built-in rules that found nothing.
-func (b *builder) verdict(v *decision.Verdict, subject Subject, policies []policy.PolicyInfo) {
+func (b *builder) verdict(v *decision.Verdict, subject finding.Object, policies []policy.PolicyInfo) {
 	found := map[string]bool{}
 	for _, df := range v.Findings() {
 		f := resultOf(df, policy.Enforcement(df.Enforcement), subject)
-		found[f.Policy] = true
+		found[f.ReportPolicy()] = true
 		b.add(f)
 	}
 	b.count(Fail, v.OmittedDenials, policy.EnforceDeny)
 	b.count(Warn, v.OmittedWarnings, "") // of rules that deny or warn: not known which
 	b.count(Fail, v.OmittedAudit, policy.EnforceAudit)
 	if !found[BuiltinPolicy] {
-		b.add(Finding{Policy: BuiltinPolicy, Rule: RuleAdmission, Result: Pass, Enforcement: policy.EnforceDeny, Subjects: []Subject{subject}})
+		b.add(newResult(RuleAdmission, Pass, policy.EnforceDeny, subject, ""))
 	}
 	for _, p := range policies {
 		if !p.Disabled && !found[p.Package] {
-			b.add(Finding{Policy: p.Package, Result: Pass, Enforcement: p.Enforcement, Subjects: []Subject{subject}})
+			b.add(newResult(finding.RegoRule(p.Package, finding.BodyDeny), Pass, p.Enforcement, subject, ""))
 		}
 	}
 }
@@ -426,28 +428,28 @@ func (b *builder) report() Report {
 		counts: b.counts, driftNodes: b.driftNodes}
 }
 
-// resultOf is a finding of a decision as a result of a report: the policy is its Rego
-// package (BuiltinPolicy for a built-in rule), the rule its body (deny, warn) or built-in
-// rule; enforcement is that of its policy rule (deny when not set).
-func resultOf(df decision.Finding, enforcement policy.Enforcement, subject Subject) Finding {
-	f := Finding{Policy: BuiltinPolicy, Rule: df.Rule, Result: Fail, Enforcement: policy.EnforceDeny,
-		Field: df.Field, Message: df.Text(), Subjects: []Subject{subject}}
-	if pkg := df.Policy(); pkg != "" {
-		f.Policy, f.Rule = pkg, finding.BodyOf(df.Rule)
-		f.Enforcement = cmp.Or(enforcement, policy.EnforceDeny)
+// resultOf is a finding of a decision as a result of a report on subject: its status is fail,
+// or warn for a warning (and a policy on trial's warn body); its enforcement that of its
+// policy rule (deny when not set), warn for a built-in warning, audit for a policy on trial.
+func resultOf(df decision.Finding, enforcement policy.Enforcement, subject finding.Object) Result {
+	status, e := Fail, policy.EnforceDeny
+	if df.Policy() != "" {
+		e = cmp.Or(enforcement, policy.EnforceDeny)
 	}
 	switch {
-	case df.Level == finding.Warn && f.Policy == BuiltinPolicy:
-		f.Result, f.Enforcement = Warn, policy.EnforceWarn // a built-in warning
+	case df.Level == finding.Warn && df.Policy() == "":
+		status, e = Warn, policy.EnforceWarn // a built-in warning
 	case df.Level == finding.Warn:
-		f.Result = Warn
+		status = Warn
 	case df.Level == finding.Audit:
-		f.Enforcement = policy.EnforceAudit
-		if f.Rule == finding.BodyWarn {
-			f.Result = Warn
+		e = policy.EnforceAudit
+		if finding.BodyOf(df.Rule) == finding.BodyWarn {
+			status = Warn
 		}
 	}
-	return f
+	r := newResult(df.Rule, status, e, subject, df.Message)
+	r.Field = df.Field
+	return r
 }
 
 // rankFindings orders a report's findings as a capped list should keep them, most important
@@ -460,9 +462,9 @@ func resultOf(df decision.Finding, enforcement policy.Enforcement, subject Subje
 //     (the stale owner labels of 10,000 nodes, one finding);
 //  3. then the findings that cover more nodes first (the nodes property), then by policy,
 //     rule and message.
-func rankFindings(fs []Finding) {
+func rankFindings(fs []Result) {
 	type ranked struct {
-		f             *Finding
+		f             *Result
 		rank, breadth int
 		place         int // among the findings of its rank and rule, 0 for the first
 	}
@@ -471,21 +473,21 @@ func rankFindings(fs []Finding) {
 		rs[i] = ranked{f: &fs[i], rank: fs[i].rank(), breadth: fs[i].breadth()}
 	}
 	tail := func(x, y ranked) int {
-		return cmp.Or(cmp.Compare(y.breadth, x.breadth), strings.Compare(x.f.Policy, y.f.Policy), strings.Compare(x.f.Rule, y.f.Rule),
-			strings.Compare(x.f.Message, y.f.Message))
+		return cmp.Or(cmp.Compare(y.breadth, x.breadth), strings.Compare(x.f.ReportPolicy(), y.f.ReportPolicy()), strings.Compare(x.f.ReportRule(), y.f.ReportRule()),
+			strings.Compare(x.f.Description(), y.f.Description()))
 	}
 	slices.SortStableFunc(rs, func(x, y ranked) int {
-		return cmp.Or(cmp.Compare(x.rank, y.rank), strings.Compare(x.f.Policy, y.f.Policy), strings.Compare(x.f.Rule, y.f.Rule), tail(x, y))
+		return cmp.Or(cmp.Compare(x.rank, y.rank), strings.Compare(x.f.ReportPolicy(), y.f.ReportPolicy()), strings.Compare(x.f.ReportRule(), y.f.ReportRule()), tail(x, y))
 	})
 	for i := 1; i < len(rs); i++ {
-		if rs[i].rank == rs[i-1].rank && rs[i].f.Policy == rs[i-1].f.Policy && rs[i].f.Rule == rs[i-1].f.Rule {
+		if rs[i].rank == rs[i-1].rank && rs[i].f.ReportPolicy() == rs[i-1].f.ReportPolicy() && rs[i].f.ReportRule() == rs[i-1].f.ReportRule() {
 			rs[i].place = rs[i-1].place + 1
 		}
 	}
 	slices.SortStableFunc(rs, func(x, y ranked) int {
 		return cmp.Or(cmp.Compare(x.rank, y.rank), cmp.Compare(x.place, y.place), tail(x, y))
 	})
-	out := make([]Finding, len(fs))
+	out := make([]Result, len(fs))
 	for i := range rs {
 		out[i] = *rs[i].f
 	}

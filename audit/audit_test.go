@@ -59,7 +59,7 @@ func withOwner(labels map[string]string, owner string) map[string]string {
 func results(r audit.Report) []string {
 	var out []string
 	for _, f := range r.Results {
-		out = append(out, fmt.Sprintf("%s %s/%s (%s)", f.Result, f.Policy, f.Rule, f.Enforcement))
+		out = append(out, fmt.Sprintf("%s %s/%s (%s)", f.Status, f.ReportPolicy(), f.ReportRule(), f.Enforcement))
 	}
 	return out
 }
@@ -101,7 +101,7 @@ func TestDrift(t *testing.T) {
 	require.Equal(t, []string{"fail driverguard/StaleOwnerLabel (deny)", "warn driverguard/PotentialConflict (warn)"}, results(a))
 	stale := a.Results[0]
 	assert.Equal(t, map[string]string{"nodes": "2", "instance": "atom"}, stale.Properties)
-	assert.Equal(t, []audit.Subject{{Kind: "RBLNDriver", Name: "rbln-driver-atom"}, {Kind: "Node", Name: "a-stale-1"}, {Kind: "Node", Name: "a-stale-2"}}, stale.Subjects)
+	assert.Equal(t, []audit.Subject{{Kind: "RBLNDriver", Name: "rbln-driver-atom"}, {Kind: "Node", Name: "a-stale-1"}, {Kind: "Node", Name: "a-stale-2"}}, stale.Subjects())
 	assert.Contains(t, stale.Message, "2 nodes whose rebellions.ai/npu.driver.owner label is not the driver rbln-npu-operator gives: a-stale-1, a-stale-2")
 
 	xr := report(t, out, "rbln-driver-x")
@@ -200,14 +200,14 @@ func TestImages(t *testing.T) {
 	assert.Contains(t, results(r), "warn driverguard/DriverImageNotVerified (warn)")
 	assert.Equal(t, registry.Summary{Checked: true, Images: 2, Missing: 1, NotVerified: 1, NotVerifiedBy: map[registry.Reason]int{registry.ReasonTimeout: 1}}, out.ImageCheck)
 	c := report(t, out, audit.ClusterReportName)
-	var check *audit.Finding
+	var check *audit.Result
 	for i := range c.Results {
 		if c.Results[i].Rule == audit.RuleImageCheck {
 			check = &c.Results[i]
 		}
 	}
 	require.NotNil(t, check, "the cluster report says what the check covered")
-	assert.Equal(t, audit.Warn, check.Result)
+	assert.Equal(t, audit.Warn, check.Status)
 	assert.Equal(t, "2 images checked: 0 found, 1 missing, 1 NOT VERIFIED (1 timeout): no registry answered for 1 image: nothing says whether they exist; "+
 		"their pools proceed and the kubelet decides whether the pull succeeds", check.Message)
 	assert.Equal(t, map[string]string{"images": "2", "found": "0", "missing": "1", "notVerified": "1", "notVerified.timeout": "1"}, check.Properties)
@@ -237,7 +237,7 @@ func TestResultsAreCapped(t *testing.T) {
 	require.Len(t, c.Results, 1)
 	assert.Equal(t, routing.DriftUnowned, c.Results[0].Rule)
 	assert.Equal(t, "1000", c.Results[0].Properties["nodes"])
-	assert.Len(t, c.Results[0].Subjects, audit.NodeSample)
+	assert.Len(t, c.Results[0].Subjects(), audit.NodeSample)
 	assert.Contains(t, c.Results[0].Message, "... (1000 in all)")
 	r := report(t, out, "rbln-driver-y")
 	assert.Equal(t, []string{"pass driverguard/admission (deny)"}, results(r))

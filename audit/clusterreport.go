@@ -66,16 +66,16 @@ func ClusterReport(r *Report, at time.Time) openreports.ClusterReport {
 	for _, f := range r.Results {
 		res := openreports.ReportResult{
 			Source:      ReportSource,
-			Policy:      f.Policy,
-			Rule:        f.Rule,
-			Result:      openreports.Result(f.Result),
+			Policy:      f.ReportPolicy(),
+			Rule:        f.ReportRule(),
+			Result:      openreports.Result(f.Status),
 			Severity:    openreports.ResultSeverity(f.severity()),
-			Description: f.Message,
+			Description: f.Description(),
 			Timestamp:   stamp,
 			Properties:  map[string]string{propertyEnforcement: string(f.Enforcement)},
 		}
 		maps.Copy(res.Properties, f.Properties)
-		for _, s := range f.Subjects {
+		for _, s := range f.Subjects() {
 			ref := corev1.ObjectReference{Kind: s.Kind, Name: s.Name, APIVersion: "v1"}
 			if s.Kind != "Node" {
 				ref.APIVersion = v1alpha1.GroupVersion.String()

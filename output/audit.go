@@ -36,10 +36,10 @@ func AuditTable(w io.Writer, res *action.AuditResult) error {
 		}
 		fmt.Fprintln(w, Escape(title))
 		for _, f := range r.Results {
-			if f.Result == action.AuditPass {
+			if f.Status == action.AuditPass {
 				continue
 			}
-			label := strings.ToUpper(string(f.Result))
+			label := strings.ToUpper(string(f.Status))
 			if f.Enforcement == "audit" {
 				label = "AUDIT"
 			}
@@ -79,11 +79,11 @@ type auditJSON struct {
 
 // auditLine is a finding as one line: the policy package or the built-in rule, then the
 // message.
-func auditLine(f action.AuditFinding) string {
-	if f.Policy != "driverguard" {
-		return f.Policy + ": " + strings.TrimPrefix(f.Message, "policy "+f.Policy+": ")
+func auditLine(f action.AuditReportResult) string {
+	if pkg := f.Policy(); pkg != "" {
+		return pkg + ": " + f.Message
 	}
-	return f.Rule + ": " + f.Message
+	return f.Rule + ": " + f.Description()
 }
 
 // AuditReport is an audit for the writers: every result that is not a pass a finding; each
@@ -103,15 +103,12 @@ func AuditReport(res *action.AuditResult) *Report {
 		r.Omitted += rep.Omitted
 		for _, f := range rep.Results {
 			obj := finding.Object{Kind: finding.KindCluster, Name: rep.Name}
-			if len(f.Subjects) > 0 {
-				obj = finding.Object{Kind: f.Subjects[0].Kind, Name: f.Subjects[0].Name}
+			if s := f.Subjects(); len(s) > 0 {
+				obj = finding.Object{Kind: s[0].Kind, Name: s[0].Name}
 			}
 			rule := f.Rule
-			if f.Policy != action.AuditBuiltinPolicy {
-				rule = f.Policy
-				if f.Rule != "" {
-					rule = finding.RegoRule(f.Policy, f.Rule)
-				}
+			if pkg := f.Policy(); pkg != "" && f.Status == action.AuditPass {
+				rule = pkg // a pass of the policy as a whole
 			}
 			name := obj.String() + " " + rule
 			if seen[rep.Name+"\x00"+name] {
@@ -119,10 +116,10 @@ func AuditReport(res *action.AuditResult) *Report {
 			}
 			seen[rep.Name+"\x00"+name] = true
 			sub := Subject{Name: name, Object: obj, Group: rep.Name, Class: rep.Name, Rules: []string{rule}}
-			if f.Result == action.AuditError {
-				sub.Error = f.Message
+			if f.Status == action.AuditError {
+				sub.Error = f.Description()
 			}
-			if f.Result == action.AuditPass && f.Message != "" { // what the image check covered
+			if f.Status == action.AuditPass && f.Message != "" { // what the image check covered
 				sub.Output = []string{"PASS  " + f.Message}
 			}
 			r.Judged = append(r.Judged, sub)

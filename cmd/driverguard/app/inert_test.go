@@ -451,7 +451,7 @@ func TestTextViewsKeepAValueInPlace(t *testing.T) {
 				res := filled[action.AuditResult](v, bools)
 				for _, r := range res.Outcome.Reports {
 					for i := range r.Results {
-						r.Results[i].Result = action.AuditFail // the label is the result's, upper-cased
+						r.Results[i].Status = action.AuditFail // the label is the result's, upper-cased
 					}
 				}
 				return write(func(w io.Writer) error { return output.AuditTable(w, res) })
