@@ -32,7 +32,7 @@ func main() {
 	env := &envtest.Environment{CRDDirectoryPaths: []string{*crds}, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	must(err)
-	defer env.Stop()
+	defer func() { _ = env.Stop() }()
 	cfg.QPS, cfg.Burst = 2000, 4000
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	cl, err := client.New(cfg, client.Options{})
