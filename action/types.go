@@ -59,6 +59,8 @@ type (
 	Input = policy.Input
 	// PolicyInfo describes one policy of the set.
 	PolicyInfo = policy.PolicyInfo
+	// PolicyLoadError is policies that do not load, with the files they are in.
+	PolicyLoadError = policy.LoadError
 	// TestResult is the outcome of one Rego test.
 	TestResult = policy.TestResult
 	// AuditReport is the standing of one RBLNDriver, or of the cluster; AuditReportResult

@@ -36,7 +36,7 @@ var layers = [][]string{
 	{"webhook", "cluster", "plan", "release", "audit", "suite"},
 	{"decision"},
 	{"routing", "policy", "render", "registry"},
-	{"api", "charts", "finding", "operator"},
+	{"api", "charts", "config", "finding", "operator"},
 }
 
 // notInWebhook are imports that belong to the serve process (package serve), not to the

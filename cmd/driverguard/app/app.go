@@ -21,7 +21,6 @@ import (
 	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/api/validation"
 	"github.com/driverguard/driverguard/output"
-	"github.com/driverguard/driverguard/policy"
 )
 
 // Exit codes.
@@ -197,7 +196,7 @@ func givenValues(cmd *cobra.Command, args []string) []string {
 }
 
 // namedValues are the values err's chain names as fields: the paths of fs.PathErrors, the
-// files of a policy.LoadError.
+// files of a policy load error (action.PolicyLoadError).
 func namedValues(err error) []string {
 	var out []string
 	var walk func(error)
@@ -209,7 +208,7 @@ func namedValues(err error) []string {
 		if errors.As(err, &pe) {
 			out = append(out, pe.Path)
 		}
-		var le *policy.LoadError
+		var le *action.PolicyLoadError
 		if errors.As(err, &le) {
 			for _, p := range le.Problems {
 				out = append(out, p.File)
