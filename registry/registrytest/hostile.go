@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -108,9 +107,7 @@ type Hostile struct {
 func NewHostile(t testing.TB, user, pass string, how Misbehaviour) *Hostile {
 	t.Helper()
 	h := &Hostile{How: how, user: user, pass: pass}
-	srv := httptest.NewServer(http.HandlerFunc(h.serve))
-	t.Cleanup(srv.Close)
-	h.Host = strings.TrimPrefix(srv.URL, "http://")
+	h.Host = serve(t, http.HandlerFunc(h.serve))
 	return h
 }
 

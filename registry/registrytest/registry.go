@@ -12,7 +12,6 @@ import (
 	"io"
 	"log"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,8 +50,7 @@ func New(t testing.TB, user, pass string, tokenFlow bool) *Registry {
 	t.Helper()
 	r := &Registry{user: user, pass: pass, tokenFlow: tokenFlow, tokens: map[string]string{}}
 	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.Host = serve(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path == "/token" {
 			r.serveToken(w, req)
 			return
@@ -66,7 +64,7 @@ func New(t testing.TB, user, pass string, tokenFlow bool) *Registry {
 				scope = "repository:" + repo + ":pull"
 			}
 			if r.tokenFlow {
-				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q,service="test-registry",scope=%q`, srv.URL+"/token", scope))
+				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q,service="test-registry",scope=%q`, "http://"+req.Host+"/token", scope))
 			} else {
 				w.Header().Set("WWW-Authenticate", `Basic realm="test-registry"`)
 			}
@@ -80,8 +78,6 @@ func New(t testing.TB, user, pass string, tokenFlow bool) *Registry {
 		}
 		reg.ServeHTTP(w, req)
 	}))
-	t.Cleanup(srv.Close)
-	r.Host = strings.TrimPrefix(srv.URL, "http://")
 	return r
 }
 
