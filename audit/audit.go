@@ -80,8 +80,8 @@ type Report struct {
 	// Results are at most MaxResults of the findings, the most important first (see
 	// rankFindings); Omitted counts the rest. Summary counts every one.
 	Results []Result `json:"results"`
-	Omitted int       `json:"omitted,omitempty"`
-	Summary Summary   `json:"summary"`
+	Omitted int      `json:"omitted,omitempty"`
+	Summary Summary  `json:"summary"`
 	// enforced counts the findings (listed or not) that fail the audit.
 	enforced int
 	// counts are every finding (listed or not) by policy, rule, result and enforcement, and

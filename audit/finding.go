@@ -83,7 +83,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Policy      string             `json:"policy"`
 		Rule        string             `json:"rule"`
-		Result      Status            `json:"result"`
+		Result      Status             `json:"result"`
 		Field       string             `json:"field,omitempty"`
 		Enforcement policy.Enforcement `json:"enforcement"`
 		Message     string             `json:"message"`
