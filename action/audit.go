@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
-
 	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/decision"
@@ -37,17 +35,6 @@ type Audit struct {
 
 // NewAudit returns an Audit.
 func NewAudit(cfg *Configuration) *Audit { return &Audit{cfg: cfg} }
-
-// AuditResult is one audit.
-type AuditResult struct {
-	Outcome *audit.Outcome
-	// Reports are the ClusterReports serve's audit would write.
-	Reports []openreports.ClusterReport
-	// Inputs say what the cluster was read from; InputWarnings the inputs that look like a
-	// failed read (a node inventory without nodes, ...).
-	Inputs        cluster.Sources
-	InputWarnings []string
-}
 
 // Run audits. The result says whether a rule that denies fails (Outcome.Enforced).
 func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {

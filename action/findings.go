@@ -1,7 +1,6 @@
 package action
 
 import (
-	"github.com/driverguard/driverguard/audit"
 	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/release"
 	"github.com/driverguard/driverguard/render"
@@ -71,17 +70,4 @@ func (e *InvalidError) Findings() (fs []finding.Finding, omitted int) {
 		fs = append(fs, f)
 	}
 	return fs, omitted
-}
-
-// Findings are the results of every report that are not passes: the findings they are.
-func (r *AuditResult) Findings() []finding.Finding {
-	out := []finding.Finding{}
-	for _, rep := range r.Outcome.Reports {
-		for _, res := range rep.Results {
-			if res.Status != audit.Pass {
-				out = append(out, res.Finding)
-			}
-		}
-	}
-	return out
 }

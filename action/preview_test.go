@@ -88,7 +88,7 @@ func TestWithNodesReportsChanges(t *testing.T) {
 	res, err := release.Apply(t.Context(), release.Objects{Drivers: drivers}, st, release.Options{})
 	require.NoError(t, err)
 	rep := &PreviewReport{}
-	rep.withNodes(res)
+	addNodeReport(rep, res)
 	nr := rep.Nodes
 	require.NotNil(t, nr)
 	assert.Equal(t, []release.NodeLoss{{Node: "loses", From: "rbln-driver", Reason: routing.ReasonNoMatchingDriver}}, nr.LosingDriver)

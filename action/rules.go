@@ -19,6 +19,6 @@ func RuleDescription(rule string) string {
 	return "Rego policy " + rule
 }
 
-// DriftRules are the drift kinds: what is wrong with the nodes now, whatever a change does.
-var DriftRules = []string{finding.RuleUnowned, finding.RuleConflictingNodeSelector, finding.RuleDriverFamilyLabelMissing,
-	finding.RuleInvalidImageTag, finding.RuleStaleOwnerLabel}
+// DriftRules are the drift kinds: what is wrong with the nodes now, whatever a change does
+// (finding.DriftRules).
+var DriftRules = finding.DriftRules

@@ -32,38 +32,6 @@ type Test struct {
 // NewTest returns a Test.
 func NewTest(cfg *Configuration) *Test { return &Test{cfg: cfg} }
 
-// The types of a test run's result.
-type (
-	// TestCaseResult is one case: its expectations missed (none: it passed) or the error
-	// that kept it from being judged.
-	TestCaseResult struct {
-		Suite    string           `json:"suite"`
-		Name     string           `json:"name"`
-		Line     int              `json:"line"`
-		Passed   bool             `json:"passed"`
-		Mismatch []suite.Mismatch `json:"mismatches,omitempty"`
-		Error    string           `json:"error,omitempty"`
-		Results  []suite.Result   `json:"results"`
-		Duration time.Duration    `json:"durationNs"`
-	}
-	// TestRunResult is every case of every suite with the rule coverage.
-	TestRunResult struct {
-		// Findings are the run's findings: a TestCaseFailed per expectation a case missed (at
-		// its line), a TestCaseError per case that could not be judged, a RuleNeverFired (audit)
-		// per rule coverage counts that no case made fire.
-		Findings    []finding.Finding    `json:"findings"`
-		Cases       []TestCaseResult     `json:"cases"`
-		Coverage    []suite.RuleCoverage `json:"coverage"`
-		CoveragePct float64              `json:"coveragePercent"`
-		MinCoverage float64              `json:"minCoverage,omitempty"`
-		// CoverageOf are the patterns of --coverage-of that scoped the coverage (suites may
-		// scope theirs too, with coverageOf).
-		CoverageOf []string `json:"coverageOf,omitempty"`
-		Passed     bool     `json:"passed"`
-		Failed     int      `json:"failed"`
-	}
-)
-
 // Run loads every suite (an unreadable one is an error naming its line, before any case
 // runs) and judges its cases.
 func (t *Test) Run(ctx context.Context) (*TestRunResult, error) {

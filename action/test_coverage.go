@@ -10,12 +10,8 @@ import (
 	"github.com/driverguard/driverguard/suite"
 )
 
-// BuiltInRules are the rules of the decision core a suite's coverage counts (syntax findings
-// carry field error types, which a case may expect but coverage does not list).
-var BuiltInRules = []string{
-	finding.RuleIdenticalNodeSelector, finding.RuleConflictingNodeSelector, finding.RulePotentialConflict,
-	finding.RuleUpgradePolicy, finding.RuleClusterPolicyName, finding.RuleDriverLoss,
-}
+// BuiltInRules are the rules of the decision core a suite's coverage counts (suite.BuiltInRules).
+var BuiltInRules = suite.BuiltInRules
 
 // builtInRules are the registry's BuiltInRules.
 func builtInRules() []finding.Rule {

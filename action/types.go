@@ -75,6 +75,17 @@ type (
 	RuleRegistry = finding.Registry
 	// RuleCoverage is one rule of a test run's coverage.
 	RuleCoverage = suite.RuleCoverage
+	// TestRunResult is what Test returns: every case of every suite with the rule coverage;
+	// TestCaseResult one case.
+	TestRunResult  = suite.RunResult
+	TestCaseResult = suite.CaseResult
+	// AuditResult is what Audit returns: one audit, its ClusterReports and inputs.
+	AuditResult = audit.RunResult
+	// PreviewReport is what Preview returns: the preview of one set of values; PreviewResource
+	// one rendered RBLNDriver; NodeReport what the values do to a node inventory.
+	PreviewReport   = release.PreviewReport
+	PreviewResource = release.PreviewResource
+	NodeReport      = release.NodeReport
 )
 
 // Rules of the registry and their sources, for the printers.

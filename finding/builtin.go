@@ -116,3 +116,7 @@ func Drift(rule string) bool {
 	}
 	return false
 }
+
+// DriftRules are the drift kinds: what is wrong with the nodes now, whatever a change does.
+var DriftRules = []string{RuleUnowned, RuleConflictingNodeSelector, RuleDriverFamilyLabelMissing,
+	RuleInvalidImageTag, RuleStaleOwnerLabel}

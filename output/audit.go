@@ -5,12 +5,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/audit"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/finding"
 )
 
 // printClusterReports prints the ClusterReports as a YAML stream.
-func printClusterReports(w io.Writer, res *action.AuditResult) error {
+func printClusterReports(w io.Writer, res *audit.RunResult) error {
 	for i := range res.Reports {
 		data, err := MarshalYAML(&res.Reports[i])
 		if err != nil {
@@ -25,7 +26,7 @@ func printClusterReports(w io.Writer, res *action.AuditResult) error {
 
 // AuditTable prints each report's findings, FAIL, WARN and AUDIT lines (a policy on trial),
 // its passes counted, then the totals.
-func AuditTable(w io.Writer, res *action.AuditResult) error {
+func AuditTable(w io.Writer, res *audit.RunResult) error {
 	out := res.Outcome
 	for _, r := range out.Reports {
 		title := "RBLNDriver/" + r.Driver
@@ -36,7 +37,7 @@ func AuditTable(w io.Writer, res *action.AuditResult) error {
 		}
 		fmt.Fprintln(w, Escape(title))
 		for _, f := range r.Results {
-			if f.Status == action.AuditPass {
+			if f.Status == audit.Pass {
 				continue
 			}
 			label := strings.ToUpper(string(f.Status))
@@ -71,15 +72,15 @@ func AuditTable(w io.Writer, res *action.AuditResult) error {
 // auditJSON is `audit -o json`: every finding, the outcome (the reports with their results,
 // passes included), with what it was judged against.
 type auditJSON struct {
-	Findings []action.Finding `json:"findings"`
-	*action.AuditOutcome
-	Inputs        action.Inputs `json:"inputs"`
-	InputWarnings []string      `json:"inputWarnings"`
+	Findings []finding.Finding `json:"findings"`
+	*audit.Outcome
+	Inputs        cluster.Sources `json:"inputs"`
+	InputWarnings []string        `json:"inputWarnings"`
 }
 
 // auditLine is a finding as one line: the policy package or the built-in rule, then the
 // message.
-func auditLine(f action.AuditReportResult) string {
+func auditLine(f audit.Result) string {
 	if pkg := f.Policy(); pkg != "" {
 		return pkg + ": " + f.Message
 	}
@@ -88,9 +89,9 @@ func auditLine(f action.AuditReportResult) string {
 
 // AuditReport is an audit for the writers: every result that is not a pass a finding; each
 // result a JUnit case of its report (a pass passes); -o yaml the ClusterReports.
-func AuditReport(res *action.AuditResult) *Report {
+func AuditReport(res *audit.RunResult) *Report {
 	fs := res.Findings()
-	r := &Report{Tool: "driverguard audit", Findings: fs, Rules: action.NewRuleRegistry(),
+	r := &Report{Tool: "driverguard audit", Findings: fs, Rules: finding.NewRegistry(),
 		Document:   auditJSON{fs, res.Outcome, res.Inputs, nonNilStrings(res.InputWarnings)},
 		Properties: map[string]any{"inputs": res.Inputs, "judgedAgainst": inputLines(res.Inputs, "")},
 		Table:      func(w io.Writer) error { return AuditTable(w, res) },
@@ -107,7 +108,7 @@ func AuditReport(res *action.AuditResult) *Report {
 				obj = finding.Object{Kind: s[0].Kind, Name: s[0].Name}
 			}
 			rule := f.Rule
-			if pkg := f.Policy(); pkg != "" && f.Status == action.AuditPass {
+			if pkg := f.Policy(); pkg != "" && f.Status == audit.Pass {
 				rule = pkg // a pass of the policy as a whole
 			}
 			name := obj.String() + " " + rule
@@ -116,17 +117,17 @@ func AuditReport(res *action.AuditResult) *Report {
 			}
 			seen[rep.Name+"\x00"+name] = true
 			sub := Subject{Name: name, Object: obj, Group: rep.Name, Class: rep.Name, Rules: []string{rule}}
-			if f.Status == action.AuditError {
+			if f.Status == audit.Error {
 				sub.Error = f.Description()
 			}
-			if f.Status == action.AuditPass && f.Message != "" { // what the image check covered
+			if f.Status == audit.Pass && f.Message != "" { // what the image check covered
 				sub.Output = []string{"PASS  " + f.Message}
 			}
 			r.Judged = append(r.Judged, sub)
 		}
 	}
-	r.Judged = append(r.Judged, Subject{Name: "cluster inputs " + action.RuleInputWarning, Group: "inputs", Class: "Inputs",
-		AnyObject: true, Rules: []string{action.RuleInputWarning}, Output: inputLines(res.Inputs, "")})
+	r.Judged = append(r.Judged, Subject{Name: "cluster inputs " + finding.RuleInputWarning, Group: "inputs", Class: "Inputs",
+		AnyObject: true, Rules: []string{finding.RuleInputWarning}, Output: inputLines(res.Inputs, "")})
 	return r
 }
 

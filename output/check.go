@@ -7,15 +7,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/release"
+	"github.com/driverguard/driverguard/suite"
 )
 
 // CheckTable prints the verdicts grouped by object, conftest style: FAIL and WARN lines with
 // the rule or policy package, PASS for an object without findings, then driver losses, render
 // warnings and a summary. Every value from the input is escaped (Escape): an object's
 // title here, the findings' lines in findingLine, the sections' lines in printSection.
-func CheckTable(w io.Writer, rep *action.CheckReport) error {
+func CheckTable(w io.Writer, rep *release.Report) error {
 	byObject := verdictFindings(rep.Findings)
 	for _, res := range rep.Resources {
 		title := res.Kind + "/" + res.Name
@@ -70,8 +71,8 @@ func CheckTable(w io.Writer, rep *action.CheckReport) error {
 
 // printObjectFindings prints an object's findings under its title: PASS when none denies or
 // warns, then a FAIL, WARN or AUDIT line each, then how many more the verdict counted.
-func printObjectFindings(w io.Writer, title string, mine []action.Finding) {
-	if !slices.ContainsFunc(mine, func(f action.Finding) bool { return f.Level != finding.Audit }) {
+func printObjectFindings(w io.Writer, title string, mine []finding.Finding) {
+	if !slices.ContainsFunc(mine, func(f finding.Finding) bool { return f.Level != finding.Audit }) {
 		fmt.Fprintln(w, "  PASS")
 	}
 	for _, level := range finding.Levels {
@@ -90,8 +91,8 @@ func printObjectFindings(w io.Writer, title string, mine []action.Finding) {
 
 // verdictFindings are the findings of each object's verdict, by object, in order (render
 // warnings have their own section): one pass, however many objects a table prints.
-func verdictFindings(all []action.Finding) map[finding.Object][]action.Finding {
-	out := map[finding.Object][]action.Finding{}
+func verdictFindings(all []finding.Finding) map[finding.Object][]finding.Finding {
+	out := map[finding.Object][]finding.Finding{}
 	for _, f := range all {
 		if f.Rule != finding.RuleRenderWarning {
 			out[f.Object] = append(out[f.Object], f)
@@ -102,8 +103,8 @@ func verdictFindings(all []action.Finding) map[finding.Object][]action.Finding {
 
 // ofLevel are the findings of level, without the count of those not listed (the
 // ObjectReport's Omitted* say it).
-func ofLevel(fs []action.Finding, level finding.Level) []action.Finding {
-	var out []action.Finding
+func ofLevel(fs []finding.Finding, level finding.Level) []finding.Finding {
+	var out []finding.Finding
 	for _, f := range fs {
 		if f.Level == level && f.Rule != finding.RuleOmittedFindings {
 			out = append(out, f)
@@ -115,7 +116,7 @@ func ofLevel(fs []action.Finding, level finding.Level) []action.Finding {
 // findingLine is one finding under its object's title: the policy package or the rule, then
 // the message (without a repeated "<Kind>/<name>: " prefix), escaped to one printable line
 // (Escape: a message quoting a value may hold line breaks or escape sequences).
-func findingLine(f action.Finding, title string) string {
+func findingLine(f finding.Finding, title string) string {
 	if pkg := f.Policy(); pkg != "" {
 		return Escape(pkg + ": " + strings.TrimPrefix(f.Message, title+": "))
 	}
@@ -126,14 +127,14 @@ func findingLine(f action.Finding, title string) string {
 	return Escape(f.Rule + ": " + line)
 }
 
-func lossLine(l action.NodeLoss) string {
+func lossLine(l release.NodeLoss) string {
 	return fmt.Sprintf("%s: owned by %s now, would get no driver (%s)", l.Node, l.From, dash(l.Reason))
 }
 
 // printJudgedAgainst says what the release was judged against and what was not seen: the
 // input warnings, the drift now (not caused by the values), and each part of the cluster read
 // (or not given).
-func printJudgedAgainst(w io.Writer, rep *action.CheckReport) {
+func printJudgedAgainst(w io.Writer, rep *release.Report) {
 	printSection(w, "INPUT WARNINGS", rep.InputWarnings)
 	printSection(w, "DRIFT NOW (not caused by these values; the audit reports it too)", driftLines(rep))
 	printSection(w, "JUDGED AGAINST", inputLines(rep.Inputs, rep.Basis))
@@ -141,7 +142,7 @@ func printJudgedAgainst(w io.Writer, rep *action.CheckReport) {
 
 // driftLines are the drift now, a line per node and kind, then how many more there are
 // (printSection escapes them).
-func driftLines(rep *action.CheckReport) []string {
+func driftLines(rep *release.Report) []string {
 	var lines []string
 	for _, d := range rep.Drift {
 		lines = append(lines, d.Node+": "+d.Kind+": "+d.Detail)
@@ -155,33 +156,32 @@ func driftLines(rep *action.CheckReport) []string {
 // CheckReport is a release's verdict for the writers: every finding, each object judged by
 // the policies and the built-in rules (a JUnit case each), the nodes judged by DriverLoss,
 // and what the release was judged against.
-func CheckReport(tool string, rep *action.CheckReport, registry *finding.Registry) *Report {
+func CheckReport(tool string, rep *release.Report, registry *finding.Registry) *Report {
 	r := &Report{Tool: tool, Findings: rep.Findings, Document: rep, Rules: registry,
 		Properties: map[string]any{"inputs": rep.Inputs, "judgedAgainst": inputLines(rep.Inputs, rep.Basis)}}
-	rules := append(slices.Clone(rep.Policies), action.BuiltInRules...)
-	rules = slices.DeleteFunc(rules, func(r string) bool { return r == action.RuleDriverLoss })
+	rules := append(slices.Clone(rep.Policies), suite.BuiltInRules...)
+	rules = slices.DeleteFunc(rules, func(r string) bool { return r == finding.RuleDriverLoss })
 	for _, res := range rep.Resources {
 		r.Judged = append(r.Judged, Subject{Object: finding.Object{Kind: res.Kind, Name: res.Name}, Rules: rules})
 	}
 	r.Judged = append(r.Judged,
-		Subject{Name: "nodes keep their driver " + action.RuleDriverLoss, Group: "", Class: "Nodes", AnyObject: true, Rules: []string{action.RuleDriverLoss}},
-		Subject{Name: "cluster inputs " + action.RuleInputWarning, Class: "Inputs", AnyObject: true, Rules: []string{action.RuleInputWarning},
+		Subject{Name: "nodes keep their driver " + finding.RuleDriverLoss, Group: "", Class: "Nodes", AnyObject: true, Rules: []string{finding.RuleDriverLoss}},
+		Subject{Name: "cluster inputs " + finding.RuleInputWarning, Class: "Inputs", AnyObject: true, Rules: []string{finding.RuleInputWarning},
 			Output: inputLines(rep.Inputs, rep.Basis)},
-		Subject{Name: "cluster drift now", Class: "Drift", AnyObject: true, Rules: action.DriftRules})
+		Subject{Name: "cluster drift now", Class: "Drift", AnyObject: true, Rules: finding.DriftRules})
 	return r
 }
 
 // PostRenderPass says that the rendered objects passed, what they were judged against, and every
 // warning and audit finding, one line each, every value escaped (Escape: the context
 // and server judged against, the objects' names, the findings' messages, the nodes).
-func PostRenderPass(res *action.PostRenderResult) []byte {
-	rep := res.Report
+func PostRenderPass(rep *release.Report, against string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "driverguard post-render: %d resources passed (%s", len(rep.Resources), plural(rep.Warnings, "warning"))
 	if rep.Audited > 0 {
 		fmt.Fprintf(&b, ", %s", plural(rep.Audited, "audit finding"))
 	}
-	fmt.Fprintf(&b, "), judged against %s\n", Escape(res.Against))
+	fmt.Fprintf(&b, "), judged against %s\n", Escape(against))
 	byObject := verdictFindings(rep.Findings)
 	for _, r := range rep.Resources {
 		title := r.Kind + "/" + r.Name

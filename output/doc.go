@@ -13,6 +13,11 @@
 // policy test's (PolicyTests) views, and the warnings said on standard error (InputWarnings,
 // PlanReleaseNotice).
 //
+// The views take the domain's results (plan.Plan, release.Report, release.PreviewReport,
+// audit.RunResult, suite.RunResult, routing.Result, ...) or the fields they print, never
+// package action's: output sits below action (docs/development.md "Map"), so that the
+// commands' import chain does not grow a layer.
+//
 // Outputs are inert (docs/output.md, "Outputs are inert"): a table or text view shows every
 // value from the input through Escape and is written through InertWriter, so no control
 // character reaches the terminal; Markdown puts every value in a code span or escaped text

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/plan"
 )
 
 // estimateBasis says what the plan's estimate is made from, in one sentence.
-func estimateBasis(p *action.PlanReport) string {
+func estimateBasis(p *plan.Plan) string {
 	e := p.RolloutEstimate()
 	lo, hi := e.Total()
 	upper := "at most " + humanDuration(hi)
@@ -56,7 +56,7 @@ func (l lane) String() string { return dash(l.Driver) + " / " + dash(l.Pool) }
 
 // laneOf is the lane a node is drawn in: its driver after the change (before, when it loses
 // its driver) and its pool.
-func laneOf(n action.NodePlan) lane {
+func laneOf(n plan.NodePlan) lane {
 	owner := n.NewOwner
 	if owner == "" {
 		owner = n.OldOwner
@@ -73,8 +73,8 @@ type batchSegment struct {
 
 // batchSegments splits every batch by lane, in the batches' order (owner, pool, node): the
 // lanes in the order they first roll out.
-func batchSegments(p *action.PlanReport) ([]lane, []batchSegment) {
-	byName := make(map[string]action.NodePlan, len(p.Nodes))
+func batchSegments(p *plan.Plan) ([]lane, []batchSegment) {
+	byName := make(map[string]plan.NodePlan, len(p.Nodes))
 	for _, n := range p.Nodes {
 		byName[n.Name] = n
 	}
@@ -109,7 +109,7 @@ const mermaidGanttSegments = 60
 // pool, a task per batch in it), on the estimated timeline of the plan's Estimate: code hosts
 // render it where the change ticket is read. Names are reduced to what mermaid's gantt
 // grammar reads as text (letters, digits, " ._/()-"), so none can end a task or a section.
-func printMermaidGantt(w io.Writer, p *action.PlanReport) {
+func printMermaidGantt(w io.Writer, p *plan.Plan) {
 	if len(p.Batches) == 0 {
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/plan"
 )
 
@@ -45,7 +44,7 @@ var planHTMLTemplate = template.Must(template.New("plan").Funcs(template.FuncMap
 // small inline script for the table's filter, nothing loaded from anywhere (its
 // Content-Security-Policy forbids it). Every name from the cluster or the values is escaped
 // by html/template.
-func PlanHTML(w io.Writer, p *action.PlanReport, releaseName string) error {
+func PlanHTML(w io.Writer, p *plan.Plan, releaseName string) error {
 	if err := planHTMLTemplate.Execute(w, newPlanPage(p, releaseName)); err != nil {
 		return fmt.Errorf("writing the plan as HTML: %w", err)
 	}
@@ -58,7 +57,7 @@ type planPage struct {
 	Proceed  bool
 	Status   string
 	Reasons  []string
-	Summary  action.PlanSummary
+	Summary  plan.Summary
 	Inputs   []string
 	Warnings []string
 	Timeline *timelineView
@@ -70,9 +69,9 @@ type planPage struct {
 	BlockerCaveat string
 	ImageCheck    string
 	ImageCaveat   string
-	Missing       []action.MissingImage
+	Missing       []plan.MissingImage
 	NotVerified   []notVerified
-	Denials       []action.Denial
+	Denials       []plan.Denial
 	Drift         []driftGroup
 	Grouped       bool
 	Rows          []nodeRow
@@ -97,7 +96,7 @@ type blockerView struct {
 
 type driftGroup struct {
 	Kind    string
-	Entries []action.Drift
+	Entries []plan.Drift
 	More    int
 }
 
@@ -147,7 +146,7 @@ type markView struct {
 	Label, Title   string
 }
 
-func newPlanPage(p *action.PlanReport, releaseName string) *planPage {
+func newPlanPage(p *plan.Plan, releaseName string) *planPage {
 	pg := &planPage{Release: releaseName, Proceed: p.Proceed, Reasons: p.Reasons, Summary: p.Summary,
 		Inputs: planInputLines(p), Warnings: p.InputWarnings, BlockerCaveat: p.BlockerCheck.Caveat(),
 		ImageCheck: sentence(p.ImageCheck.String()), ImageCaveat: p.ImageCheck.Caveat(),
@@ -173,7 +172,7 @@ func newPlanPage(p *action.PlanReport, releaseName string) *planPage {
 		}
 	}
 	for _, n := range p.Nodes {
-		if len(n.Blockers) == 0 && n.Action != action.NodeBlocked && n.Action != action.NodeHeld && n.Action != action.NodeLoseDriver {
+		if len(n.Blockers) == 0 && n.Action != plan.NodeBlocked && n.Action != plan.NodeHeld && n.Action != plan.NodeLoseDriver {
 			continue
 		}
 		if len(pg.Attention) == planHTMLNodes {
@@ -196,7 +195,7 @@ func newPlanPage(p *action.PlanReport, releaseName string) *planPage {
 	return pg
 }
 
-func groupDrift(drift []action.Drift) []driftGroup {
+func groupDrift(drift []plan.Drift) []driftGroup {
 	var out []driftGroup
 	at := map[string]int{}
 	for _, d := range drift {
@@ -216,7 +215,7 @@ func groupDrift(drift []action.Drift) []driftGroup {
 }
 
 // batchOf maps each node to its batch ("1", ...), or "manual" without autoUpgrade.
-func batchOf(p *action.PlanReport) map[string]string {
+func batchOf(p *plan.Plan) map[string]string {
 	out := map[string]string{}
 	for i, b := range p.Batches {
 		for _, n := range b {
@@ -229,7 +228,7 @@ func batchOf(p *action.PlanReport) map[string]string {
 	return out
 }
 
-func blockerSummary(n action.NodePlan) string {
+func blockerSummary(n plan.NodePlan) string {
 	parts := make([]string, len(n.Blockers))
 	for i, b := range n.Blockers {
 		parts[i] = b.Kind + " " + b.Pod
@@ -237,7 +236,7 @@ func blockerSummary(n action.NodePlan) string {
 	return strings.Join(parts, ", ")
 }
 
-func nodeRows(p *action.PlanReport) []nodeRow {
+func nodeRows(p *plan.Plan) []nodeRow {
 	batch := batchOf(p)
 	rows := make([]nodeRow, len(p.Nodes))
 	for i, n := range p.Nodes {
@@ -249,7 +248,7 @@ func nodeRows(p *action.PlanReport) []nodeRow {
 
 // groupedRows are the nodes per pool, action and batch, in the order of the nodes: the
 // names of the first few, the drivers (the one, or how many), the count, the blockers' kinds.
-func groupedRows(p *action.PlanReport) []nodeRow {
+func groupedRows(p *plan.Plan) []nodeRow {
 	batch := batchOf(p)
 	type key struct{ pool, action, batch string }
 	type group struct {
@@ -315,7 +314,7 @@ func sortedStrings(s []string) []string {
 // newTimeline draws the batches as bars over the estimated time, a lane per driver and pool,
 // and beside them the nodes no batch holds (blocked, held, losing or gaining a driver); nil
 // without batches.
-func newTimeline(p *action.PlanReport) *timelineView {
+func newTimeline(p *plan.Plan) *timelineView {
 	if len(p.Batches) == 0 {
 		return nil
 	}
@@ -347,7 +346,7 @@ type laneMarks struct {
 
 // outsideBatches are the nodes no batch holds, per lane and kind in the order of the nodes,
 // and the lanes with those only a mark has added after the batches' lanes.
-func outsideBatches(p *action.PlanReport, lanes []lane) ([]lane, []*laneMarks) {
+func outsideBatches(p *plan.Plan, lanes []lane) ([]lane, []*laneMarks) {
 	seen := map[lane]bool{}
 	for _, l := range lanes {
 		seen[l] = true
@@ -360,7 +359,7 @@ func outsideBatches(p *action.PlanReport, lanes []lane) ([]lane, []*laneMarks) {
 	var marks []*laneMarks
 	for _, n := range p.Nodes {
 		switch n.Action {
-		case action.NodeBlocked, action.NodeHeld, action.NodeLoseDriver, action.NodeGainDriver:
+		case plan.NodeBlocked, plan.NodeHeld, plan.NodeLoseDriver, plan.NodeGainDriver:
 		default:
 			continue
 		}
@@ -530,10 +529,10 @@ func markText(kind string, m *laneMarks) (string, string) {
 }
 
 var markSymbol = map[string]string{
-	action.NodeBlocked:    "✕",
-	action.NodeHeld:       "⏸",
-	action.NodeLoseDriver: "−",
-	action.NodeGainDriver: "+",
+	plan.NodeBlocked:    "✕",
+	plan.NodeHeld:       "⏸",
+	plan.NodeLoseDriver: "−",
+	plan.NodeGainDriver: "+",
 }
 
 // tickStep is a round step for the time axis: at most about 8 ticks.

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/plan"
 	"github.com/driverguard/driverguard/routing"
 )
@@ -20,8 +19,8 @@ import (
 // families, OS versions and kernels (their pools), about half the nodes upgrading in batches
 // of 10 ordered by owner, pool and node, 3% blocked (one or two blockers each), 1% held, 5%
 // with a stale owner label.
-func largePlan(n int) *action.PlanReport {
-	p := &action.PlanReport{Batches: [][]string{}, Manual: []plan.ManualNode{}, MissingImages: []plan.MissingImage{}, ImageWarnings: []plan.MissingImage{},
+func largePlan(n int) *plan.Plan {
+	p := &plan.Plan{Batches: [][]string{}, Manual: []plan.ManualNode{}, MissingImages: []plan.MissingImage{}, ImageWarnings: []plan.MissingImage{},
 		Drift: []plan.Drift{}, InputWarnings: []string{}, Denials: []plan.Denial{}, Reasons: []string{"blocked"},
 		Rollout: plan.Rollout{AutoUpgrade: true, MaxParallelUpgrades: 10, Drain: true, DrainTimeoutSeconds: 300, NPUPodDeletionTimeoutSeconds: 300}}
 	families := []string{"atom", "rebel", "atom-max"}
@@ -64,7 +63,7 @@ func largePlan(n int) *action.PlanReport {
 	return p
 }
 
-func planReport(p *action.PlanReport) *Report {
+func planReport(p *plan.Plan) *Report {
 	return &Report{Tool: "driverguard plan", Document: p, HTML: func(w io.Writer) error { return PlanHTML(w, p, "dg") }}
 }
 
@@ -112,11 +111,11 @@ func TestPlanHTMLEscapes(t *testing.T) {
 // the driver restart assumed, the waits — and, when a wait has no timeout, that the rollout has
 // no upper bound (plan.TestEstimateRollout holds the model).
 func TestEstimateBasis(t *testing.T) {
-	bounded := &action.PlanReport{Rollout: plan.Rollout{MaxParallelUpgrades: 2, Drain: true, DrainTimeoutSeconds: 600, NPUPodDeletionTimeoutSeconds: 300},
+	bounded := &plan.Plan{Rollout: plan.Rollout{MaxParallelUpgrades: 2, Drain: true, DrainTimeoutSeconds: 600, NPUPodDeletionTimeoutSeconds: 300},
 		Batches: [][]string{{"a"}, {"b"}, {"c"}}}
 	assert.Equal(t, "An estimate, not a measurement: 3 batches of 2 nodes (maxParallelUpgrades 2), one after another; each takes at least 2 min (the driver restart, assumed: the cluster policy does not say it) and at most 15 min more when every wait runs to its timeout (npuPodDeletion.timeoutSeconds 300, drain.timeoutSeconds 600). The whole rollout: at least 6 min, at most 51 min.",
 		estimateBasis(bounded))
-	open := &action.PlanReport{Rollout: plan.Rollout{Drain: true, NPUPodDeletionTimeoutSeconds: 60}, Batches: [][]string{{"a"}}}
+	open := &plan.Plan{Rollout: plan.Rollout{Drain: true, NPUPodDeletionTimeoutSeconds: 60}, Batches: [][]string{{"a"}}}
 	basis := estimateBasis(open)
 	assert.Contains(t, basis, "1 batch of all nodes")
 	assert.Contains(t, basis, "with no upper bound: drain (timeoutSeconds 0: waits indefinitely)")

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/operator"
+	"github.com/driverguard/driverguard/plan"
+	"github.com/driverguard/driverguard/release"
 )
 
 // PlanMarkdown writes the plan as a change ticket a reviewer can approve: what it was
@@ -21,7 +23,7 @@ import (
 // longer than any run of backticks inside it (fenced): a value cannot close a fence, start a
 // list or a heading, or carry a link, an image, an autolink or HTML into the ticket
 // (TestPlanMarkdownHostileValuesMakeNoLink).
-func PlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) error {
+func PlanMarkdown(w io.Writer, p *plan.Plan, releaseName string) error {
 	s := p.Summary
 	fmt.Fprintf(w, "# Driver rollout plan\n\n")
 	status := "**Can proceed.**"
@@ -47,7 +49,7 @@ func PlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) error {
 	fmt.Fprintln(w, "\n| node | action | owner | pool | image |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, n := range p.Nodes {
-		if n.Action == action.NodeNone {
+		if n.Action == plan.NodeNone {
 			continue
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", mdCell(n.Name), mdCell(n.Action), mdCell(arrow(n.OldOwner, n.NewOwner)), mdCell(dash(n.Pool)), mdCodeCell(arrow(n.OldImage, n.NewImage)))
@@ -137,7 +139,7 @@ func PlanMarkdown(w io.Writer, p *action.PlanReport, releaseName string) error {
 // printInputsMarkdown records what the plan was made from: the values and flags as given,
 // the release, where each part of the cluster was read from (and how many objects), the
 // driverguard that made it and when.
-func printInputsMarkdown(w io.Writer, p *action.PlanReport) {
+func printInputsMarkdown(w io.Writer, p *plan.Plan) {
 	in := p.Inputs
 	fmt.Fprintln(w, "## Inputs")
 	fmt.Fprintln(w)
@@ -161,7 +163,7 @@ func printInputsMarkdown(w io.Writer, p *action.PlanReport) {
 	}
 	for _, part := range []struct {
 		name      string
-		src       action.Source
+		src       cluster.Source
 		one, many string
 	}{
 		{"nodes", in.Cluster.Nodes, "node", "nodes"},
@@ -186,7 +188,7 @@ func printInputsMarkdown(w io.Writer, p *action.PlanReport) {
 	for _, wn := range p.InputWarnings {
 		fmt.Fprintf(w, "\n**Warning:** %s\n", md(wn))
 	}
-	if p.Basis == action.BasisOwnerLabels {
+	if p.Basis == release.BasisOwnerLabels {
 		fmt.Fprintf(w, "\nThe current RBLNDrivers were not given: a node's driver now is the one its %s label names, so upgrades are not known.\n", mdCode(operator.LabelOwner))
 	}
 }
@@ -194,7 +196,7 @@ func printInputsMarkdown(w io.Writer, p *action.PlanReport) {
 // policiesCell says which policies judged the plan: the bundled library, the --policy
 // directories, and the flags that turn policies off, change their enforcement or let an
 // object through when its policies fail.
-func policiesCell(p *action.PlanReport) string {
+func policiesCell(p *plan.Plan) string {
 	in := p.Inputs
 	parts := []string{"the bundled library"}
 	if len(in.PolicyDirs) > 0 {
@@ -218,7 +220,7 @@ func policiesCell(p *action.PlanReport) string {
 
 // printRollbackMarkdown writes the values that give the current RBLNDrivers back, or why
 // there are none.
-func printRollbackMarkdown(w io.Writer, p *action.PlanReport, releaseName string) {
+func printRollbackMarkdown(w io.Writer, p *plan.Plan, releaseName string) {
 	fmt.Fprintln(w, "\n## Rollback")
 	fmt.Fprintf(w, "\n%s restores the previous revision of the release (%s shows its values).\n",
 		mdCode("helm rollback "+releaseName), mdCode("helm get values "+releaseName+" --revision N"))

@@ -5,17 +5,26 @@ import (
 	"io"
 	"strings"
 
-	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/plan"
 )
+
+// PlanRelease is what plan --release read of a release: its name, namespace, revision,
+// Helm's status of the revision, and whether that revision is deployed.
+type PlanRelease struct {
+	Name, Namespace string
+	Revision        int
+	Status          string
+	Deployed        bool
+}
 
 // PlanReleaseNotice says which release plan --release read, and warns when its latest
 // revision is not deployed. The release's name, namespace and status are escaped
 // (Escape): they come from the flags and the cluster's storage.
-func PlanReleaseNotice(w io.Writer, d *action.DeployedRelease, live bool) {
+func PlanReleaseNotice(w io.Writer, d PlanRelease, live bool) {
 	name, ns, status := Escape(d.Name), Escape(d.Namespace), Escape(d.Status)
 	fmt.Fprintf(w, "Planning from release %s in namespace %s (revision %d, %s): its values are the cluster's RBLNDrivers now%s.\n",
 		name, ns, d.Revision, status, map[bool]string{true: " (with --live, the cluster's own RBLNDrivers are)", false: ""}[live])
-	if !d.Deployed() {
+	if !d.Deployed {
 		fmt.Fprintf(w, "Warning: revision %d of release %s is %s, not deployed: its values may not be what the cluster runs (`helm history %s -n %s`).\n", d.Revision, name, status, name, ns)
 	}
 }
@@ -25,7 +34,7 @@ func PlanReleaseNotice(w io.Writer, d *action.DeployedRelease, live bool) {
 // the rollout's nodes and steps — is escaped (Escape), so that a line break or a tab in
 // one cannot start a line or a column; a cell made of values and the writer's own text
 // ("old -> new", "-") is escaped whole, which escapes only what the values hold.
-func PlanTable(w io.Writer, p *action.PlanReport) error {
+func PlanTable(w io.Writer, p *plan.Plan) error {
 	esc := Escape
 	tw := newTable(w)
 	fmt.Fprintln(tw, "RBLNDRIVER\tACTION\tVERSION\tSELECTOR")
@@ -82,7 +91,7 @@ func PlanTable(w io.Writer, p *action.PlanReport) error {
 
 // planInputLines say what each part of the cluster was read from, as check's, and the pods:
 // without them the drain blockers are not known.
-func planInputLines(p *action.PlanReport) []string {
+func planInputLines(p *plan.Plan) []string {
 	in := p.Inputs.Cluster
 	lines := inputLines(in, p.Basis)
 	if !in.Workloads.Given {
@@ -93,7 +102,7 @@ func planInputLines(p *action.PlanReport) []string {
 
 // printPlanImages says what the registry check covered, then the images missing and those
 // no registry answered for, each value escaped.
-func printPlanImages(w io.Writer, p *action.PlanReport) {
+func printPlanImages(w io.Writer, p *plan.Plan) {
 	esc := Escape
 	fmt.Fprintf(w, "\n%s\n", esc(sentence(p.ImageCheck.String())))
 	if c := p.ImageCheck.Caveat(); c != "" {
@@ -121,7 +130,7 @@ type imageGroup struct {
 
 // byImage groups not-verified pools by image, in the order of first appearance: the reason
 // is the image's, said once.
-func byImage(warnings []action.MissingImage) []imageGroup {
+func byImage(warnings []plan.MissingImage) []imageGroup {
 	var out []imageGroup
 	at := map[string]int{}
 	for _, m := range warnings {
@@ -136,7 +145,7 @@ func byImage(warnings []action.MissingImage) []imageGroup {
 	return out
 }
 
-func printRollout(w io.Writer, p *action.PlanReport, heading, indent string) {
+func printRollout(w io.Writer, p *plan.Plan, heading, indent string) {
 	r := p.Rollout
 	switch {
 	case len(p.Batches) > 0:
@@ -155,7 +164,7 @@ func printRollout(w io.Writer, p *action.PlanReport, heading, indent string) {
 	}
 }
 
-func printBlockers(w io.Writer, p *action.PlanReport, indent string) {
+func printBlockers(w io.Writer, p *plan.Plan, indent string) {
 	first := true
 	for _, n := range p.Nodes {
 		for _, b := range n.Blockers {
@@ -174,11 +183,11 @@ func printBlockers(w io.Writer, p *action.PlanReport, indent string) {
 }
 
 // selectorChange is a driver's nodeSelector, old -> new when an update changes it.
-func selectorChange(d action.DriverPlan) string {
+func selectorChange(d plan.DriverPlan) string {
 	switch {
-	case d.Action == action.DriverDelete:
+	case d.Action == plan.DriverDelete:
 		return d.OldSelector
-	case d.Action == action.DriverUpdate && d.SelectorChange:
+	case d.Action == plan.DriverUpdate && d.SelectorChange:
 		return arrow(d.OldSelector, d.NewSelector)
 	}
 	return d.NewSelector

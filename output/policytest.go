@@ -5,13 +5,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/policy"
 )
 
 // PolicyTests lists the user's tests (and failing or, verbose, all bundled ones) and a summary.
 // A test's package, name and file, its error and each line of its output are escaped
 // (Escape): they come from the policies.
-func PolicyTests(w io.Writer, results []action.TestResult, verbose bool) {
+func PolicyTests(w io.Writer, results []policy.TestResult, verbose bool) {
 	type tally struct{ passed, total int }
 	var yours, bundled tally
 	for _, r := range results {
@@ -20,10 +20,10 @@ func PolicyTests(w io.Writer, results []action.TestResult, verbose bool) {
 			t = &bundled
 		}
 		t.total++
-		if r.Outcome == action.TestPass {
+		if r.Outcome == policy.TestPass {
 			t.passed++
 		}
-		if r.Bundled && r.Outcome == action.TestPass && !verbose {
+		if r.Bundled && r.Outcome == policy.TestPass && !verbose {
 			continue
 		}
 		esc := Escape
@@ -31,7 +31,7 @@ func PolicyTests(w io.Writer, results []action.TestResult, verbose bool) {
 		if r.Error != "" {
 			fmt.Fprintf(w, "      %s\n", esc(r.Error))
 		}
-		if r.Outcome != action.TestPass && r.Output != "" {
+		if r.Outcome != policy.TestPass && r.Output != "" {
 			for _, line := range strings.Split(strings.TrimRight(r.Output, "\n"), "\n") {
 				fmt.Fprintf(w, "      %s\n", esc(line))
 			}

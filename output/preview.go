@@ -6,14 +6,15 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/finding"
 	"github.com/driverguard/driverguard/operator"
+	"github.com/driverguard/driverguard/plan"
+	"github.com/driverguard/driverguard/release"
 )
 
 // PreviewTable is preview's table and text, every value from the input escaped
 // (Escape): names, versions, selectors, fields' values and values paths, warnings.
-func PreviewTable(w io.Writer, rep *action.PreviewReport) error {
+func PreviewTable(w io.Writer, rep *release.PreviewReport) error {
 	esc := Escape
 	tw := newTable(w)
 	fmt.Fprintln(tw, "RESOURCE\tVERSION\tSELECTOR\tSET ON INSTANCE\tINHERITED")
@@ -68,7 +69,7 @@ func PreviewTable(w io.Writer, rep *action.PreviewReport) error {
 
 // printVerdict prints the check verdict of the previewed release: the objects denied or
 // warned, then the summary.
-func printVerdict(w io.Writer, rep *action.CheckReport) error {
+func printVerdict(w io.Writer, rep *release.Report) error {
 	var lines []string
 	byObject := verdictFindings(rep.Findings)
 	for _, res := range rep.Resources {
@@ -100,7 +101,7 @@ func printVerdict(w io.Writer, rep *action.CheckReport) error {
 	return err
 }
 
-func printNodeReport(w io.Writer, nr *action.NodeReport) error {
+func printNodeReport(w io.Writer, nr *release.NodeReport) error {
 	fmt.Fprintln(w)
 	RouteTable(w, nr.Routing)
 	var lines []string
@@ -120,7 +121,7 @@ func printNodeReport(w io.Writer, nr *action.NodeReport) error {
 		lines = append(lines, changeLine(c))
 	}
 	title := "NODE CHANGES (compared with the routing of the current RBLNDrivers, as driverguard plan does; plan also says which are held or blocked)"
-	if nr.Basis == action.BasisOwnerLabels {
+	if nr.Basis == release.BasisOwnerLabels {
 		title = "NODE CHANGES (compared with the nodes' " + operator.LabelOwner + " labels: the current RBLNDrivers were not given, so upgrades are not known; --drivers or --live compares as driverguard plan does)"
 	}
 	printSection(w, title, lines)
@@ -130,9 +131,9 @@ func printNodeReport(w io.Writer, nr *action.NodeReport) error {
 
 // changeLine is one node's change: the action, the owner and, for an upgrade, the images
 // (printSection escapes it).
-func changeLine(c action.NodeChange) string {
+func changeLine(c release.NodeChange) string {
 	line := fmt.Sprintf("%s: %s %s", c.Node, c.Action, arrow(c.From, c.To))
-	if c.Action == action.NodeUpgrade {
+	if c.Action == plan.NodeUpgrade {
 		line += ": " + imageChange(c.OldImage, c.NewImage)
 	}
 	if c.Reason != "" {

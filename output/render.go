@@ -6,12 +6,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/render"
 )
 
 // RenderTable lists the rendered objects, one line each, the names, versions and selectors
 // (from the values) escaped (Escape).
-func RenderTable(w io.Writer, r *action.Rendered) error {
+func RenderTable(w io.Writer, r *render.Result) error {
 	esc := Escape
 	tw := newTable(w)
 	fmt.Fprintln(tw, "KIND\tNAME\tVERSION\tSELECTOR")

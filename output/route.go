@@ -5,12 +5,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/registry"
+	"github.com/driverguard/driverguard/routing"
 )
 
 // RouteTable prints nodes, pools, ties and invalid resources as aligned tables, every
 // value escaped (Escape: a line break or a tab in a name stays in its cell).
-func RouteTable(w io.Writer, res *action.Routing) {
+func RouteTable(w io.Writer, res *routing.Result) {
 	esc := Escape
 	fmt.Fprintln(w, "NODES")
 	tw := newTable(w)
@@ -45,7 +46,7 @@ func RouteTable(w io.Writer, res *action.Routing) {
 // RouteImages prints what the registry check covered — how many images were found, missing
 // and not verified, and why — then every image not found or not verified; nothing without a
 // check.
-func RouteImages(w io.Writer, images []action.ImageResult, check action.ImageCheck) {
+func RouteImages(w io.Writer, images []registry.ImageResult, check registry.Summary) {
 	if !check.Checked {
 		return
 	}
@@ -55,8 +56,8 @@ func RouteImages(w io.Writer, images []action.ImageResult, check action.ImageChe
 	}
 	for _, img := range images {
 		switch img.Status {
-		case action.ImageFound:
-		case action.ImageNotFound:
+		case registry.Found:
+		case registry.NotFound:
 			lines = append(lines, fmt.Sprintf("%s: %s %s", img.Image, img.Status, img.Message))
 		default:
 			lines = append(lines, fmt.Sprintf("%s: NOT VERIFIED (%s): %s", img.Image, img.Reason, img.Cause()))

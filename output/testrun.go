@@ -5,14 +5,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/driverguard/driverguard/action"
 	"github.com/driverguard/driverguard/finding"
+	"github.com/driverguard/driverguard/suite"
 )
 
 // TestReport is a test run for the writers: each case a subject (a JUnit case of its suite
 // file), failed by the expectations it missed.
-func TestReport(res *action.TestRunResult) *Report {
-	r := &Report{Tool: "driverguard test", Findings: res.Findings, Document: res, Rules: action.NewRuleRegistry(),
+func TestReport(res *suite.RunResult) *Report {
+	r := &Report{Tool: "driverguard test", Findings: res.Findings, Document: res, Rules: finding.NewRegistry(),
 		OnlyJudged: true, Table: func(w io.Writer) error { return printTestTable(w, res) }}
 	for _, c := range res.Cases {
 		r.Judged = append(r.Judged, Subject{Object: finding.Object{Kind: finding.KindTestCase, Name: c.Name},
@@ -23,7 +23,7 @@ func TestReport(res *action.TestRunResult) *Report {
 
 // printTestTable prints each case (PASS, FAIL with what was expected and what came, ERROR),
 // then the coverage and a summary.
-func printTestTable(w io.Writer, res *action.TestRunResult) error {
+func printTestTable(w io.Writer, res *suite.RunResult) error {
 	for _, c := range res.Cases {
 		switch {
 		// Names, messages and policies' words are the suite's: escaped, so that they cannot

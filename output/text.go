@@ -6,8 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/driverguard/driverguard/action"
+	"github.com/driverguard/driverguard/cluster"
 	"github.com/driverguard/driverguard/operator"
+	"github.com/driverguard/driverguard/release"
 )
 
 // sentence starts s with a capital and ends it with a full stop.
@@ -52,13 +53,13 @@ func arrow(old, new string) string {
 // inputLines say what each part of the cluster was read from, and what a node's driver now
 // is read from. They quote the files and the context given as they are, for the JUnit and
 // JSON outputs too: printSection escapes them where a table prints them.
-func inputLines(in action.Inputs, basis string) []string {
+func inputLines(in cluster.Sources, basis string) []string {
 	if !in.Nodes.Given && !in.Drivers.Given && !in.ClusterPolicy.Given {
 		return []string{"the rendered objects alone: no nodes, RBLNDrivers or RBLNClusterPolicy were read (conflicts are judged on the selectors alone)"}
 	}
 	lines := []string{in.Nodes.Describe("node", "nodes")}
 	drivers := in.Drivers.Describe("RBLNDriver", "RBLNDrivers")
-	if basis == action.BasisOwnerLabels && in.Nodes.Given {
+	if basis == release.BasisOwnerLabels && in.Nodes.Given {
 		drivers += " (a node's driver now is the one its " + operator.LabelOwner + " label names; give --drivers or --live to tell a stale label from a driver)"
 	}
 	lines = append(lines, drivers, in.ClusterPolicy.Describe("RBLNClusterPolicy", "RBLNClusterPolicy"))

@@ -31,7 +31,8 @@ var commandImports = []string{"action", "cluster", "api/decode", "api/v1alpha1",
 // those acyclic).
 var layers = [][]string{
 	{"cmd", "hack", "test"},
-	{"action", "output"},
+	{"action"},
+	{"output"}, // the commands' views take the domain's results, never action's (#44)
 	{"serve"},
 	{"webhook", "cluster", "plan", "release", "audit", "suite"},
 	{"decision"},

@@ -530,7 +530,7 @@ func TestStandardErrorKeepsAValueInPlace(t *testing.T) {
 	t.Run("the release plan --release reads", func(t *testing.T) {
 		assertEachValueInPlace(t, func(v string) string {
 			d := filled[action.DeployedRelease](v, false)
-			return write(func(w io.Writer) { output.PlanReleaseNotice(w, d, true) })
+			return write(func(w io.Writer) { output.PlanReleaseNotice(w, planRelease(d), true) })
 		})
 	})
 	for _, passed := range []bool{true, false} {

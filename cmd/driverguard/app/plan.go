@@ -64,7 +64,7 @@ unreachable cluster).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			job.ExplicitReleaseName = cmd.Flags().Changed("release-name")
-			job.OnRelease = func(d *action.DeployedRelease, live bool) { output.PlanReleaseNotice(s.Err, d, live) }
+			job.OnRelease = func(d *action.DeployedRelease, live bool) { output.PlanReleaseNotice(s.Err, planRelease(d), live) }
 			job.Now, job.Version = s.Now, s.version()
 			res, err := job.Run(cmd.Context())
 			if err != nil {
@@ -92,4 +92,9 @@ unreachable cluster).`,
 	addImageFlags(f, &job.RegistryCheck, true, "HEAD every image the plan needs in its registry (only a 404 counts as missing)", "timeout of one registry request")
 	registerOutput(f, formats)
 	return cmd
+}
+
+// planRelease is what the notice of plan --release says of the release it read.
+func planRelease(d *action.DeployedRelease) output.PlanRelease {
+	return output.PlanRelease{Name: d.Name, Namespace: d.Namespace, Revision: d.Revision, Status: d.Status, Deployed: d.Deployed()}
 }

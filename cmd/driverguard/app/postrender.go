@@ -141,7 +141,7 @@ func (o *postRenderOptions) print(s Streams, res *action.PostRenderResult) error
 		s.parentStderr(msg)
 		return nil
 	}
-	msg := output.PostRenderPass(res)
+	msg := output.PostRenderPass(rep, res.Against)
 	if _, err := s.Err.Write(msg); err != nil {
 		return err
 	}
