@@ -127,25 +127,25 @@ func newResult(rule string, o Status, e policy.Enforcement, object finding.Objec
 
 // rank is the order of a finding's kind in a report: failures of rules that deny, errors,
 // warnings, failures then warnings of policies on trial, passes.
-func (f Result) rank() int {
+func (r Result) rank() int {
 	switch {
-	case f.Status == Pass:
+	case r.Status == Pass:
 		return 5
-	case policy.Enforcement(f.Enforcement) == policy.EnforceAudit && f.Status == Fail:
+	case policy.Enforcement(r.Enforcement) == policy.EnforceAudit && r.Status == Fail:
 		return 3
-	case policy.Enforcement(f.Enforcement) == policy.EnforceAudit:
+	case policy.Enforcement(r.Enforcement) == policy.EnforceAudit:
 		return 4
-	case f.Status == Fail:
+	case r.Status == Fail:
 		return 0
-	case f.Status == Error:
+	case r.Status == Error:
 		return 1
 	}
 	return 2
 }
 
 // breadth is the number of nodes a finding covers (its nodes property), 0 when it names none.
-func (f Result) breadth() int {
-	n, err := strconv.Atoi(f.Properties["nodes"])
+func (r Result) breadth() int {
+	n, err := strconv.Atoi(r.Properties["nodes"])
 	if err != nil {
 		return 0
 	}
@@ -154,23 +154,23 @@ func (f Result) breadth() int {
 
 // encodedSize is about the bytes f takes in a ClusterReport: its JSON, plus what the
 // ClusterReport adds to a result (source, severity, timestamp) and to each subject (apiVersion).
-func (f Result) encodedSize() int {
-	data, err := json.Marshal(f)
+func (r Result) encodedSize() int {
+	data, err := json.Marshal(r)
 	if err != nil {
 		return MaxReportBytes + 1 // unreachable: a Finding holds strings only
 	}
-	return len(data) + 128 + 64*len(f.Subjects())
+	return len(data) + 128 + 64*len(r.Subjects())
 }
 
 // severity is the openreports severity of a finding: high for what denies, medium for a
 // warning, low for a policy on trial, info for a pass.
-func (f Result) severity() string {
+func (r Result) severity() string {
 	switch {
-	case f.Status == Pass:
+	case r.Status == Pass:
 		return "info"
-	case policy.Enforcement(f.Enforcement) == policy.EnforceAudit:
+	case policy.Enforcement(r.Enforcement) == policy.EnforceAudit:
 		return "low"
-	case f.Status == Fail || f.Status == Error:
+	case r.Status == Fail || r.Status == Error:
 		return "high"
 	}
 	return "medium"

@@ -292,11 +292,10 @@ func fenced(w io.Writer, lang string, lines []string, indent string) {
 	fmt.Fprintf(w, "%s%s\n", indent, f)
 }
 
-// The ticket's escapes are output's, shared with every Markdown writer: mdText is
+// The ticket's escapes are output's, shared with every Markdown writer: md and mdCell are
 // MarkdownText (escaped text: no emphasis, link, autolink, image or HTML; no line or
 // cell break), mdCode MarkdownCode (a code span fenced longer than any run of
 // backticks in the value), mdCodeCell MarkdownCodeCell (a code span in a table cell).
-func mdText(s string) string     { return MarkdownText(s) }
 func md(s string) string         { return MarkdownText(s) }
 func mdCell(s string) string     { return MarkdownText(s) }
 func mdCode(s string) string     { return MarkdownCode(s) }

@@ -280,7 +280,7 @@ func chain(err error) []error {
 			return
 		}
 		out = append(out, e)
-		switch u := e.(type) {
+		switch u := e.(type) { //nolint:errorlint // it walks the chain itself, one link at a time
 		case interface{ Unwrap() error }:
 			walk(u.Unwrap())
 		case interface{ Unwrap() []error }:

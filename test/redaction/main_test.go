@@ -244,16 +244,6 @@ func (f *fixture) apply(t *testing.T, c client.Client) {
 	})
 }
 
-// registryOf is the registry that misbehaves as how.
-func (f *fixture) registryOf(how registrytest.Misbehaviour) *registrytest.Hostile {
-	for _, h := range f.regs {
-		if h.How == how {
-			return h
-		}
-	}
-	return nil
-}
-
 // forbidden is everything no output may hold: every form of every registry's credentials,
 // every Authorization a registry was sent, what the registries wrote (their marker), and the
 // halves of the password a registry split across two errors.
