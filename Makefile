@@ -108,6 +108,16 @@ fuzz: ## every fuzz target for FUZZTIME (30s) each: make fuzz FUZZTIME=5m FUZZPA
 bench:
 	@if [ -f hack/bench.sh ]; then bash hack/bench.sh; else echo "hack/bench.sh does not exist yet" >&2; fi
 
+# The scale benchmark of issue #45 (docs/development.md "Scale benchmark"), not part of make test:
+# NODES fleet-labelled Nodes and DRIVERS RBLNDrivers on a real kube-apiserver (bin/), then serve
+# --audit --memory-limit 256Mi as the chart runs it (Ready, peak RSS), the admission rate at NODES
+# / at 100 nodes (paired rounds) and audit --kubeconfig (time, peak RSS), each beside its goal.
+NODES ?= 100000
+DRIVERS ?= 1000
+.PHONY: bench-scale
+bench-scale: ## the scale benchmark of issue #45 (~10 min at full size; not in make test): make bench-scale [NODES=100000] [DRIVERS=1000]
+	NODES='$(NODES)' DRIVERS='$(DRIVERS)' GO='$(GO)' bash hack/bench-scale.sh
+
 # The webhook/CLI image, built without a container daemon by hack/image (go-containerregistry):
 # linux/amd64 + linux/arm64 from the HEAD commit, as an OCI image layout in bin/image/oci (named
 # driverguard/driverguard:<chart appVersion>, the chart's default image) with SPDX SBOMs in

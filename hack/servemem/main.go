@@ -8,6 +8,10 @@
 // 1,000 at once (how often any one report was written within a second).
 //
 //	go run ./hack/servemem -bin bin/driverguard -nodes 10000 -drivers 500 [-audit]
+//
+// With -large-kubeconfig it measures on clusters hack/perf/envup made instead (hack/bench-scale.sh,
+// make bench-scale; see scale.go): serve as the chart runs it, paired admission rounds against
+// the -small-kubeconfig cluster, and the audit CLI.
 package main
 
 import (
@@ -65,7 +69,21 @@ func main() {
 	memLimit := flag.String("memory-limit", "256Mi", "serve --memory-limit: the memory limit serve is given, as the chart's container limit gives it (empty: none)")
 	withAudit := flag.Bool("audit", false, "serve --audit, and measure relabel-to-report latency and report writes under a burst")
 	reportCRD := flag.String("report-crd", "charts/driverguard/crds/openreports.io_clusterreports.yaml", "openreports' ClusterReport CRD (-audit)")
+	var sc scaleRun
+	flag.StringVar(&sc.large, "large-kubeconfig", "", "measure on this existing cluster (hack/perf/envup's, with the ClusterReport CRD) instead of starting one: the scale benchmark (scale.go)")
+	flag.StringVar(&sc.small, "small-kubeconfig", "", "with -large-kubeconfig: the small cluster admission is paired against")
+	flag.StringVar(&sc.smallSize, "small-size", "100 nodes", "with -large-kubeconfig: how the small cluster is named in the output")
+	flag.IntVar(&sc.rounds, "rounds", 3, "with -large-kubeconfig: paired admission rounds")
+	flag.StringVar(&sc.body, "body", "hack/perf/driver-create.json", "with -large-kubeconfig: the AdmissionReview the paired rounds post (hack/perf's)")
 	flag.Parse()
+	if sc.large != "" {
+		sc.bin, sc.memLimit, sc.nodes, sc.drivers, sc.load = *bin, *memLimit, *nodes, *drivers, *load
+		if err := sc.run(); err != nil {
+			fmt.Fprintln(os.Stderr, "servemem:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var auditCRD string
 	if *withAudit {
 		auditCRD = *reportCRD
@@ -157,7 +175,7 @@ func run(bin, assets, crds, reportCRD, memLimit string, nodes, drivers int, load
 	ready := time.Since(start)
 	if reportCRD != "" {
 		// The first pass has written every report.
-		if err := waitReport(ctx, c, "driverguard-cluster", func(*openreports.ClusterReport) bool { return true }); err != nil {
+		if err := waitReport(ctx, c, "driverguard-cluster", time.Minute, func(*openreports.ClusterReport) bool { return true }); err != nil {
 			return fmt.Errorf("the audit's first pass: %w\n%s", err, serveLog.String())
 		}
 	}
@@ -175,7 +193,8 @@ func run(bin, assets, crds, reportCRD, memLimit string, nodes, drivers int, load
 		// Relabel one node at a time while the admission load runs.
 		auditWG.Go(func() { relabels, auditErr = relabelOneByOne(ctx, c, load) })
 	}
-	rps, err := sendLoad(ctx, fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.PathValidateDriver), load)
+	drv := wt.Driver("rbln-driver-servemem", wt.Sel(operator.LabelFamily, "rebel", "rack", "r7"))
+	rps, err := sendLoad(ctx, fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.PathValidateDriver), wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil))), load)
 	auditWG.Wait()
 	if err != nil {
 		return err
@@ -249,7 +268,7 @@ func relabelOneByOne(ctx context.Context, c client.Client, d time.Duration) ([]t
 		}
 		node := fmt.Sprintf("npu-%05d", 2*j)
 		start := time.Now()
-		if err := waitReport(ctx, c, driver, func(cr *openreports.ClusterReport) bool {
+		if err := waitReport(ctx, c, driver, time.Minute, func(cr *openreports.ClusterReport) bool {
 			for _, r := range cr.Results {
 				if r.Rule == "StaleOwnerLabel" && strings.Contains(r.Description, node) {
 					return true
@@ -349,9 +368,9 @@ func relabelBurst(ctx context.Context, c client.WithWatch, n int) (burstResult, 
 	return res, nil
 }
 
-// waitReport polls the ClusterReport name until cond holds (one minute at most).
-func waitReport(ctx context.Context, c client.Client, name string, cond func(*openreports.ClusterReport) bool) error {
-	deadline := time.Now().Add(time.Minute)
+// waitReport polls the ClusterReport name until cond holds (for within at most).
+func waitReport(ctx context.Context, c client.Client, name string, within time.Duration, cond func(*openreports.ClusterReport) bool) error {
+	deadline := time.Now().Add(within)
 	for {
 		cr := &openreports.ClusterReport{}
 		err := c.Get(ctx, client.ObjectKey{Name: name}, cr)
@@ -362,7 +381,7 @@ func waitReport(ctx context.Context, c client.Client, name string, cond func(*op
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ClusterReport %s did not show the change within a minute", name)
+			return fmt.Errorf("ClusterReport %s did not show the change within %s", name, within)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -413,12 +432,11 @@ func populate(ctx context.Context, c client.Client, nodes, drivers int) error {
 	return nil
 }
 
-// sendLoad posts one RBLNDriver CREATE review over 8 kept-alive TLS connections for d and
+// sendLoad posts body (an AdmissionReview) over 8 kept-alive TLS connections for d and
 // returns the rate of allowed answers.
-func sendLoad(ctx context.Context, url string, d time.Duration) (float64, error) {
-	drv := wt.Driver("rbln-driver-servemem", wt.Sel(operator.LabelFamily, "rebel", "rack", "r7"))
-	body := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil)))
+func sendLoad(ctx context.Context, url string, body []byte, d time.Duration) (float64, error) {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 8} //nolint:gosec // the self-signed test certificate
+	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	var (
 		ok   atomic.Int64
