@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +39,9 @@ func schemaGate(ctx context.Context, req *admissionv1.AdmissionRequest) (*gated,
 		res, err = kind.Create(ctx, req.Object.Raw)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("request.object: %w", err)
+		// not an object the API server could decode (not JSON, another kind): it would answer
+		// 400; the webhook's own decoding answers it so, naming the field
+		return &gated{}, nil
 	}
 	g := &gated{warnings: res.Warnings}
 	if len(res.Errors) > 0 {

@@ -64,3 +64,21 @@ func TestReviewRefusesWhatTheAPIServerCannotDecode(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewAnswersAnObjectOfAnotherKind: an object the API server could not decode as the
+// request's kind is answered 400 by the webhook's own decoding (exit 2), not an error without
+// an answer.
+func TestReviewAnswersAnObjectOfAnotherKind(t *testing.T) {
+	review := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": map[string]any{
+		"uid": "u", "kind": map[string]any{"group": "rebellions.ai", "version": "v1alpha1", "kind": "RBLNDriver"},
+		"resource":  map[string]any{"group": "rebellions.ai", "version": "v1alpha1", "resource": "rblndrivers"},
+		"operation": "CREATE", "name": "x", "object": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}}}}
+	data, err := json.Marshal(review)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "review.json")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	r := run(t, "", "review", "-f", file)
+	assert.Equal(t, ExitUsage, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, `"code": 400`)
+	assert.Contains(t, r.stdout, "request.object is a v1 ConfigMap, expected a rebellions.ai/v1alpha1 RBLNDriver")
+}
