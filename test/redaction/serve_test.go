@@ -92,7 +92,9 @@ func TestServeAuditReportsHoldNoCredentials(t *testing.T) {
 			want := expected[h.How]
 			for _, w := range warnings[h.How] {
 				if pass == 0 && h.How == registrytest.MalformedRealm {
-					assert.Equal(t, "unauthorized", w.Properties["reason"], w.Description)
+					// the registry refuses its first request and answers the malformed challenge
+					// after: which one an image's check meets depends on the order of the checks
+					assert.Contains(t, []string{"unauthorized", want.reason}, w.Properties["reason"], w.Description)
 					continue
 				}
 				assert.Equal(t, want.reason, w.Properties["reason"], "pass %d: %s: %s", pass+1, h.How, w.Description)
