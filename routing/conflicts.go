@@ -209,6 +209,10 @@ func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, det
 	a := newAssessment(candidate.Name, full)
 	cand := ix.candidate(candidate)
 	a.Potential = ix.potential(&cand.driver, replaced)
+	if !cand.extra && detail != withPools {
+		ix.assessGroups(&a, &cand, replaced, detail)
+		return a
+	}
 	ix.ensurePostings()
 
 	// seen maps a group to 1 + its index in outcomes; 0 means not decided yet. A slice when

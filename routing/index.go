@@ -50,6 +50,8 @@ type Index struct {
 
 	postingsOnce sync.Once
 	postings     map[labelPair][]int32 // candidate nodes by label pair, ascending (lazy)
+	// groupPostings are the groups by the label pairs of their keys (indexGroups).
+	groupPostings map[labelPair][]int32
 
 	// active, when not nil, says which drivers take part in routing (a [Cluster]'s index holds
 	// every driver that may ever be applied, most of them inactive at any one time). The
@@ -73,6 +75,7 @@ type group struct {
 	owner   int32      // unique most specific driver, -1 when none or tied
 	tied    []int32    // maximal matching drivers when tied, ascending
 	tiedKey string     // canonical encoding of tied
+	members groupMembers
 }
 
 // NewIndex builds an Index. The drivers rbln-npu-operator leaves out of routing are recorded
@@ -265,6 +268,7 @@ func (ix *Index) addNodes(in []Node) {
 		ix.nodeGroup[i] = gi
 	}
 	ix.addNodePools()
+	ix.indexGroups()
 }
 
 // addNodePools composes every candidate node's pool once (routing a node then reads an array,

@@ -76,7 +76,7 @@ func (l latencies) report(b *testing.B) {
 // over TLS 1.3 on loopback to controller-runtime's webhook server, response decoded), one
 // request at a time on a kept-alive connection. p50-ns and p99-ns are per request.
 func BenchmarkAdmission(b *testing.B) {
-	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
+	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}, {100_000, 1000}} {
 		state := benchState(size.nodes, size.drivers)
 		hooks := webhook.New(state, webhook.Options{})
 		if _, err := state.Snapshot(context.Background()); err != nil {
@@ -234,7 +234,7 @@ func BenchmarkAdmissionWithPolicies(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
+	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}, {100_000, 1000}} {
 		hooks := webhook.New(benchState(size.nodes, size.drivers), webhook.Options{Policy: engine})
 		drv := wt.Driver("rbln-driver-bench", wt.Sel(operator.LabelFamily, "atom", "pool", "p3", "env", "canary"))
 		req := wt.Request(admissionv1.Create, drv, nil)
@@ -314,7 +314,7 @@ func benchServeHTTP(b *testing.B, cluster func(nodes, drivers int) webhook.State
 		{"library", policy.Options{}},
 	}
 	body := wt.MustJSON(wt.Review(wt.Request(admissionv1.Create, drv, nil)))
-	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}} {
+	for _, size := range []struct{ nodes, drivers int }{{100, 10}, {10_000, 500}, {100_000, 1000}} {
 		state := cluster(size.nodes, size.drivers)
 		if _, err := state.Snapshot(context.Background()); err != nil {
 			b.Fatal(err)
