@@ -346,6 +346,8 @@ type policySet struct {
 	// readsNodes is whether one reads data.driverguard_cluster.nodes: the store holds the
 	// nodes only then.
 	readsNodes bool
+	// nodeLabels are the node label keys the policies declare (METADATA custom.nodeLabels).
+	nodeLabels []string
 	disabled   []string // disabled packages, sorted
 	files      []string // user module and data files, sorted
 	infos      []PolicyInfo
@@ -389,6 +391,8 @@ type checkedSet struct {
 	modules  map[string]*ast.Module // the library's and the user's policy modules
 	pkgs     []policyPackage
 	disabled map[string]bool // packages turned off by the caller or data.driverguard_config
+	// nodeLabels are the node label keys the modules declare (declaredNodeLabels).
+	nodeLabels []string
 }
 
 // checkSet runs the load-time checks on the library and the user's modules and data: the
@@ -425,13 +429,15 @@ func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Mo
 	offCfg, ps := resolveDisabled(pkgs, cfgDisabled, user.dataFiles[configKey])
 	problems = append(problems, ps...)
 	problems = append(problems, resolveEnforcement(pkgs, modes, "--enforcement")...)
+	nodeLabels, ps := declaredNodeLabels(modules)
+	problems = append(problems, ps...)
 	if len(problems) > 0 {
 		return nil, newLoadError(problems...)
 	}
 	for p := range offCfg {
 		off[p] = true
 	}
-	return &checkedSet{modules: modules, pkgs: pkgs, disabled: off}, nil
+	return &checkedSet{modules: modules, pkgs: pkgs, disabled: off, nodeLabels: nodeLabels}, nil
 }
 
 // compileSet compiles the library (unless excluded) and the user's modules into a prepared
@@ -444,7 +450,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		return nil, err
 	}
 	modules, pkgs, off := checked.modules, checked.pkgs, checked.disabled
-	set := &policySet{files: files, rules: ruleBodies(pkgs, modules, off)}
+	set := &policySet{files: files, rules: ruleBodies(pkgs, modules, off), nodeLabels: checked.nodeLabels}
 	enabled := pkgs[:0:0]
 	for _, p := range pkgs {
 		set.infos = append(set.infos, PolicyInfo{Package: p.pkg, Name: p.name, Rules: p.rules, Title: p.title, File: p.file, Disabled: off[p.pkg],

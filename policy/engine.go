@@ -129,6 +129,15 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// NodeLabelKeys are the node label keys the active policies declare they read in
+// data.driverguard_cluster.nodes (METADATA custom.nodeLabels), sorted; read them only.
+func (e *Engine) NodeLabelKeys() []string {
+	if set := e.active.Load(); set != nil {
+		return set.nodeLabels
+	}
+	return nil
+}
+
 // Reload re-reads the policy directories and activates the new set. On failure the previous
 // set stays active and the returned *LoadError is also reported by Status.
 func (e *Engine) Reload(ctx context.Context) error {
