@@ -57,11 +57,13 @@ func (a *Audit) Run(ctx context.Context) (*AuditResult, error) {
 	if err := oneStdin(stdinUser{"--nodes", a.Cluster.Nodes}, stdinUser{"--drivers", a.Cluster.Drivers}, stdinUser{"--cluster-policy", a.Cluster.ClusterPolicy}); err != nil {
 		return nil, err
 	}
-	st, err := a.cfg.readCluster(ctx, src, cluster.LiveOptions{UserAgent: "driverguard-audit"})
+	engine, err := a.cfg.engine(ctx, a.Policy)
 	if err != nil {
 		return nil, err
 	}
-	engine, err := a.cfg.engine(ctx, a.Policy)
+	// The audit judges what is stored: a node keeps the labels the drivers' selectors, the
+	// operator and the policies read (as serve's cluster view does).
+	st, err := a.cfg.readCluster(ctx, src, cluster.LiveOptions{UserAgent: "driverguard-audit", CompactNodes: true, NodeLabels: engine.NodeLabelKeys()})
 	if err != nil {
 		return nil, err
 	}

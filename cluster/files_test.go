@@ -102,8 +102,8 @@ func TestReadLiveUnreachable(t *testing.T) {
 	var le *cluster.LiveError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "listing", le.Op)
-	assert.Equal(t, "Nodes", le.Resource)
-	assert.Equal(t, "*v1.NodeList", le.ListType)
-	assert.True(t, strings.HasPrefix(err.Error(), "listing Nodes: "), err.Error())
+	assert.Equal(t, "RBLNDrivers", le.Resource)
+	assert.Equal(t, "*v1alpha1.RBLNDriverList", le.ListType)
+	assert.True(t, strings.HasPrefix(err.Error(), "listing RBLNDrivers: "), err.Error())
 	assert.False(t, errors.Is(err, context.DeadlineExceeded), "refused at once: %v", err)
 }

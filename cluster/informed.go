@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +60,26 @@ type Informed struct {
 	changed   chan struct{} // Changed's
 	// syncer, when set, gets every new snapshot's cluster view (data.driverguard_cluster).
 	syncer policy.ClusterSyncer
+
+	// nodes lists and watches the Nodes (nodeStore); nodesSynced is set by its first list.
+	nodes       toolscache.ListerWatcher
+	nodesSynced atomic.Bool
+	// keys are the node labels the cache keeps (nil: all of them); reader lists the nodes of
+	// keys added later. keptWith is the version of keys each node's labels were kept with
+	// (guarded by mu).
+	keys       *LabelKeys
+	reader     client.Reader
+	policyKeys func() []string
+	keptWith   map[string]int64
+	// read are nodes EnsureLabelKeys read that the State did not hold (readNode).
+	read map[string]map[string]string
+	// behind is set when a driver selects a key the cache does not keep yet.
+	behind atomic.Bool
+	// widenMu serialises EnsureLabelKeys; unread are keys added whose nodes were not read
+	// yet (a list failed), guarded by it; hasUnread says there are some.
+	widenMu   sync.Mutex
+	unread    []unreadKey
+	hasUnread atomic.Bool
 }
 
 type versionSnap struct {
@@ -71,13 +93,24 @@ type InformedOptions struct {
 	Logger logr.Logger
 	// RebuildDelay is DefaultRebuildDelay when zero.
 	RebuildDelay time.Duration
+	// Nodes lists and watches the Nodes as metadata (NodeWatch).
+	Nodes toolscache.ListerWatcher
+	// LabelKeys are the node labels the view keeps of each node. Nil: every label.
+	LabelKeys *LabelKeys
+	// Reader lists the Nodes that carry a key added to LabelKeys (the cache kept none of
+	// them): an uncached reader, such as the manager's API reader.
+	Reader client.Reader
+	// PolicyKeys, when set, are the node label keys the policies declare (they change when
+	// the policies are reloaded): the cache keeps them too.
+	PolicyKeys func() []string
 }
 
 // NewInformed returns an Informed over c. Run it (Start, e.g. as a manager Runnable) before
 // asking it for snapshots; it registers its event handlers on start.
 func NewInformed(c ctrlcache.Cache, opts InformedOptions) *Informed {
 	metricsOnce.Do(func() { ctrlmetrics.Registry.MustRegister(rebuilds, rebuildSeconds, objects) })
-	s := &Informed{cache: c, log: opts.Logger, rebuildDelay: opts.RebuildDelay, kick: make(chan struct{}, 1), changed: make(chan struct{}, 1)}
+	s := &Informed{cache: c, log: opts.Logger, rebuildDelay: opts.RebuildDelay, kick: make(chan struct{}, 1), changed: make(chan struct{}, 1),
+		nodes: opts.Nodes, keys: opts.LabelKeys, reader: opts.Reader, policyKeys: opts.PolicyKeys, keptWith: map[string]int64{}}
 	if s.rebuildDelay <= 0 {
 		s.rebuildDelay = DefaultRebuildDelay
 	}
@@ -88,44 +121,36 @@ func NewInformed(c ctrlcache.Cache, opts InformedOptions) *Informed {
 // synced before it is published.
 func (s *Informed) SyncTo(syncer policy.ClusterSyncer) { s.syncer = syncer }
 
-// nodeMeta is the metadata-only form of a Node the cache keeps.
-func nodeMeta() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("Node"))
-	m.APIVersion, m.Kind = "v1", "Node"
-	return m
-}
-
 // feed is how the events of one kind change the State.
 type feed struct {
 	obj     client.Object
-	set     func(*State, any)
-	del     func(*State, string)
+	set     func(any)
+	del     func(string)
 	changed func(old, new metav1.Object) bool // whether an update counts
 }
 
-var feeds = []feed{
-	{
-		obj: nodeMeta(),
-		set: func(s *State, o any) {
-			m := o.(metav1.Object)
-			s.SetNode(routing.Node{Name: m.GetName(), Labels: m.GetLabels()})
+// feeds are the Informed's: s.mu is held while set and del run.
+func (s *Informed) feeds() []feed {
+	return []feed{
+		{
+			obj: &v1alpha1.RBLNDriver{},
+			set: func(o any) {
+				d := o.(*v1alpha1.RBLNDriver)
+				s.state.SetDriver(*d)
+				if s.keys != nil && len(s.keys.Missing(slices.Collect(maps.Keys(d.Spec.NodeSelector)))) > 0 {
+					s.behind.Store(true)
+				}
+			},
+			del:     func(name string) { s.state.DeleteDriver(name) },
+			changed: generationChanged,
 		},
-		del:     (*State).DeleteNode,
-		changed: func(o, n metav1.Object) bool { return !maps.Equal(o.GetLabels(), n.GetLabels()) },
-	},
-	{
-		obj:     &v1alpha1.RBLNDriver{},
-		set:     func(s *State, o any) { s.SetDriver(*o.(*v1alpha1.RBLNDriver)) },
-		del:     (*State).DeleteDriver,
-		changed: generationChanged,
-	},
-	{
-		obj:     &v1alpha1.RBLNClusterPolicy{},
-		set:     func(s *State, o any) { s.SetClusterPolicy(*o.(*v1alpha1.RBLNClusterPolicy)) },
-		del:     (*State).DeleteClusterPolicy,
-		changed: generationChanged,
-	},
+		{
+			obj:     &v1alpha1.RBLNClusterPolicy{},
+			set:     func(o any) { s.state.SetClusterPolicy(*o.(*v1alpha1.RBLNClusterPolicy)) },
+			del:     func(name string) { s.state.DeleteClusterPolicy(name) },
+			changed: generationChanged,
+		},
+	}
 }
 
 func generationChanged(o, n metav1.Object) bool {
@@ -136,36 +161,47 @@ func generationChanged(o, n metav1.Object) bool {
 // replaces the object (a later rebuild shows its metadata) but bumps no generation.
 func (s *Informed) handler(f feed) toolscache.ResourceEventHandler {
 	apply := func(change func(), bump bool) {
-		s.mu.Lock()
-		change()
-		if bump {
-			s.gen.Add(1)
-		}
-		s.mu.Unlock()
-		if bump {
-			for _, c := range []chan struct{}{s.kick, s.changed} {
-				select {
-				case c <- struct{}{}:
-				default:
-				}
-			}
-		}
+		s.apply(func() bool { change(); return bump })
 	}
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) { apply(func() { f.set(&s.state, o) }, true) },
+		AddFunc: func(o any) { apply(func() { f.set(o) }, true) },
 		UpdateFunc: func(o, n any) {
 			om, ok1 := o.(metav1.Object)
 			nm, ok2 := n.(metav1.Object)
-			apply(func() { f.set(&s.state, n) }, !ok1 || !ok2 || f.changed(om, nm))
+			apply(func() { f.set(n) }, !ok1 || !ok2 || f.changed(om, nm))
 		},
 		DeleteFunc: func(o any) {
 			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 				o = t.Obj
 			}
 			if m, ok := o.(metav1.Object); ok {
-				apply(func() { f.del(&s.state, m.GetName()) }, true)
+				apply(func() { f.del(m.GetName()) }, true)
 			}
 		},
+	}
+}
+
+// apply runs change with s.mu held; when it reports a relevant change, the generation is
+// bumped and a rebuild scheduled.
+func (s *Informed) apply(change func() bool) {
+	s.mu.Lock()
+	bump := change()
+	if bump {
+		s.gen.Add(1)
+	}
+	s.mu.Unlock()
+	if bump {
+		s.signal()
+	}
+}
+
+// signal schedules a background rebuild and tells Changed's reader.
+func (s *Informed) signal() {
+	for _, c := range []chan struct{}{s.kick, s.changed} {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -173,8 +209,13 @@ func (s *Informed) handler(f feed) toolscache.ResourceEventHandler {
 // builds the first snapshot and then rebuilds in the background after changes until ctx
 // ends. It implements manager.Runnable.
 func (s *Informed) Start(ctx context.Context) error {
+	if s.nodes == nil {
+		return errors.New("the cluster view has no Node watch (InformedOptions.Nodes)")
+	}
+	go toolscache.NewReflectorWithOptions(s.nodes, &metav1.PartialObjectMetadata{}, nodeStore{s},
+		toolscache.ReflectorOptions{Name: "driverguard-nodes", TypeDescription: "Node metadata"}).RunWithContext(ctx)
 	var regs []toolscache.InformerSynced
-	for _, f := range feeds {
+	for _, f := range s.feeds() {
 		inf, err := s.cache.GetInformer(ctx, f.obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", f.obj, err)
@@ -185,6 +226,7 @@ func (s *Informed) Start(ctx context.Context) error {
 		}
 		regs = append(regs, reg.HasSynced)
 	}
+	regs = append(regs, s.nodesSynced.Load)
 	if !s.cache.WaitForCacheSync(ctx) || !toolscache.WaitForCacheSync(ctx.Done(), regs...) {
 		if ctx.Err() != nil {
 			return nil
@@ -192,6 +234,9 @@ func (s *Informed) Start(ctx context.Context) error {
 		return errors.New("the Node, RBLNDriver and RBLNClusterPolicy caches did not sync")
 	}
 	s.synced.Store(true)
+	if err := s.catchUp(ctx); err != nil {
+		return err
+	}
 	if _, err := s.rebuild(ctx); err != nil {
 		return err
 	}
@@ -207,6 +252,9 @@ func (s *Informed) Start(ctx context.Context) error {
 			}
 		case <-due:
 			due = nil
+			if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error(err, "reading the nodes' labels for new label keys")
+			}
 			if _, err := s.rebuild(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error(err, "rebuilding the cluster view")
 			}
@@ -227,6 +275,9 @@ func (s *Informed) NeedLeaderElection() bool { return false }
 func (s *Informed) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if !s.synced.Load() {
 		return nil, apierrors.NewServiceUnavailable("the webhook's cluster view (Nodes, RBLNDrivers, RBLNClusterPolicies) is not synced yet; retry in a few seconds")
+	}
+	if err := s.catchUp(ctx); err != nil {
+		return nil, err
 	}
 	if cur := s.cur.Load(); cur != nil && cur.gen == s.gen.Load() {
 		return cur.snap, nil
@@ -284,6 +335,15 @@ func (s *Informed) rebuild(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	s.cur.Store(&versionSnap{snap: snap, gen: gen})
+	if s.keys != nil {
+		s.keys.Sweep(func(yield func(map[string]string) bool) {
+			for _, n := range nodes {
+				if !yield(n.Labels) {
+					return
+				}
+			}
+		})
+	}
 	elapsed := time.Since(start)
 	rebuilds.Inc()
 	rebuildSeconds.Observe(elapsed.Seconds())
@@ -291,6 +351,112 @@ func (s *Informed) rebuild(ctx context.Context) (*Snapshot, error) {
 	objects.WithLabelValues("rblndrivers").Set(float64(len(drivers)))
 	s.log.V(1).Info("rebuilt the cluster view", "nodes", len(nodes), "drivers", len(drivers), "duration", elapsed)
 	return snap, nil
+}
+
+// unreadKey is a key added to the LabelKeys at version whose nodes were not read yet.
+type unreadKey struct {
+	key     string
+	version int64
+}
+
+// catchUp makes the cache keep the keys the drivers select and the policies declare,
+// reading the nodes that carry those it did not keep (EnsureLabelKeys). It costs a flag and
+// a few map lookups when nothing is missing.
+func (s *Informed) catchUp(ctx context.Context) error {
+	if s.keys == nil {
+		return nil
+	}
+	var policyKeys []string
+	if s.policyKeys != nil {
+		policyKeys = s.policyKeys()
+	}
+	if !s.behind.Load() && !s.hasUnread.Load() && len(s.keys.Missing(policyKeys)) == 0 {
+		return nil
+	}
+	s.behind.Store(false)
+	s.mu.Lock()
+	keys := append(SelectorKeys(s.state.drivers), policyKeys...)
+	s.mu.Unlock()
+	if err := s.EnsureLabelKeys(ctx, keys); err != nil {
+		s.behind.Store(true)
+		return err
+	}
+	return nil
+}
+
+// EnsureLabelKeys makes the cache keep keys: those it does not keep yet are added to its
+// LabelKeys (events keep them from then on) and the Nodes that carry them are read (a list
+// with the label selector `key`, which only such nodes answer), their labels replacing those
+// kept before. The webhook calls it with a driver's selector keys before it decides on the
+// driver, so that the nodes a new key selects are known; it costs a few map lookups when
+// every key is kept. An error (the list failed) is a 503 Service Unavailable: the keys stay
+// added and are read again by the next call.
+func (s *Informed) EnsureLabelKeys(ctx context.Context, keys []string) error {
+	if s.keys == nil || (!s.hasUnread.Load() && len(s.keys.Missing(keys)) == 0) {
+		return nil
+	}
+	s.widenMu.Lock()
+	defer s.widenMu.Unlock()
+	if added := s.keys.Add(keys...); len(added) > 0 {
+		v := s.keys.Version()
+		s.mu.Lock()
+		s.read = map[string]map[string]string{} // what the previous reads left is older
+		s.mu.Unlock()
+		for _, key := range added {
+			s.unread = append(s.unread, unreadKey{key: key, version: v})
+		}
+		s.hasUnread.Store(true)
+	}
+	if len(s.unread) == 0 {
+		return nil
+	}
+	if s.reader == nil {
+		return apierrors.NewServiceUnavailable("the cluster view cannot read the nodes of new label keys: it has no reader")
+	}
+	for len(s.unread) > 0 {
+		u := s.unread[0]
+		req, err := labels.NewRequirement(u.key, selection.Exists, nil)
+		if err != nil {
+			// Not a label key: no node carries it (the driver's validation says why).
+			s.unread = s.unread[1:]
+			continue
+		}
+		start := time.Now()
+		read := 0
+		_, err = pageNodes(ctx, s.reader, labels.NewSelector().Add(*req), func(m *metav1.PartialObjectMetadata) {
+			read++
+			s.readNode(m, u.version)
+		})
+		if err != nil {
+			return apierrors.NewServiceUnavailable(fmt.Sprintf("reading the nodes labelled %s for the cluster view: %v", u.key, err))
+		}
+		s.log.V(1).Info("read the nodes of a new label key", "key", u.key, "nodes", read, "duration", time.Since(start))
+		s.unread = s.unread[1:]
+	}
+	s.hasUnread.Store(false)
+	s.apply(func() bool { return true })
+	return nil
+}
+
+// readNode applies a node EnsureLabelKeys read for the keys added at version, unless an
+// event kept its labels with those keys already: such an event may be older than the read,
+// but then the events up to the read follow it (the watch delivers every change in order).
+// A node the State does not hold (its add event is still queued, or it was deleted since
+// the read) is only remembered: an event kept before the keys were added takes their values
+// from it (setNode); a deleted node is not brought back.
+func (s *Informed) readNode(m *metav1.PartialObjectMetadata, version int64) {
+	labels, kept := s.keys.keep(m.Labels)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.keptWith[m.Name]; ok && v >= version {
+		return
+	}
+	if _, ok := s.state.Node(m.Name); !ok {
+		s.read[m.Name] = labels
+		return
+	}
+	s.keptWith[m.Name] = kept
+	s.state.SetNode(routing.Node{Name: m.Name, Labels: labels})
 }
 
 var (

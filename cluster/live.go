@@ -31,6 +31,13 @@ type LiveOptions struct {
 	Workloads bool
 	// Name names the cluster in the State's Sources (default: "the cluster at <host>").
 	Name string
+	// CompactNodes keeps of each node only the labels a decision on the stored drivers reads
+	// (LabelKeys: the operator's, the drivers' selectors' keys and NodeLabels): for what
+	// judges the cluster as stored (audit), never for what adds drivers to it, whose selectors
+	// may read other labels. Without it a node keeps every label.
+	CompactNodes bool
+	// NodeLabels are the keys the policies declare (policy.Engine.NodeLabelKeys).
+	NodeLabels []string
 }
 
 // LiveError is a cluster that could not be read: connecting to it, or listing Resource.
@@ -80,7 +87,8 @@ func refused(err error) error {
 	return err
 }
 
-// ReadLive lists what a decision reads from the cluster of cfg — Nodes, RBLNDrivers and the
+// ReadLive lists what a decision reads from the cluster of cfg — RBLNDrivers, Nodes (their
+// names and the labels a decision reads, listed as metadata in pages: listNodes) and the
 // RBLNClusterPolicy named rbln-cluster-policy — and, with o.Workloads, what a plan reads too;
 // nothing else, and it writes nothing (list only). Without the CRDs the cluster holds no
 // drivers and no cluster policy.
@@ -105,7 +113,7 @@ func ReadLive(ctx context.Context, cfg *rest.Config, o LiveOptions) (*State, err
 		defer cancel()
 	}
 	var (
-		nodes    corev1.NodeList
+		nodes    []routing.Node
 		drivers  v1alpha1.RBLNDriverList
 		policies v1alpha1.RBLNClusterPolicyList
 		pods     corev1.PodList
@@ -118,7 +126,7 @@ func ReadLive(ctx context.Context, cfg *rest.Config, o LiveOptions) (*State, err
 		what string
 		list client.ObjectList
 	}
-	lists := []list{{"Nodes", &nodes}, {"RBLNDrivers", &drivers}, {"RBLNClusterPolicies", &policies}}
+	lists := []list{{"RBLNDrivers", &drivers}, {"RBLNClusterPolicies", &policies}}
 	if o.Workloads {
 		lists = append(lists, list{"Pods", &pods}, list{"PodDisruptionBudgets", &pdbs}, list{"ReplicaSets", &rss},
 			list{"Deployments", &deploys}, list{"StatefulSets", &stss})
@@ -130,8 +138,18 @@ func ReadLive(ctx context.Context, cfg *rest.Config, o LiveOptions) (*State, err
 			}
 			return nil, &LiveError{Op: "listing", Resource: l.what, ListType: fmt.Sprintf("%T", l.list), Err: refused(err)}
 		}
+		if l.list == &drivers {
+			// The nodes after the drivers: a node keeps the labels their selectors read.
+			var keys *LabelKeys
+			if o.CompactNodes {
+				keys = NewLabelKeys(append(SelectorKeys(drivers.Items), o.NodeLabels...)...)
+			}
+			if nodes, err = listNodes(ctx, c, keys); err != nil {
+				return nil, &LiveError{Op: "listing", Resource: "Nodes", ListType: "*v1.NodeList", Err: refused(err)}
+			}
+		}
 	}
-	s := &State{nodes: routing.NodesFromCore(nodes.Items), drivers: drivers.Items}
+	s := &State{nodes: nodes, drivers: drivers.Items}
 	for _, cp := range policies.Items {
 		if cp.Name == v1alpha1.ClusterPolicyName {
 			s.policies = []v1alpha1.RBLNClusterPolicy{cp}

@@ -33,7 +33,7 @@ func TestReadLiveRefused(t *testing.T) {
 			var refused *cluster.RefusedError
 			require.ErrorAs(t, err, &refused)
 			assert.Equal(t, code, refused.Code)
-			assert.ErrorContains(t, err, fmt.Sprintf("listing Nodes: the API server answered %d %s: ", code, http.StatusText(code)))
+			assert.ErrorContains(t, err, fmt.Sprintf("listing RBLNDrivers: the API server answered %d %s: ", code, http.StatusText(code)))
 			assert.True(t, apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err), "still the API status")
 		})
 	}

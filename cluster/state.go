@@ -65,10 +65,7 @@ func (s *State) Workloads() *Workloads { return s.workloads }
 // It costs a map lookup: an informer sets every node on start and on every label change.
 func (s *State) SetNode(n routing.Node) {
 	if s.nodeAt == nil {
-		s.nodeAt = make(map[string]int, len(s.nodes))
-		for i := len(s.nodes) - 1; i >= 0; i-- {
-			s.nodeAt[s.nodes[i].Name] = i
-		}
+		s.indexNodes()
 	}
 	if i, ok := s.nodeAt[n.Name]; ok {
 		s.nodes[i] = n
@@ -76,6 +73,24 @@ func (s *State) SetNode(n routing.Node) {
 	}
 	s.nodeAt[n.Name] = len(s.nodes)
 	s.nodes = append(s.nodes, n)
+}
+
+// Node returns the (first) node named name.
+func (s *State) Node(name string) (routing.Node, bool) {
+	if s.nodeAt == nil {
+		s.indexNodes()
+	}
+	if i, ok := s.nodeAt[name]; ok {
+		return s.nodes[i], true
+	}
+	return routing.Node{}, false
+}
+
+func (s *State) indexNodes() {
+	s.nodeAt = make(map[string]int, len(s.nodes))
+	for i := len(s.nodes) - 1; i >= 0; i-- {
+		s.nodeAt[s.nodes[i].Name] = i
+	}
 }
 
 // DeleteNode removes the node named name.

@@ -27,6 +27,11 @@ const (
 	LabelUpgradeSkip = "rebellions.ai/npu-driver-upgrade.skip"
 )
 
+// NodeLabels are every node label the operator reads (and the owner label it writes): what
+// a model of its routing, pools, RSMD gate and upgrades needs of a node besides its name.
+var NodeLabels = []string{LabelOwner, LabelDeployDriver, LabelFamily, LabelOSID, LabelOSVersion, LabelKernel,
+	LabelRDSPresent, LabelDeploySMD, LabelUpgradeSkip}
+
 // NFDLabels are the Node Feature Discovery labels a node needs to join a pool, in the order
 // the operator reads them.
 var NFDLabels = []string{LabelOSID, LabelOSVersion, LabelKernel}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -43,8 +42,9 @@ type process struct {
 	minTLS uint16
 	srv    ctrlwebhook.Server
 	mgr    manager.Manager
-	// state is the cluster view the webhooks decide with.
+	// state is the cluster view the webhooks decide with; keys the node labels it keeps.
 	state *cluster.Informed
+	keys  *cluster.LabelKeys
 	// certsReady is closed once the serving certificate exists.
 	certsReady chan struct{}
 	// registrar writes the webhook configurations (nil: serve registers none).
@@ -112,7 +112,8 @@ func readClientCAs(file string) (*x509.CertPool, error) {
 	return clientCAs, nil
 }
 
-// managerOptions are the manager's: its cache (nodes as their labels), the graceful stop,
+// managerOptions are the manager's: its cache (RBLNDrivers, RBLNClusterPolicies and what
+// the audit and the registrar read; the cluster view watches the Nodes itself), the graceful stop,
 // and the leader election of the audit, if any.
 func (p *process) managerOptions(scheme *runtime.Scheme) manager.Options {
 	o := p.o
@@ -130,7 +131,6 @@ func (p *process) managerOptions(scheme *runtime.Scheme) manager.Options {
 		GracefulShutdownTimeout: &shutdownTimeout,
 		Cache: ctrlcache.Options{
 			DefaultTransform: ctrlcache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]ctrlcache.ByObject{&corev1.Node{}: {Transform: nodeLabelsOnly}},
 		},
 		WebhookServer: p.srv,
 	}
@@ -150,10 +150,51 @@ func (p *process) managerOptions(scheme *runtime.Scheme) manager.Options {
 	return mo
 }
 
+// seedListTimeout bounds seedLabelKeys' list of the RBLNDrivers.
+const seedListTimeout = 30 * time.Second
+
+// seedLabelKeys makes the node labels the cluster view keeps (p.keys): the operator's, those
+// the policies declare and the keys of the RBLNDrivers' selectors, listed once before the
+// informers start so that their first list keeps them (a key found later costs a list of
+// the nodes that carry it). A failed list is logged: the cluster view adds the keys when
+// its informer sees the drivers.
+func (p *process) seedLabelKeys(ctx context.Context, scheme *runtime.Scheme) {
+	var keys []string
+	if pk := p.policyKeys(); pk != nil {
+		keys = append(keys, pk()...)
+	}
+	p.keys = cluster.NewLabelKeys(keys...)
+	c, err := client.New(p.cfg, client.Options{Scheme: scheme})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, seedListTimeout)
+		defer cancel()
+		var drivers v1alpha1.RBLNDriverList
+		if err = c.List(ctx, &drivers); err == nil {
+			p.keys.Add(cluster.SelectorKeys(drivers.Items)...)
+		}
+	}
+	if err != nil {
+		p.log.Info("listing the RBLNDrivers for the node labels to keep failed; the cluster view reads them once it sees the drivers", "error", err.Error())
+	}
+}
+
+// policyKeys is how the policies' declared node labels are read (nil without policies).
+func (p *process) policyKeys() func() []string {
+	if pk, ok := p.o.Policy.(interface{ NodeLabelKeys() []string }); ok {
+		return pk.NodeLabelKeys
+	}
+	return nil
+}
+
 // addClusterView adds the cluster view, registers the webhooks deciding with it, adds the
 // audit (o.Audit) and hands the view to o.OnState.
 func (p *process) addClusterView() error {
-	p.state = cluster.NewInformed(p.mgr.GetCache(), cluster.InformedOptions{Logger: p.log.WithName("cluster-view"), RebuildDelay: p.o.RebuildDelay})
+	nodes, err := cluster.NodeWatch(p.cfg)
+	if err != nil {
+		return err
+	}
+	p.state = cluster.NewInformed(p.mgr.GetCache(), cluster.InformedOptions{Logger: p.log.WithName("cluster-view"), RebuildDelay: p.o.RebuildDelay,
+		Nodes: nodes, LabelKeys: p.keys, Reader: p.mgr.GetAPIReader(), PolicyKeys: p.policyKeys()})
 	if err := p.mgr.Add(p.state); err != nil {
 		return err
 	}

@@ -5,11 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"time"
-	"unique"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -138,6 +135,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := p.newServer(); err != nil { // the listener's address and TLS
 		return err
 	}
+	p.seedLabelKeys(ctx, scheme) // the node labels the cluster view keeps, before it lists them
 	if p.mgr, err = manager.New(cfg, p.managerOptions(scheme)); err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -159,41 +157,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	log.Info("starting the webhook server", "port", o.Port, "certDir", o.CertDir, "tlsMinVersion", tls.VersionName(p.minTLS),
 		"certRotation", o.CertRotation != nil, "policy", o.Policy != nil, "policyFailOpen", o.PolicyFailOpen)
 	return p.mgr.Start(mgrCtx)
-}
-
-// nodeLabelsOnly keeps of a node what the webhook reads (its name and labels): at 10,000
-// nodes, their managed fields, annotations and status would be most of the informer cache and
-// of the garbage collector's work. The cluster view watches nodes as metadata
-// (PartialObjectMetadata), and this transform, keyed by the Node kind, replaces the default
-// one (which strips managed fields) for both forms.
-func nodeLabelsOnly(obj any) (any, error) {
-	keep := func(m *metav1.ObjectMeta) metav1.ObjectMeta {
-		return metav1.ObjectMeta{
-			Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
-			Labels: internLabels(m.Labels), DeletionTimestamp: m.DeletionTimestamp,
-		}
-	}
-	switch n := obj.(type) {
-	case *corev1.Node:
-		return &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: keep(&n.ObjectMeta)}, nil
-	case *metav1.PartialObjectMetadata:
-		return &metav1.PartialObjectMetadata{TypeMeta: n.TypeMeta, ObjectMeta: keep(&n.ObjectMeta)}, nil
-	}
-	return obj, nil
-}
-
-// internLabels copies labels with canonical strings: the keys and most values (families, OS,
-// kernels, "true") repeat on every node, so 10,000 nodes share one copy of each instead of
-// holding their own, which the garbage collector would otherwise visit on every cycle.
-func internLabels(labels map[string]string) map[string]string {
-	if labels == nil {
-		return nil
-	}
-	out := make(map[string]string, len(labels))
-	for k, v := range labels {
-		out[unique.Make(k).Value()] = unique.Make(v).Value()
-	}
-	return out
 }
 
 func orDefault(s, def string) string {

@@ -19,6 +19,13 @@ type State interface {
 	Snapshot(ctx context.Context) (*cluster.Snapshot, error)
 }
 
+// labelKeyState is a State whose nodes keep only some labels (cluster.Informed): before a
+// decision on a driver, the webhook has it keep the driver's selector keys, so that the nodes
+// a key no stored driver selects are known.
+type labelKeyState interface {
+	EnsureLabelKeys(ctx context.Context, keys []string) error
+}
+
 // syncingState is a State that keeps a policy engine's cluster view
 // (data.driverguard_cluster) equal to its snapshots; New hands it the decisions' evaluator
 // when that reads the cluster.

@@ -78,6 +78,15 @@ func New(state State, opts Options) *Webhooks {
 
 // driver decides an RBLNDriver with the snapshot's routing index as the cluster (docs/webhook.md "Decisions").
 func (w *Webhooks) driver(ctx context.Context, req decision.Request[*v1alpha1.RBLNDriver]) (*decision.Verdict, error) {
+	if ks, ok := w.state.(labelKeyState); ok && req.Object != nil && len(req.Object.Spec.NodeSelector) > 0 {
+		keys := make([]string, 0, len(req.Object.Spec.NodeSelector))
+		for k := range req.Object.Spec.NodeSelector {
+			keys = append(keys, k)
+		}
+		if err := ks.EnsureLabelKeys(ctx, keys); err != nil {
+			return nil, err
+		}
+	}
 	snap, err := w.state.Snapshot(ctx)
 	if err != nil {
 		return nil, err

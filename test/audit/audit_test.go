@@ -471,8 +471,10 @@ func TestStatusTotals(t *testing.T) {
 	assert.False(t, first.LastRunTime.IsZero())
 	assert.Zero(t, first.Fail)
 
-	// A change that changes no total: a pass, no status write.
-	relabel(t, c, "n1", func(l map[string]string) { l["rack"] = "r1" })
+	// A change that changes no total: a pass, no status write. The label is one a selector
+	// reads (rbln-driver-canary's env), with a value none selects: the cluster view keeps only
+	// the labels a decision reads, and a change to another is no change to it.
+	relabel(t, c, "n1", func(l map[string]string) { l["env"] = "prod" })
 	deadline := time.Now().Add(20 * time.Second)
 	for p.count() == from {
 		require.True(t, time.Now().Before(deadline), "no pass after a node change")
@@ -487,4 +489,77 @@ func TestStatusTotals(t *testing.T) {
 	relabel(t, c, "n1", func(l map[string]string) { l["env"] = "canary" })
 	tied := totals(t, c, func(a *v1alpha1.AuditStatus) bool { return a.Reports == 3 && a.Fail > 0 && a.Enforced > 0 })
 	assert.False(t, tied.LastRunTime.Before(&first.LastRunTime))
+}
+
+// zonePolicy denies every RBLNDriver while a node is in the quarantine zone: it reads a node
+// label no selector and no part of the operator reads, so it declares it (METADATA
+// custom.nodeLabels) for the cluster view to keep it.
+const zonePolicy = `# METADATA
+# custom:
+#   nodeLabels: [topology.kubernetes.io/zone]
+package driverguard.zones
+
+deny contains msg if {
+	input.object.kind == "RBLNDriver"
+	some name, node in data.driverguard_cluster.nodes
+	node.labels["topology.kubernetes.io/zone"] == "quarantine"
+	msg := sprintf("node %s is in the quarantine zone", [name])
+}
+`
+
+// TestPolicyDeclaredNodeLabel (#45): serve's cluster view keeps of a node only the labels a
+// decision reads; a policy that declares the node label it reads still sees it, on nodes
+// created before the policy was loaded (read again when it is) and after, at admission and
+// in the audit's reports. The same policy without the declaration sees no such label.
+func TestPolicyDeclaredNodeLabel(t *testing.T) {
+	plane, _ := start(t)
+	c := newClient(t, plane, nil)
+	zone := func(l map[string]string, z string) map[string]string {
+		l["topology.kubernetes.io/zone"] = z
+		return l
+	}
+	create(t, c, wt.Node("n1", zone(wt.CandidateLabels(), "quarantine")), wt.Driver("rbln-driver", nil))
+
+	file := filepath.Join(suite.policyDir, "zones.rego")
+	undeclared := strings.Replace(zonePolicy, "#   nodeLabels: [topology.kubernetes.io/zone]\n", "#   enforcement: deny\n", 1)
+	require.NoError(t, os.WriteFile(file, []byte(undeclared), 0o600))
+	require.NoError(t, suite.engine.Reload(t.Context()))
+	assert.NoError(t, c.Create(t.Context(), wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, "atom"))),
+		"undeclared, the zone label is not in the cluster view")
+
+	require.NoError(t, os.WriteFile(file, []byte(zonePolicy), 0o600))
+	require.NoError(t, suite.engine.Reload(t.Context()))
+	err := c.Create(t.Context(), wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel")))
+	require.Error(t, err, "declared, the zone label of a node created before the policy is seen")
+	assert.Contains(t, err.Error(), "node n1 is in the quarantine zone")
+	report(t, c, "rbln-driver", func(cr *openreports.ClusterReport) bool {
+		for _, r := range cr.Results {
+			if r.Policy == "driverguard.zones" && r.Result == "fail" && strings.Contains(r.Description, "node n1 is in the quarantine zone") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A node labelled after the policy was loaded: seen through the watch.
+	relabel(t, c, "n1", func(l map[string]string) { l["topology.kubernetes.io/zone"] = "a" })
+	create(t, c, wt.Node("n2", zone(wt.CandidateLabels(), "quarantine")))
+	require.Eventually(t, func() bool {
+		err := c.Create(t.Context(), wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel")), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "node n2 is in the quarantine zone") && !strings.Contains(err.Error(), "node n1")
+	}, 20*time.Second, 100*time.Millisecond)
+}
+
+// TestNewSelectorKeyAtAdmission (#45): a driver whose selector has a key no stored driver
+// selects (the cluster view did not keep it) is decided with the nodes that carry it: the
+// webhook has the view read them first, so a tie on such a node is refused.
+func TestNewSelectorKeyAtAdmission(t *testing.T) {
+	plane, _ := start(t)
+	c := newClient(t, plane, nil)
+	create(t, c, wt.Node("n1", wt.CandidateLabels("env", "canary")), wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, wt.Family)))
+	err := c.Create(t.Context(), wt.Driver("rbln-driver-canary", wt.Sel("env", "canary")))
+	require.Error(t, err, "rbln-driver-canary ties with rbln-driver-atom on n1")
+	assert.Contains(t, err.Error(), "n1")
+	require.NoError(t, c.Create(t.Context(), wt.Driver("rbln-driver-canary", wt.Sel(operator.LabelFamily, wt.Family, "env", "canary"))),
+		"more specific: it owns n1")
 }

@@ -266,7 +266,7 @@ func TestPostRenderReadsTheClusterHelmWould(t *testing.T) {
 			}
 			r := run(t, rendered, append([]string{"post-render", "--live"}, tc.args...)...)
 			assert.Equal(t, ExitUsage, r.code)
-			assert.Contains(t, r.stderr, "--live: reading the cluster of "+tc.want+": listing Nodes:")
+			assert.Contains(t, r.stderr, "--live: reading the cluster of "+tc.want+": listing RBLNDrivers:")
 			assert.Empty(t, r.stdout)
 
 			r = run(t, rendered, append([]string{"post-render"}, tc.args...)...)
