@@ -31,10 +31,12 @@ func setGCPercent(log logr.Logger) {
 
 // softMemoryPercent is the part of the memory limit serve keeps its Go memory under (a soft
 // limit, GOMEMLIMIT): above it the collector runs sooner than GOGC says. The rest is headroom
-// for what the collector does not bound (the binary's mapped pages, a burst of requests in
-// flight): at 10,000 nodes and 500 drivers, with the audit running and under admission load,
-// serve's peak RSS stays under 200 MiB with the chart's 256Mi (hack/servemem).
-const softMemoryPercent = 40
+// for what the collector does not bound (the binary's mapped pages, about 60 MiB of its
+// resident set, and a burst of requests in flight). At 100,000 nodes and 1,000 drivers, with
+// the audit and under admission load, serve's peak RSS is about 200 MiB with the chart's
+// 256Mi (make bench-scale; docs/sizing.md); at 40% its live heap of about 50 MB left the
+// collector so little room that it ran a dozen times a second.
+const softMemoryPercent = 55
 
 // setMemoryLimit sets a soft memory limit (GOMEMLIMIT) of softMemoryPercent of limit, or,
 // when limit is 0, of the memory limit of the process's cgroup (a container's), unless the

@@ -41,7 +41,7 @@ type Serve struct {
 	Policy     Policy
 	PolicyPoll time.Duration
 	// MemoryLimit is the memory serve may use, in bytes (0: its container's limit, if any);
-	// it keeps its Go memory under 40% of it (GOMEMLIMIT, unless the environment sets one).
+	// it keeps its Go memory under 55% of it (GOMEMLIMIT, unless the environment sets one).
 	MemoryLimit int64
 	// Logger is the server's structured log.
 	Logger logr.Logger

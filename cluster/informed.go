@@ -65,12 +65,12 @@ type Informed struct {
 	nodes       toolscache.ListerWatcher
 	nodesSynced atomic.Bool
 	// keys are the node labels the cache keeps (nil: all of them); reader lists the nodes of
-	// keys added later. keptWith is the version of keys each node's labels were kept with
+	// keys added later; the State records the version of keys each node's labels were kept
+	// with (setNodeKept).
 	// (guarded by mu).
 	keys       *LabelKeys
 	reader     client.Reader
 	policyKeys func() []string
-	keptWith   map[string]int64
 	// read are nodes EnsureLabelKeys read that the State did not hold (readNode).
 	read map[string]map[string]string
 	// behind is set when a driver selects a key the cache does not keep yet.
@@ -110,7 +110,7 @@ type InformedOptions struct {
 func NewInformed(c ctrlcache.Cache, opts InformedOptions) *Informed {
 	metricsOnce.Do(func() { ctrlmetrics.Registry.MustRegister(rebuilds, rebuildSeconds, objects) })
 	s := &Informed{cache: c, log: opts.Logger, rebuildDelay: opts.RebuildDelay, kick: make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		nodes: opts.Nodes, keys: opts.LabelKeys, reader: opts.Reader, policyKeys: opts.PolicyKeys, keptWith: map[string]int64{}}
+		nodes: opts.Nodes, keys: opts.LabelKeys, reader: opts.Reader, policyKeys: opts.PolicyKeys}
 	if s.rebuildDelay <= 0 {
 		s.rebuildDelay = DefaultRebuildDelay
 	}
@@ -448,15 +448,14 @@ func (s *Informed) readNode(m *metav1.PartialObjectMetadata, version int64) {
 	labels, kept := s.keys.keep(m.Labels)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := s.keptWith[m.Name]; ok && v >= version {
+	if v, ok := s.state.nodeKept(m.Name); ok && v >= version {
 		return
 	}
 	if _, ok := s.state.Node(m.Name); !ok {
 		s.read[m.Name] = labels
 		return
 	}
-	s.keptWith[m.Name] = kept
-	s.state.SetNode(routing.Node{Name: m.Name, Labels: labels})
+	s.state.setNodeKept(routing.Node{Name: m.Name, Labels: labels}, kept)
 }
 
 var (

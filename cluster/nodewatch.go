@@ -156,20 +156,20 @@ func (s *Informed) setNode(name string, labels map[string]string, version int64)
 			}
 			version = now
 		}
-		s.keptWith[name] = version
 		delete(s.read, name)
 	}
-	if cur, ok := s.state.Node(name); ok && maps.Equal(cur.Labels, labels) {
-		return false // a status update (kept maps are shared: usually the same map)
+	cur, ok := s.state.Node(name)
+	changed := !ok || !maps.Equal(cur.Labels, labels) // a status update (kept maps are shared: usually the same map)
+	if changed {
+		cur = routing.Node{Name: name, Labels: labels}
 	}
-	s.state.SetNode(routing.Node{Name: name, Labels: labels})
-	return true
+	s.state.setNodeKept(cur, version)
+	return changed
 }
 
 // deleteNode removes a node (s.mu held) and reports whether it was there.
 func (s *Informed) deleteNode(name string) bool {
 	_, ok := s.state.Node(name)
 	s.state.DeleteNode(name)
-	delete(s.keptWith, name)
 	return ok
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"weak"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -22,8 +23,11 @@ type Snapshot struct {
 	clusterPolicy *v1alpha1.RBLNClusterPolicy
 	index         *routing.Index
 
-	routeOnce sync.Once
-	route     *routing.Result
+	// route is the routing of the snapshot, kept while someone holds it (a pass of the
+	// audit, the policies' cluster view being built): at 100,000 nodes it is ten megabytes
+	// that a snapshot answering admission requests does not need.
+	routeMu sync.Mutex
+	route   weak.Pointer[routing.Result]
 }
 
 // Snapshot is the State's current view; it copies the lists, so later changes to the State do
@@ -37,13 +41,13 @@ func (s *State) Snapshot() *Snapshot {
 // see [State.ClusterPolicy] for which one counts.
 func NewSnapshot(drivers []v1alpha1.RBLNDriver, nodes []routing.Node, clusterPolicies []v1alpha1.RBLNClusterPolicy) *Snapshot {
 	slices.SortStableFunc(drivers, func(a, b v1alpha1.RBLNDriver) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortStableFunc(nodes, func(a, b routing.Node) int { return strings.Compare(a.Name, b.Name) })
 	cp := (&State{policies: clusterPolicies}).ClusterPolicy()
+	index := routing.NewIndexOwning(drivers, nodes, routing.OptionsFor(cp))
 	return &Snapshot{
 		drivers:       drivers,
-		nodes:         nodes,
+		nodes:         index.Nodes(), // sorted by name: one slice for both
 		clusterPolicy: cp,
-		index:         routing.NewIndex(drivers, nodes, routing.OptionsFor(cp)),
+		index:         index,
 	}
 }
 
@@ -73,11 +77,18 @@ func (s *Snapshot) AutoUpgrade() bool {
 	return s.clusterPolicy != nil && s.clusterPolicy.Spec.Driver.UpgradePolicy.AutoUpgrade
 }
 
-// Route returns the routing of the snapshot, computed once on first use (only the policies'
-// cluster view needs it).
+// Route returns the routing of the snapshot: the same result to every caller while one holds
+// it, computed again after the garbage collector freed it (the policies' cluster view and the
+// audit need it; admission requests do not).
 func (s *Snapshot) Route() *routing.Result {
-	s.routeOnce.Do(func() { s.route = s.index.Route() })
-	return s.route
+	s.routeMu.Lock()
+	defer s.routeMu.Unlock()
+	if r := s.route.Value(); r != nil {
+		return r
+	}
+	r := s.index.Route()
+	s.route = weak.Make(r)
+	return r
 }
 
 // ClusterView is the snapshot as policies read it (data.driverguard_cluster): every driver,

@@ -31,6 +31,9 @@ type State struct {
 	driversUnknown bool
 
 	nodeAt map[string]int // index of the first node of each name; nil: build on next SetNode
+	// kept is, for an Informed's State, the version of the LabelKeys each node's labels were
+	// kept with (by index; shorter than nodes when not set for the last ones).
+	kept []int32
 }
 
 // FromLists is the cluster of the given objects; wl is nil when the workloads are not known.
@@ -95,8 +98,43 @@ func (s *State) indexNodes() {
 
 // DeleteNode removes the node named name.
 func (s *State) DeleteNode(name string) {
-	s.nodes = slices.DeleteFunc(s.nodes, func(n routing.Node) bool { return n.Name == name })
+	j := 0
+	for i, n := range s.nodes {
+		if n.Name == name {
+			continue
+		}
+		s.nodes[j] = n
+		if i < len(s.kept) {
+			s.kept = append(s.kept[:j], s.kept[i])
+		}
+		j++
+	}
+	clear(s.nodes[j:])
+	s.nodes = s.nodes[:j]
+	s.kept = s.kept[:min(len(s.kept), j)]
 	s.nodeAt = nil
+}
+
+// setNodeKept is SetNode recording the version of the LabelKeys n's labels were kept with.
+func (s *State) setNodeKept(n routing.Node, version int64) {
+	s.SetNode(n)
+	i := s.nodeAt[n.Name]
+	for len(s.kept) <= i {
+		s.kept = append(s.kept, 0)
+	}
+	s.kept[i] = int32(version)
+}
+
+// nodeKept returns the version setNodeKept recorded for the node named name.
+func (s *State) nodeKept(name string) (int64, bool) {
+	if s.nodeAt == nil {
+		s.indexNodes()
+	}
+	i, ok := s.nodeAt[name]
+	if !ok || i >= len(s.kept) {
+		return 0, false
+	}
+	return int64(s.kept[i]), true
 }
 
 // SetDriver adds d, or replaces the RBLNDriver of its name.

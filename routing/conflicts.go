@@ -304,6 +304,7 @@ func (ix *Index) assessValid(candidate *v1alpha1.RBLNDriver, replaced int32, det
 // once per node group (every node of a group carries the same values for those keys), the
 // others on the node's labels.
 func (ix *Index) forMatchingNodes(sel []labelPair, fn func(node int32)) {
+	ix.ensurePostings()
 	if len(sel) == 0 {
 		for _, n := range ix.candidates {
 			fn(n)

@@ -81,10 +81,17 @@ type group struct {
 // NewIndex builds an Index. The drivers rbln-npu-operator leaves out of routing are recorded
 // (see [Result.Invalid]) and ignored.
 func NewIndex(drivers []v1alpha1.RBLNDriver, nodes []Node, opts Options) *Index {
-	ix := newIndex(drivers, nodes, opts)
-	ix.ensurePostings()
-	return ix
+	return newIndex(drivers, slices.Clone(nodes), opts)
 }
+
+// NewIndexOwning is NewIndex taking ownership of nodes: it sorts the slice in place and keeps
+// it (see Nodes) instead of a copy, which at 100,000 nodes is 2.4 MB per index.
+func NewIndexOwning(drivers []v1alpha1.RBLNDriver, nodes []Node, opts Options) *Index {
+	return newIndex(drivers, nodes, opts)
+}
+
+// Nodes returns every node, sorted by name (then labels); read it only.
+func (ix *Index) Nodes() []Node { return ix.nodes }
 
 func newIndex(drivers []v1alpha1.RBLNDriver, nodes []Node, opts Options) *Index {
 	ix := &Index{opts: opts}
@@ -159,7 +166,7 @@ func newSlotIndex(drivers []*v1alpha1.RBLNDriver, nodes []Node, opts Options) (i
 	}
 	ix.indexDrivers()
 	ix.active = make([]bool, len(ix.drivers))
-	ix.addNodes(nodes)
+	ix.addNodes(slices.Clone(nodes))
 	ix.ensurePostings()
 	return ix, slotOf
 }
@@ -232,8 +239,9 @@ type keyValue struct {
 	v string
 }
 
+// addNodes indexes nodes, which it takes and sorts.
 func (ix *Index) addNodes(in []Node) {
-	ix.nodes = slices.Clone(in)
+	ix.nodes = in
 	slices.SortStableFunc(ix.nodes, compareNodes)
 	ix.nodeGroup = make([]int32, len(ix.nodes))
 

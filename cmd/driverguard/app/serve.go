@@ -110,7 +110,7 @@ POD_NAMESPACE, POD_NAME and POD_UID, as the chart passes them).`,
 	f.StringVar(&job.Server.MetricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.BoolVar(&job.Server.MetricsSecure, "metrics-secure", false, "serve --metrics-addr over HTTPS (the webhook's certificate) to callers whose token the API server authenticates and authorizes (get on the path, e.g. nonResourceURLs /metrics)")
 	f.StringVar(&job.Server.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz; 0 disables them")
-	f.StringVar(&o.memoryLimit, "memory-limit", "", "the memory serve may use, e.g. 256Mi (default: its container's limit, if any); it keeps its Go memory under 40% of it (GOMEMLIMIT, when set, wins)")
+	f.StringVar(&o.memoryLimit, "memory-limit", "", "the memory serve may use, e.g. 256Mi (default: its container's limit, if any); it keeps its Go memory under 55% of it (GOMEMLIMIT, when set, wins)")
 	f.BoolVar(&job.Server.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --metrics-addr (for diagnosing CPU and memory)")
 	durationVar(f, &job.Server.ShutdownDelay, "shutdown-delay", 5*time.Second, shutdownDelayRange, "on SIGTERM, keep serving but report not ready for this long, so endpoints drop the pod first")
 	durationVar(f, &job.Server.ShutdownTimeout, "shutdown-timeout", 30*time.Second, shutdownTimeoutRange, "time for in-flight requests to finish after the delay")
