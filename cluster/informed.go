@@ -15,8 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +22,6 @@ import (
 
 	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/policy"
-	"github.com/driverguard/driverguard/routing"
 )
 
 // DefaultRebuildDelay is how long an Informed waits after a change before rebuilding its
@@ -71,15 +68,21 @@ type Informed struct {
 	keys       *LabelKeys
 	reader     client.Reader
 	policyKeys func() []string
-	// read are nodes EnsureLabelKeys read that the State did not hold (readNode).
-	read map[string]map[string]string
-	// behind is set when a driver selects a key the cache does not keep yet.
+	// read are nodes a read of new keys found that the State did not hold (readNode).
+	read map[string]readEntry
+	// behind is set when a driver selects a key the view does not keep yet.
 	behind atomic.Bool
-	// widenMu serialises EnsureLabelKeys; unread are keys added whose nodes were not read
-	// yet (a list failed), guarded by it; hasUnread says there are some.
-	widenMu   sync.Mutex
+	// The reads of new keys (labelread.go): unread are the keys added whose nodes are not
+	// read yet, reading whether the reader runs, readErr its last error, readDone closed once
+	// unread is empty; all guarded by readMu. hasUnread mirrors len(unread) > 0. runCtx is
+	// Start's: the reader's, not a request's.
+	readMu    sync.Mutex
 	unread    []unreadKey
+	reading   bool
+	readErr   error
+	readDone  chan struct{}
 	hasUnread atomic.Bool
+	runCtx    context.Context
 }
 
 type versionSnap struct {
@@ -110,7 +113,8 @@ type InformedOptions struct {
 func NewInformed(c ctrlcache.Cache, opts InformedOptions) *Informed {
 	metricsOnce.Do(func() { ctrlmetrics.Registry.MustRegister(rebuilds, rebuildSeconds, objects) })
 	s := &Informed{cache: c, log: opts.Logger, rebuildDelay: opts.RebuildDelay, kick: make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		nodes: opts.Nodes, keys: opts.LabelKeys, reader: opts.Reader, policyKeys: opts.PolicyKeys}
+		nodes: opts.Nodes, keys: opts.LabelKeys, reader: opts.Reader, policyKeys: opts.PolicyKeys,
+		read: map[string]readEntry{}, readDone: make(chan struct{}), runCtx: context.Background()}
 	if s.rebuildDelay <= 0 {
 		s.rebuildDelay = DefaultRebuildDelay
 	}
@@ -212,6 +216,9 @@ func (s *Informed) Start(ctx context.Context) error {
 	if s.nodes == nil {
 		return errors.New("the cluster view has no Node watch (InformedOptions.Nodes)")
 	}
+	s.readMu.Lock()
+	s.runCtx = ctx
+	s.readMu.Unlock()
 	go toolscache.NewReflectorWithOptions(s.nodes, &metav1.PartialObjectMetadata{}, nodeStore{s},
 		toolscache.ReflectorOptions{Name: "driverguard-nodes", TypeDescription: "Node metadata"}).RunWithContext(ctx)
 	var regs []toolscache.InformerSynced
@@ -234,8 +241,14 @@ func (s *Informed) Start(ctx context.Context) error {
 		return errors.New("the Node, RBLNDriver and RBLNClusterPolicy caches did not sync")
 	}
 	s.synced.Store(true)
-	if err := s.catchUp(ctx); err != nil {
-		return err
+	// The keys the drivers select that the view did not keep at its first list (serve lists
+	// them before it starts; a driver stored since): read before the view is ready.
+	if done := s.catchUp(); done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	if _, err := s.rebuild(ctx); err != nil {
 		return err
@@ -252,9 +265,7 @@ func (s *Informed) Start(ctx context.Context) error {
 			}
 		case <-due:
 			due = nil
-			if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error(err, "reading the nodes' labels for new label keys")
-			}
+			s.catchUp()
 			if _, err := s.rebuild(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error(err, "rebuilding the cluster view")
 			}
@@ -276,9 +287,7 @@ func (s *Informed) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if !s.synced.Load() {
 		return nil, apierrors.NewServiceUnavailable("the webhook's cluster view (Nodes, RBLNDrivers, RBLNClusterPolicies) is not synced yet; retry in a few seconds")
 	}
-	if err := s.catchUp(ctx); err != nil {
-		return nil, err
-	}
+	s.catchUp() // new keys are read in the background; a driver's admission waits for its own
 	if cur := s.cur.Load(); cur != nil && cur.gen == s.gen.Load() {
 		return cur.snap, nil
 	}
@@ -351,111 +360,6 @@ func (s *Informed) rebuild(ctx context.Context) (*Snapshot, error) {
 	objects.WithLabelValues("rblndrivers").Set(float64(len(drivers)))
 	s.log.V(1).Info("rebuilt the cluster view", "nodes", len(nodes), "drivers", len(drivers), "duration", elapsed)
 	return snap, nil
-}
-
-// unreadKey is a key added to the LabelKeys at version whose nodes were not read yet.
-type unreadKey struct {
-	key     string
-	version int64
-}
-
-// catchUp makes the cache keep the keys the drivers select and the policies declare,
-// reading the nodes that carry those it did not keep (EnsureLabelKeys). It costs a flag and
-// a few map lookups when nothing is missing.
-func (s *Informed) catchUp(ctx context.Context) error {
-	if s.keys == nil {
-		return nil
-	}
-	var policyKeys []string
-	if s.policyKeys != nil {
-		policyKeys = s.policyKeys()
-	}
-	if !s.behind.Load() && !s.hasUnread.Load() && len(s.keys.Missing(policyKeys)) == 0 {
-		return nil
-	}
-	s.behind.Store(false)
-	s.mu.Lock()
-	keys := append(SelectorKeys(s.state.drivers), policyKeys...)
-	s.mu.Unlock()
-	if err := s.EnsureLabelKeys(ctx, keys); err != nil {
-		s.behind.Store(true)
-		return err
-	}
-	return nil
-}
-
-// EnsureLabelKeys makes the cache keep keys: those it does not keep yet are added to its
-// LabelKeys (events keep them from then on) and the Nodes that carry them are read (a list
-// with the label selector `key`, which only such nodes answer), their labels replacing those
-// kept before. The webhook calls it with a driver's selector keys before it decides on the
-// driver, so that the nodes a new key selects are known; it costs a few map lookups when
-// every key is kept. An error (the list failed) is a 503 Service Unavailable: the keys stay
-// added and are read again by the next call.
-func (s *Informed) EnsureLabelKeys(ctx context.Context, keys []string) error {
-	if s.keys == nil || (!s.hasUnread.Load() && len(s.keys.Missing(keys)) == 0) {
-		return nil
-	}
-	s.widenMu.Lock()
-	defer s.widenMu.Unlock()
-	if added := s.keys.Add(keys...); len(added) > 0 {
-		v := s.keys.Version()
-		s.mu.Lock()
-		s.read = map[string]map[string]string{} // what the previous reads left is older
-		s.mu.Unlock()
-		for _, key := range added {
-			s.unread = append(s.unread, unreadKey{key: key, version: v})
-		}
-		s.hasUnread.Store(true)
-	}
-	if len(s.unread) == 0 {
-		return nil
-	}
-	if s.reader == nil {
-		return apierrors.NewServiceUnavailable("the cluster view cannot read the nodes of new label keys: it has no reader")
-	}
-	for len(s.unread) > 0 {
-		u := s.unread[0]
-		req, err := labels.NewRequirement(u.key, selection.Exists, nil)
-		if err != nil {
-			// Not a label key: no node carries it (the driver's validation says why).
-			s.unread = s.unread[1:]
-			continue
-		}
-		start := time.Now()
-		read := 0
-		_, err = pageNodes(ctx, s.reader, labels.NewSelector().Add(*req), func(m *metav1.PartialObjectMetadata) {
-			read++
-			s.readNode(m, u.version)
-		})
-		if err != nil {
-			return apierrors.NewServiceUnavailable(fmt.Sprintf("reading the nodes labelled %s for the cluster view: %v", u.key, err))
-		}
-		s.log.V(1).Info("read the nodes of a new label key", "key", u.key, "nodes", read, "duration", time.Since(start))
-		s.unread = s.unread[1:]
-	}
-	s.hasUnread.Store(false)
-	s.apply(func() bool { return true })
-	return nil
-}
-
-// readNode applies a node EnsureLabelKeys read for the keys added at version, unless an
-// event kept its labels with those keys already: such an event may be older than the read,
-// but then the events up to the read follow it (the watch delivers every change in order).
-// A node the State does not hold (its add event is still queued, or it was deleted since
-// the read) is only remembered: an event kept before the keys were added takes their values
-// from it (setNode); a deleted node is not brought back.
-func (s *Informed) readNode(m *metav1.PartialObjectMetadata, version int64) {
-	labels, kept := s.keys.keep(m.Labels)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v, ok := s.state.nodeKept(m.Name); ok && v >= version {
-		return
-	}
-	if _, ok := s.state.Node(m.Name); !ok {
-		s.read[m.Name] = labels
-		return
-	}
-	s.state.setNodeKept(routing.Node{Name: m.Name, Labels: labels}, kept)
 }
 
 var (

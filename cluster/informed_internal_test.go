@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,8 +79,9 @@ func TestEnsureLabelKeys(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gone", Labels: labels("c")}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: map[string]string{operator.LabelDeployDriver: "true"}}},
 	).Build()
+	fail := &atomic.Bool{}
 	keys := NewLabelKeys()
-	s := NewInformed(nil, InformedOptions{LabelKeys: keys, Reader: reader})
+	s := NewInformed(nil, InformedOptions{LabelKeys: keys, Reader: slowReader{Reader: reader, fail: fail}})
 	store := nodeStore{s}
 	raw := func(name string, l map[string]string) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
@@ -93,6 +96,8 @@ func TestEnsureLabelKeys(t *testing.T) {
 	require.NoError(t, store.Replace([]any{before("n1", labels("a")), before("plain", map[string]string{operator.LabelDeployDriver: "true"})}, "1"))
 	require.NoError(t, store.Add(raw("gone", labels("c"))))
 	require.NoError(t, store.Delete(raw("gone", nil)))
+	require.NoError(t, s.EnsureLabelKeys(ctx, []string{zone}), "nothing before the view is synced")
+	assert.False(t, keys.Has(zone))
 	s.synced.Store(true)
 	n1, _ := s.state.Node("n1")
 	assert.NotContains(t, n1.Labels, zone, "not kept yet")
@@ -127,19 +132,22 @@ func TestEnsureLabelKeys(t *testing.T) {
 	assert.NotContains(t, n1.Labels, zone)
 
 	// Nothing missing: no read.
-	s.reader = nil
+	fail.Store(true)
 	require.NoError(t, s.EnsureLabelKeys(ctx, []string{zone}))
 	// A key whose read fails stays to be read: a 503 until it is.
-	require.Error(t, s.EnsureLabelKeys(ctx, []string{"rack"}))
-	s.reader = reader
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	require.True(t, apierrors.IsServiceUnavailable(s.EnsureLabelKeys(short, []string{"rack"})))
+	fail.Store(false)
 	require.NoError(t, s.EnsureLabelKeys(ctx, nil))
-	assert.False(t, s.hasUnread.Load())
+	require.Eventually(t, func() bool { return !s.hasUnread.Load() }, 10*time.Second, 20*time.Millisecond)
 }
 
 // TestDriverKeysCaughtUp: a driver whose selector reads a key the view does not keep makes
 // the next snapshot read that key's nodes first.
 func TestDriverKeysCaughtUp(t *testing.T) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	reader := fake.NewClientBuilder().WithObjects(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1",
 		Labels: map[string]string{operator.LabelDeployDriver: "true", "env": "canary"}}}).Build()
 	s := NewInformed(nil, InformedOptions{LabelKeys: NewLabelKeys(), Reader: reader})
@@ -149,8 +157,9 @@ func TestDriverKeysCaughtUp(t *testing.T) {
 	drivers := s.handler(s.feeds()[0])
 	drivers.OnAdd(&v1alpha1.RBLNDriver{ObjectMeta: metav1.ObjectMeta{Name: "d1", Generation: 1},
 		Spec: v1alpha1.RBLNDriverSpec{NodeSelector: map[string]string{"env": "canary"}}}, true)
+	// The snapshot asked for starts the read; the view has the key once it is done.
+	require.NoError(t, s.WaitFor(ctx, func(snap *Snapshot) bool { return snap.Nodes()[0].Labels["env"] == "canary" }))
 	snap, err := s.Snapshot(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, "canary", snap.Nodes()[0].Labels["env"])
 	assert.Equal(t, "d1", snap.Route().Nodes[0].Owner)
 }

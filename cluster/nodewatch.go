@@ -134,6 +134,7 @@ func (n nodeStore) Replace(list []any, _ string) error {
 		for _, name := range gone {
 			n.s.deleteNode(name)
 		}
+		clear(n.s.read) // what is left is of nodes the list does not hold
 		return true
 	})
 	n.s.nodesSynced.Store(true)
@@ -143,18 +144,22 @@ func (n nodeStore) Replace(list []any, _ string) error {
 func (n nodeStore) Resync() error { return nil }
 
 // setNode sets a node (s.mu held) and reports whether its labels changed. A node kept with
-// older keys (an event read before EnsureLabelKeys added some) lacks the added keys: it
-// keeps the values the State holds for them, which EnsureLabelKeys read after it added them,
-// so are newer.
+// older keys (an object of a first list streamed before keys were added) lacks the added
+// keys: it takes their values from a read that had them — the State's node, when it was kept
+// with newer keys than the object (only a read of the new keys gives it those: events are
+// kept in the order they come), or what a read found before the node was added — which is
+// newer than the object. Without such a read it stays at its older version, so that the
+// read, when it comes, still applies.
 func (s *Informed) setNode(name string, labels map[string]string, version int64) bool {
 	if s.keys != nil {
-		if now := s.keys.Version(); version < now {
+		if version < s.keys.Version() {
 			if cur, ok := s.state.Node(name); ok {
-				labels = s.keys.withKeysOf(labels, cur.Labels, s.keys.AddedSince(version))
-			} else if read, ok := s.read[name]; ok {
-				labels = s.keys.withKeysOf(labels, read, s.keys.AddedSince(version))
+				if v, _ := s.state.nodeKept(name); v > version {
+					labels, version = s.keys.withKeysOf(labels, cur.Labels, s.keys.AddedSince(version)), v
+				}
+			} else if r, ok := s.read[name]; ok && r.version > version {
+				labels, version = s.keys.withKeysOf(labels, r.labels, s.keys.AddedSince(version)), r.version
 			}
-			version = now
 		}
 		delete(s.read, name)
 	}
@@ -171,5 +176,6 @@ func (s *Informed) setNode(name string, labels map[string]string, version int64)
 func (s *Informed) deleteNode(name string) bool {
 	_, ok := s.state.Node(name)
 	s.state.DeleteNode(name)
+	delete(s.read, name)
 	return ok
 }

@@ -20,8 +20,8 @@ type State interface {
 }
 
 // labelKeyState is a State whose nodes keep only some labels (cluster.Informed): before a
-// decision on a driver, the webhook has it keep the driver's selector keys, so that the nodes
-// a key no stored driver selects are known.
+// decision, the webhook has it keep the driver's selector keys and the labels the policies
+// declare, so that the nodes a key no stored driver selects are known.
 type labelKeyState interface {
 	EnsureLabelKeys(ctx context.Context, keys []string) error
 }

@@ -78,8 +78,8 @@ func New(state State, opts Options) *Webhooks {
 
 // driver decides an RBLNDriver with the snapshot's routing index as the cluster (docs/webhook.md "Decisions").
 func (w *Webhooks) driver(ctx context.Context, req decision.Request[*v1alpha1.RBLNDriver]) (*decision.Verdict, error) {
-	if ks, ok := w.state.(labelKeyState); ok && req.Object != nil && len(req.Object.Spec.NodeSelector) > 0 {
-		keys := make([]string, 0, len(req.Object.Spec.NodeSelector))
+	if ks, ok := w.state.(labelKeyState); ok && req.Object != nil {
+		var keys []string
 		for k := range req.Object.Spec.NodeSelector {
 			keys = append(keys, k)
 		}
@@ -98,6 +98,11 @@ func (w *Webhooks) driver(ctx context.Context, req decision.Request[*v1alpha1.RB
 // it refuses (503) until the view is synced rather than decide on an empty one.
 func (w *Webhooks) clusterPolicy(ctx context.Context, req decision.Request[*v1alpha1.RBLNClusterPolicy]) (*decision.Verdict, error) {
 	if w.decider.Policy != nil {
+		if ks, ok := w.state.(labelKeyState); ok {
+			if err := ks.EnsureLabelKeys(ctx, nil); err != nil { // the labels the policies declare
+				return nil, err
+			}
+		}
 		if _, err := w.state.Snapshot(ctx); err != nil {
 			return nil, err
 		}
