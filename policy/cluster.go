@@ -74,6 +74,54 @@ type clusterData struct {
 	// only then are nodes converted and written to its store (10,000 nodes are most of the
 	// view's memory, and of the collector's work while admission requests allocate).
 	withNodes bool
+	// declared are the node labels the active set's policies declare (custom.nodeLabels);
+	// readKeys the labels a node's value holds: operator.NodeLabels, declared and every
+	// driver's selector keys, what serve's cluster view keeps of a node, so that a policy sees
+	// the same labels in `check`, `review`, the audit and the webhook (keysOf).
+	declared []string
+	readKeys map[string]bool
+}
+
+// keysOf is the set of labels a node's value holds with the drivers of c.
+func (c *clusterData) keysOf() map[string]bool {
+	keys := make(map[string]bool, len(operator.NodeLabels)+len(c.declared))
+	for _, k := range operator.NodeLabels {
+		keys[k] = true
+	}
+	for _, k := range c.declared {
+		keys[k] = true
+	}
+	for _, e := range c.drivers {
+		if d, ok := e.obj.(*v1alpha1.RBLNDriver); ok {
+			for k := range d.Spec.NodeSelector {
+				keys[k] = true
+			}
+		}
+	}
+	return keys
+}
+
+// refreshKeys recomputes readKeys and reports whether they changed; the nodes' values are then
+// out of date (dropped: the caller rewrites the nodes).
+func (c *clusterData) refreshKeys() bool {
+	keys := c.keysOf()
+	if maps.Equal(keys, c.readKeys) {
+		return false
+	}
+	c.readKeys = keys
+	for name, e := range c.nodes {
+		if e.term != nil {
+			e.term = nil
+			c.nodes[name] = e
+		}
+	}
+	return true
+}
+
+// setDeclared sets the labels the policies declare (a new policy set's).
+func (c *clusterData) setDeclared(keys []string) {
+	c.declared = keys
+	c.refreshKeys()
 }
 
 type objectEntry struct {
@@ -96,15 +144,17 @@ type nodeEntry struct {
 // nodeRoute is a node's owner and pool.
 type nodeRoute struct{ owner, pool string }
 
-func (e *nodeEntry) value(name string) *ast.Term {
+func (e *nodeEntry) value(name string, readKeys map[string]bool) *ast.Term {
 	if e.term != nil {
 		return e.term
 	}
-	return ast.NewTerm(nodeValue(&ClusterNode{Name: name, Labels: e.labels, Owner: e.route.owner, Pool: e.route.pool}))
+	return ast.NewTerm(nodeValue(&ClusterNode{Name: name, Labels: e.labels, Owner: e.route.owner, Pool: e.route.pool}, readKeys))
 }
 
 func newClusterData() *clusterData {
-	return &clusterData{drivers: map[string]objectEntry{}, nodes: map[string]nodeEntry{}, families: map[string]int{}, routes: map[nodeRoute]*nodeRoute{}}
+	c := &clusterData{drivers: map[string]objectEntry{}, nodes: map[string]nodeEntry{}, families: map[string]int{}, routes: map[nodeRoute]*nodeRoute{}}
+	c.readKeys = c.keysOf()
+	return c
 }
 
 // storeOp is one write to a policy set's store.
@@ -138,7 +188,7 @@ func (c *clusterData) document(withNodes bool) ast.Object {
 	if withNodes {
 		nodes = make([][2]*ast.Term, 0, len(c.nodes))
 		for name, e := range c.nodes {
-			t := e.value(name)
+			t := e.value(name, c.readKeys)
 			if c.withNodes && e.term == nil {
 				e.term = t
 				c.nodes[name] = e
@@ -232,10 +282,23 @@ func (c *clusterData) setNode(n ClusterNode) []storeOp {
 		c.nodes[n.Name] = e
 		return ops
 	}
-	v := nodeValue(&n)
+	v := nodeValue(&n, c.readKeys)
 	e.term = ast.NewTerm(v)
 	c.nodes[n.Name] = e
 	return append(ops, storeOp{op: storage.AddOp, path: childPath(nodesPath, n.Name), value: v})
+}
+
+// pruneRoutes forgets the owner and pool pairs no node has any more, once the map holds twice
+// as many as the nodes (and a margin): one pass over the nodes, not one per change.
+func (c *clusterData) pruneRoutes() {
+	if len(c.routes) <= 2*len(c.nodes)+64 {
+		return
+	}
+	used := make(map[nodeRoute]*nodeRoute, len(c.nodes))
+	for _, e := range c.nodes {
+		used[*e.route] = e.route
+	}
+	c.routes = used
 }
 
 // sameMap reports whether a and b are one map.
@@ -304,6 +367,7 @@ func (c *clusterData) sync(v *ClusterView) ([]storeOp, error) {
 		return nil, err
 	}
 	ops = append(ops, o...)
+	rewrite := c.refreshKeys() && c.withNodes // the drivers changed the labels a node holds
 
 	present := make(map[string]bool, len(v.Nodes))
 	var nodeOps []storeOp
@@ -319,7 +383,8 @@ func (c *clusterData) sync(v *ClusterView) ([]storeOp, error) {
 			removed = true
 		}
 	}
-	if !removed {
+	c.pruneRoutes()
+	if !removed && !rewrite {
 		return append(ops, nodeOps...), nil
 	}
 	// The nodes and families objects are rewritten whole.
@@ -349,12 +414,16 @@ func (c *clusterData) patch(p *ClusterPatch) ([]storeOp, error) {
 		}
 		ops = append(ops, o...)
 	}
+	rewrite := c.refreshKeys() && c.withNodes // the drivers changed the labels a node holds
 	for _, ch := range p.Nodes {
 		o, err := c.routeNode(ch)
 		if err != nil {
 			return nil, err
 		}
 		ops = append(ops, o...)
+	}
+	if rewrite {
+		ops = append(ops, storeOp{op: storage.AddOp, path: nodesPath, value: c.document(true).Get(ast.InternedTerm("nodes")).Value})
 	}
 	return ops, nil
 }

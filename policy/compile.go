@@ -444,7 +444,7 @@ func checkSet(lib map[string]*ast.Module, user *parsed, tests map[string]*ast.Mo
 // decision query over a new store holding the user's data and the cluster view. disable are
 // names from the caller (e.g. --disable); data.driverguard_config adds its own. cluster builds
 // the cluster view, with or without its nodes.
-func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, modes map[string]Enforcement, files []string, cluster func(withNodes bool) ast.Object) (*policySet, error) {
+func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, disable []string, modes map[string]Enforcement, files []string, cluster func(withNodes bool, nodeLabels []string) ast.Object) (*policySet, error) {
 	checked, err := checkSet(lib, user, nil, disable, modes)
 	if err != nil {
 		return nil, err
@@ -492,7 +492,7 @@ func compileSet(ctx context.Context, lib map[string]*ast.Module, user *parsed, d
 		return nil, fmt.Errorf("policy: converting the data documents: %w", err)
 	}
 	data := root.(ast.Object)
-	data.Insert(ast.InternedTerm(ClusterKey), ast.NewTerm(cluster(set.readsNodes)))
+	data.Insert(ast.InternedTerm(ClusterKey), ast.NewTerm(cluster(set.readsNodes, set.nodeLabels)))
 	set.store = inmem.NewFromASTObject(data)
 	prepare := func(kind string, mask int) (kindQuery, error) {
 		q := kindQuery{}

@@ -206,7 +206,10 @@ func (e *Engine) compile(ctx context.Context, files []sourceFile) error {
 	for i, f := range files {
 		names[i] = f.path
 	}
-	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, e.opts.Enforcement, names, e.cluster.document)
+	set, err := compileSet(ctx, e.lib, user, e.opts.Disable, e.opts.Enforcement, names, func(withNodes bool, nodeLabels []string) ast.Object {
+		e.cluster.setDeclared(nodeLabels)
+		return e.cluster.document(withNodes)
+	})
 	if err != nil {
 		return err
 	}

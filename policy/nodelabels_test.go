@@ -6,7 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/driverguard/driverguard/api/v1alpha1"
 	"github.com/driverguard/driverguard/policy"
 )
 
@@ -57,4 +59,44 @@ deny contains "y" if {
 			assert.Contains(t, err.Error(), file)
 		})
 	}
+}
+
+// TestNodeLabelsPoliciesSee (#45): in data.driverguard_cluster.nodes a node holds the labels
+// serve's cluster view keeps — the operator's, the drivers' selector keys and the declared
+// ones — whatever the view was given (check and review read every label of a file): a policy
+// sees the same labels in every command and in the webhook.
+func TestNodeLabelsPoliciesSee(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "zones.rego", `# METADATA
+# custom:
+#   nodeLabels: [topology.kubernetes.io/zone]
+package driverguard.zones
+
+deny contains "x" if {
+	some node in data.driverguard_cluster.nodes
+	node.labels["topology.kubernetes.io/zone"] == "quarantine"
+}
+`)
+	e := newEngine(t, policy.Options{Dirs: []string{dir}, ExcludeLibrary: true})
+	labels := map[string]string{"rebellions.ai/npu.family": "atom", "topology.kubernetes.io/zone": "quarantine",
+		"kubernetes.io/hostname": "n1", "rack": "r1"}
+	view := &policy.ClusterView{Nodes: []policy.ClusterNode{{Name: "n1", Labels: labels}}}
+	require.NoError(t, e.SyncCluster(t.Context(), view))
+	seen := func() any {
+		doc, err := e.ClusterDocument()
+		require.NoError(t, err)
+		return doc.(map[string]any)["nodes"].(map[string]any)["n1"].(map[string]any)["labels"]
+	}
+	assert.Equal(t, map[string]any{"rebellions.ai/npu.family": "atom", "topology.kubernetes.io/zone": "quarantine"}, seen())
+
+	// A driver that selects rack: the nodes show rack too.
+	d := &v1alpha1.RBLNDriver{ObjectMeta: metav1.ObjectMeta{Name: "rbln-driver-r1", ResourceVersion: "1"},
+		Spec: v1alpha1.RBLNDriverSpec{NodeSelector: map[string]string{"rack": "r1"}}}
+	view.Drivers = []*v1alpha1.RBLNDriver{d}
+	require.NoError(t, e.SyncCluster(t.Context(), view))
+	assert.Equal(t, map[string]any{"rebellions.ai/npu.family": "atom", "topology.kubernetes.io/zone": "quarantine", "rack": "r1"}, seen())
+	// Gone again with the driver.
+	view.Drivers = nil
+	require.NoError(t, e.SyncCluster(t.Context(), view))
+	assert.Equal(t, map[string]any{"rebellions.ai/npu.family": "atom", "topology.kubernetes.io/zone": "quarantine"}, seen())
 }

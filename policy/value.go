@@ -154,11 +154,17 @@ func routingValue(r *Routing) ast.Value {
 	)
 }
 
-// nodeValue is a node of data.driverguard_cluster.nodes.
-func nodeValue(n *ClusterNode) ast.Value {
+// nodeValue is a node of data.driverguard_cluster.nodes, with the labels of keys only.
+func nodeValue(n *ClusterNode, keys map[string]bool) ast.Value {
+	kv := make([][2]*ast.Term, 0, len(keys))
+	for k, v := range n.Labels {
+		if keys[k] {
+			kv = append(kv, [2]*ast.Term{ast.StringTerm(k), ast.StringTerm(v)})
+		}
+	}
 	return ast.NewObject(
 		str("name", n.Name),
-		[2]*ast.Term{ast.InternedTerm("labels"), stringMap(n.Labels)},
+		[2]*ast.Term{ast.InternedTerm("labels"), ast.ObjectTerm(kv...)},
 		str("owner", n.Owner),
 		str("pool", n.Pool),
 	)
