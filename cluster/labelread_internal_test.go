@@ -137,7 +137,9 @@ func TestSlowReadBlocksOnlyItsOwn(t *testing.T) {
 	require.NoError(t, nodeStore{s}.Replace([]any{&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "n1",
 		Labels: map[string]string{operator.LabelDeployDriver: "true", "kubernetes.io/hostname": "n1"}}}}, "1"))
 	s.synced.Store(true)
-	request := func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 100*time.Millisecond) }
+	request := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 100*time.Millisecond)
+	}
 
 	fail.Store(true)
 	ctx, cancel := request()
