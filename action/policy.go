@@ -84,23 +84,26 @@ type PolicyListResult struct {
 }
 
 // ListedRule is one rule as `policy list` lists it, in every format: the registry's rule
-// (finding.Rule) and, for a Rego rule body, its policy.
+// (finding.Rule) of a Rego rule body, with its policy.
 type ListedRule struct {
+	// Name is the policy's name, what --disable and --enforcement take (lib.pinned_version):
+	// a script that turns the policies off reads it, as it did when the list was one entry
+	// per policy.
+	Name string `json:"name"`
 	Rule
-	// Package is the Rego package of a rule body (driverguard.lib.pinned_version); empty for
-	// a built-in rule.
-	Package string `json:"package,omitempty"`
-	// Policy is the policy's name, what --disable and --enforcement take
-	// (lib.pinned_version); empty for a built-in rule.
-	Policy string `json:"policy,omitempty"`
-	// Mode is the enforcement configured for a rule body (its METADATA, the policy's config,
-	// --enforcement): deny, warn or audit; Enforcement is what it makes of the body's Level (a
-	// warn body in mode deny still warns). Empty for a built-in rule.
-	Mode policy.Enforcement `json:"mode,omitempty"`
+	// Package is the Rego package of the rule body (driverguard.lib.pinned_version).
+	Package string `json:"package"`
+	// Policy is Name.
+	Policy string `json:"policy"`
+	// Mode is the enforcement configured for the rule body (its METADATA, the policy's
+	// config, --enforcement): deny, warn or audit; Enforcement is what it makes of the body's
+	// Level (a warn body in mode deny still warns).
+	Mode policy.Enforcement `json:"mode"`
 }
 
-// Listed are the rules as `policy list` lists them: Rules, in their order, each Rego rule
-// body with its package, policy name and configured mode.
+// Listed are the rules as `policy list` lists them: the Rego rule bodies of Rules, in their
+// order, each with its package, policy name and configured mode. The built-in rules, which
+// no policy holds and --disable cannot turn off, are in `policy rules`.
 func (r *PolicyListResult) Listed() []ListedRule {
 	byPackage := make(map[string]PolicyInfo, len(r.Policies))
 	for _, p := range r.Policies {
@@ -108,13 +111,14 @@ func (r *PolicyListResult) Listed() []ListedRule {
 	}
 	out := make([]ListedRule, 0, len(r.Rules))
 	for _, rule := range r.Rules {
-		l := ListedRule{Rule: rule}
-		if rule.Source != finding.SourceBuiltin {
-			l.Package = finding.PolicyOf(rule.ID)
-			p := byPackage[l.Package]
-			l.Policy = cmp.Or(p.Name, strings.TrimPrefix(l.Package, "driverguard."))
-			l.Mode = p.RuleEnforcement[finding.BodyOf(rule.ID)]
+		if rule.Source == finding.SourceBuiltin {
+			continue
 		}
+		l := ListedRule{Rule: rule, Package: finding.PolicyOf(rule.ID)}
+		p := byPackage[l.Package]
+		l.Policy = cmp.Or(p.Name, strings.TrimPrefix(l.Package, "driverguard."))
+		l.Name = l.Policy
+		l.Mode = p.RuleEnforcement[finding.BodyOf(rule.ID)]
 		out = append(out, l)
 	}
 	return out

@@ -42,8 +42,8 @@ func write(w io.Writer) error {
 Every rule driverguard knows without your policies: the bundled library's Rego rule bodies (a
 package's `+"`deny`"+` and its `+"`warn`"+` are two rules, each covered on its own by `+"`driverguard test`"+`)
 and the built-in rules of its Go code. A finding's `+"`rule`"+` is one of these IDs, or a rule body of
-your own policies (`+"`<package>.deny`"+`, `+"`<package>.warn`"+`). `+"`driverguard policy list`"+` lists them all
-with your policies' rules (`+"`-o json`"+`: the same fields); docs/policy-authoring.md says how to turn a
+your own policies (`+"`<package>.deny`"+`, `+"`<package>.warn`"+`). `+"`driverguard policy rules`"+` lists them all
+with your policies' rules (`+"`-o json`"+`: the same fields; `+"`policy list`"+` lists the policies' rules); docs/policy-authoring.md says how to turn a
 library policy off or change its enforcement.
 
 - **Level**: what the rule says when it fires (`+"`deny`"+` refuses, `+"`warn`"+` warns, `+"`audit`"+` is

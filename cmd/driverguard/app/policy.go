@@ -229,28 +229,34 @@ func newPolicyListCommand(s Streams) *cobra.Command {
 	output := newOutput(formatTable, formatTable, formatJSON, formatYAML)
 	cmd := &cobra.Command{
 		Use:   "list [--policy DIR] [--disable NAME] [-o table|json|yaml]",
-		Short: "List every rule check and the webhook apply: the built-in ones and each policy's deny and warn",
-		Long: `list shows every rule of the registry, one line each: each Rego policy's deny and warn rule
+		Short: "List the policies' rules: each bundled and --policy policy's deny and warn",
+		Long: `list shows the rules of the Rego policies, one line each: each policy's deny and warn rule
 bodies (<package>.deny, <package>.warn; --disable and --enforcement take the package, without
-its driverguard. prefix or in full), then the built-in rules. LEVEL is what the rule says when
-it fires, ENFORCEMENT what its findings do (a deny body of a policy in warn enforcement warns,
-one in audit is reported only), SOURCE builtin, library (the bundled policies) or policy (your
-directories), HOME the Go package or the file:line of the rule body.
+its driverguard. prefix or in full). LEVEL is what the rule says when it fires, ENFORCEMENT
+what its findings do (a deny body of a policy in warn enforcement warns, one in audit is
+reported only), SOURCE library (the bundled policies) or policy (your directories), HOME the
+file:line of the rule body.
 
--o json and -o yaml list the same rules in the same order, one entry per rule: its id, level,
-enforcement, title, home, source and disabled, and for a rule body its package, policy (the
-name --disable and --enforcement take) and mode (the enforcement configured for the body).
-'policy rules -o json' prints the registry as {"rules": [...]}, without package, policy and
-mode. docs/rules.md lists the built-in and bundled rules.`,
+-o json and -o yaml list the same rules in the same order, one entry per rule: name (the policy
+name --disable and --enforcement take; policy is the same), its id, level, enforcement, title,
+home, source and disabled, its package and mode (the enforcement configured for the body).
+The built-in rules, which --disable cannot turn off, are in 'policy rules' (with every rule:
+-o json prints the registry as {"rules": [...]}). docs/rules.md lists the built-in and bundled
+rules.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := job.Run(cmd.Context())
 			if err != nil {
 				return err
 			}
-			// Every format lists the rules: the table one line per rule, -o json and -o yaml
-			// one entry per rule, a rule body with its package, policy and mode.
-			return output.print(s.Out, res.Listed(), func(w io.Writer) error { return printRules(w, res.Rules) })
+			// Every format lists the policies' rules: the table one line per rule, -o json
+			// and -o yaml one entry per rule, with its policy's name, package and mode.
+			listed := res.Listed()
+			rules := make([]action.Rule, len(listed))
+			for i, l := range listed {
+				rules[i] = l.Rule
+			}
+			return output.print(s.Out, listed, func(w io.Writer) error { return printRules(w, rules) })
 		},
 	}
 	addPolicyFlags(cmd.Flags(), &job.Policy, "policy")
@@ -268,7 +274,7 @@ func newPolicyRulesCommand(s Streams) *cobra.Command {
 (<package>.deny, <package>.warn) of the bundled library and the --policy directories, each with
 its ID (what findings name it by), level (what it says when it fires), enforcement (what its
 findings do), source (builtin, library, policy), home (Go package or file:line) and title. The
-table is the one 'policy list' prints; -o json prints {"rules": [...]}.`,
+table is 'policy list's with the built-in rules after the policies'; -o json prints {"rules": [...]}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := job.Run(cmd.Context())
