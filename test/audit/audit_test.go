@@ -529,7 +529,8 @@ func TestPolicyDeclaredNodeLabel(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(file, []byte(zonePolicy), 0o600))
 	require.NoError(t, suite.engine.Reload(t.Context()))
-	err := c.Create(t.Context(), wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel")))
+	// The first admission after the reload waits for the nodes carrying the declared label.
+	err := c.Create(t.Context(), wt.Driver("rbln-driver-rebel", wt.Sel(operator.LabelFamily, "rebel")), client.DryRunAll)
 	require.Error(t, err, "declared, the zone label of a node created before the policy is seen")
 	assert.Contains(t, err.Error(), "node n1 is in the quarantine zone")
 	report(t, c, "rbln-driver", func(cr *openreports.ClusterReport) bool {
@@ -557,8 +558,12 @@ func TestNewSelectorKeyAtAdmission(t *testing.T) {
 	plane, _ := start(t)
 	c := newClient(t, plane, nil)
 	create(t, c, wt.Node("n1", wt.CandidateLabels("env", "canary")), wt.Driver("rbln-driver-atom", wt.Sel(operator.LabelFamily, wt.Family)))
-	err := c.Create(t.Context(), wt.Driver("rbln-driver-canary", wt.Sel("env", "canary")))
-	require.Error(t, err, "rbln-driver-canary ties with rbln-driver-atom on n1")
+	// Until the webhook's view holds n1 and rbln-driver-atom, the canary ties with nothing.
+	var err error
+	require.Eventually(t, func() bool {
+		err = c.Create(t.Context(), wt.Driver("rbln-driver-canary", wt.Sel("env", "canary")), client.DryRunAll)
+		return err != nil
+	}, 20*time.Second, 100*time.Millisecond, "rbln-driver-canary ties with rbln-driver-atom on n1")
 	assert.Contains(t, err.Error(), "n1")
 	require.NoError(t, c.Create(t.Context(), wt.Driver("rbln-driver-canary", wt.Sel(operator.LabelFamily, wt.Family, "env", "canary"))),
 		"more specific: it owns n1")
