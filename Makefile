@@ -114,7 +114,10 @@ bench:
 # / at 100 nodes (paired rounds) and audit --kubeconfig (time, peak RSS), each beside its goal.
 NODES ?= 100000
 DRIVERS ?= 1000
-.PHONY: bench-scale
+.PHONY: bench-scale test-matrix
+test-matrix: ## the API-server tests against each Kubernetes minor (kube-apiserver built from Go modules): make test-matrix [K8S_MINORS="1.32 1.37"]
+	K8S_MINORS='$(K8S_MINORS)' GO='$(GO)' bash hack/test-matrix.sh
+
 bench-scale: ## the scale benchmark of issue #45 (~10 min at full size; not in make test): make bench-scale [NODES=100000] [DRIVERS=1000]
 	NODES='$(NODES)' DRIVERS='$(DRIVERS)' GO='$(GO)' bash hack/bench-scale.sh
 

@@ -254,6 +254,43 @@ tool_etcd() {
 	ensure etcd "$key" build_etcd check_etcd
 }
 
+# --- kube-apiserver of another Kubernetes release (make test-matrix) ---------------------------
+# kube-apiserver@vX.Y.Z builds that release's API server into bin/k8s/vX.Y.Z/ (beside a link to
+# bin/etcd): from a module of its own, generated in the cache, that requires k8s.io/kubernetes at
+# the release and each of its staging modules at the matching v0.Y.Z (as the hack/tools module
+# does for K8S_VERSION).
+k8s_module() { # VERSION: prints the module's directory
+	local v="$1" dir="$CACHE/k8s-module-$1" gomod sv="v0.${1#v1.}"
+	if [[ ! -f "$dir/go.sum" ]]; then
+		mkdir -p "$dir"
+		gomod="$(cd "$dir" && GOFLAGS=-mod=mod "$GO" mod download -json "k8s.io/kubernetes@$v" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+		[[ -f "$gomod" ]] || die "kube-apiserver@$v: the Go module proxy has no k8s.io/kubernetes $v"
+		{
+			printf 'module driverguard.local/k8s-%s\n\ngo %s\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$v" "$("$GO" env GOVERSION | sed 's/^go//')" "$v"
+			grep -E '^\s+k8s.io/[a-z-]+ => ./staging' "$gomod" | awk -v sv="$sv" '{printf "\t%s => %s %s\n", $1, $1, sv}'
+			printf ')\n'
+		} >"$dir/go.mod"
+		printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' >"$dir/tools.go"
+		(cd "$dir" && GOFLAGS=-mod=mod "$GO" mod tidy) >&2 || die "kube-apiserver@$v: resolving its modules failed"
+	fi
+	printf '%s\n' "$dir"
+}
+
+tool_kube_apiserver_at() { # VERSION
+	local v="$1" dir key minor ldflags="-s -w" p
+	[[ "$v" =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || die "kube-apiserver@$v: give a release, e.g. kube-apiserver@v1.32.13"
+	minor="${BASH_REMATCH[1]}"
+	dir="$(k8s_module "$v")"
+	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags="$ldflags -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=2026-01-01T00:00:00Z"
+	done
+	key="$(printf 'tool=kube-apiserver\nversion=%s\nldflags=%s\n%s\n%s' "$v" "$ldflags" "$(module_key "$dir")" "$(toolchain_key "$dir")")"
+	build_at() { (cd "$dir" && CGO_ENABLED=0 "$GO" build -trimpath -ldflags "$ldflags" -o "$1/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver); }
+	check_at() { expect_version "$1" "Kubernetes $v" --version; }
+	BIN="$ROOT/bin/k8s/$v" ensure kube-apiserver "$key" build_at check_at
+	ln -sfn ../../etcd "$ROOT/bin/k8s/$v/etcd"
+}
+
 # --- golangci-lint (hack/lint module) ---------------------------------------------------------
 build_golangci_lint() {
 	(cd "$ROOT/hack/lint" && "$GO" build -trimpath -ldflags "-s -w" -o "$1/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
@@ -316,7 +353,7 @@ tool_mermaid() {
 }
 
 usage() {
-	echo "usage: $0 helm|control-plane|kubectl|lint|browser|all ..." >&2
+	echo "usage: $0 helm|control-plane|kubectl|lint|browser|all|kube-apiserver@vX.Y.Z ..." >&2
 	exit 2
 }
 
@@ -326,8 +363,10 @@ usage() {
 # largest; the disruption controller, helm v4 and kubectl find most of their packages compiled.
 [[ $# -ge 1 ]] || usage
 declare -A want=()
+releases=()
 for cmd in "$@"; do
 	case "$cmd" in
+	kube-apiserver@*) releases+=("${cmd#kube-apiserver@}") want[etcd]=1 ;;
 	helm) want[helm]=1 want[helm4]=1 ;;
 	control-plane) want[kube-apiserver]=1 want[disruption-controller]=1 want[etcd]=1 ;;
 	kubectl) want[kubectl]=1 ;;
@@ -364,3 +403,6 @@ for pid in "${CHAINS[@]}"; do
 done
 CHAINS=()
 if [[ $failed != 0 ]]; then die "a tool build failed (see above)"; fi
+for v in ${releases[@]+"${releases[@]}"}; do
+	tool_kube_apiserver_at "$v"
+done

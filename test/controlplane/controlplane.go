@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/discovery"
+
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -59,6 +61,8 @@ type Plane struct {
 	Env    *envtest.Environment
 	Config *rest.Config
 	Scheme *runtime.Scheme
+	// ServerVersion is the API server's version (v1.37.2).
+	ServerVersion string
 	// Root is the repository root.
 	Root string
 	// HealthAddr and MetricsAddr are the webhook server's health and metrics endpoints.
@@ -140,6 +144,9 @@ func Start(opts Options) (*Plane, error) {
 	}
 	if p.Config, err = p.Env.Start(); err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	if err := p.reportVersion(); err != nil {
+		return nil, p.stopEnv(err)
 	}
 	if p.HealthAddr, err = FreeAddr(); err != nil {
 		return nil, p.stopEnv(err)
@@ -464,6 +471,41 @@ func SplitYAML(data []byte) ([][]byte, error) {
 }
 
 // assetsDir is where the control-plane binaries are: KUBEBUILDER_ASSETS, else <root>/bin.
+func (p *Plane) reportVersion() error {
+	v, err := ReportVersion(p.Config)
+	p.ServerVersion = v
+	return err
+}
+
+// ReportVersion asks the API server of cfg its version and prints it on stderr, once per
+// process: which Kubernetes a test package ran against. With DRIVERGUARD_SERVER_VERSIONS set
+// it also appends it to that file (go test shows a passing package's output only with -v):
+// make test-matrix runs the packages against several and checks what they ran.
+func ReportVersion(cfg *rest.Config) (string, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("asking the API server its version: %w", err)
+	}
+	versionOnce.Do(func() {
+		fmt.Fprintf(os.Stderr, "control plane: kube-apiserver %s\n", v.GitVersion)
+		if file := os.Getenv("DRIVERGUARD_SERVER_VERSIONS"); file != "" {
+			f, ferr := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if ferr == nil {
+				_, ferr = fmt.Fprintf(f, "kube-apiserver %s\n", v.GitVersion)
+				ferr = errors.Join(ferr, f.Close())
+			}
+			err = ferr
+		}
+	})
+	return v.GitVersion, err
+}
+
+var versionOnce sync.Once
+
 func assetsDir(root string) string {
 	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" {
 		return assets

@@ -64,6 +64,9 @@ func setup() error {
 	if suite.cfg, err = suite.env.Start(); err != nil {
 		return err
 	}
+	if _, err := controlplane.ReportVersion(suite.cfg); err != nil {
+		return err
+	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {

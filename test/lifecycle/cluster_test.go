@@ -155,13 +155,19 @@ type webhookPod struct {
 	endpoints []client.Object // the Service's endpoints that point at it
 }
 
-// unreachable runs fn while the Service has no endpoints, as when no webhook pod is ready.
+// unreachable runs fn while the Service has no endpoints and the pod does not answer, as when
+// no webhook pod is ready: the API server keeps its connections to a webhook open, and
+// Kubernetes 1.32 sends requests over them after the Service lost its endpoints, so the pod is
+// stopped (SIGSTOP) too, and resumed after.
 func (p *webhookPod) unreachable(t *testing.T, c client.Client, fn func()) {
 	t.Helper()
 	for _, o := range p.endpoints {
 		require.NoError(t, c.Delete(t.Context(), o))
 	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	defer func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }()
 	fn()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
 	for _, o := range p.endpoints {
 		o.SetResourceVersion("")
 		o.SetUID("")

@@ -93,7 +93,8 @@ func setup() error {
 		suite.env = nil
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
-	return nil
+	_, err = controlplane.ReportVersion(suite.cfg)
+	return err
 }
 
 // hostIP is the first IPv4 address of this machine that is not a loopback address.
