@@ -29,10 +29,11 @@ import (
 // one rebuild.
 const DefaultRebuildDelay = 100 * time.Millisecond
 
-// Informed is the cluster view of a live cluster (`serve`): a [State] fed by the events of
-// controller-runtime informers on Nodes (metadata only: names and labels), RBLNDrivers and
-// RBLNClusterPolicies, and the [Snapshot] built from it with its projections, the routing
-// index and the policy engine's cluster view (data.driverguard_cluster, through SyncTo).
+// Informed is the cluster view of a live cluster (`serve`): a [State] fed by a reflector of
+// the Nodes (metadata only, each kept to its name and the labels of its [LabelKeys]:
+// nodewatch.go) and by controller-runtime informers on RBLNDrivers and RBLNClusterPolicies,
+// and the [Snapshot] built from it with its projections, the routing index and the policy
+// engine's cluster view (data.driverguard_cluster, through SyncTo).
 //
 // The snapshot is rebuilt when the State changes, not per request (with 10,000 nodes and 500
 // drivers a rebuild costs tens of milliseconds; a request costs microseconds). Every relevant
@@ -40,7 +41,8 @@ const DefaultRebuildDelay = 100 * time.Millisecond
 // counter and schedules a background rebuild after RebuildDelay. A request that arrives while
 // the snapshot is older than the counter rebuilds it itself (one rebuild at a time; concurrent
 // requests share it), so a decision never uses a view older than the events it was asked
-// after. Status-only updates (node heartbeats) do not count.
+// after. Status-only updates (node heartbeats) and changes to labels no decision reads do not
+// count. A label key kept later is read from the nodes that carry it (labelread.go).
 type Informed struct {
 	cache        ctrlcache.Cache
 	log          logr.Logger
