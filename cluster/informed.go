@@ -63,10 +63,9 @@ type Informed struct {
 	// nodes lists and watches the Nodes (nodeStore); nodesSynced is set by its first list.
 	nodes       toolscache.ListerWatcher
 	nodesSynced atomic.Bool
-	// keys are the node labels the cache keeps (nil: all of them); reader lists the nodes of
+	// keys are the node labels the view keeps (nil: all of them); reader lists the nodes of
 	// keys added later; the State records the version of keys each node's labels were kept
 	// with (setNodeKept).
-	// (guarded by mu).
 	keys       *LabelKeys
 	reader     client.Reader
 	policyKeys func() []string

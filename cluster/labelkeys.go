@@ -75,11 +75,6 @@ func (k *LabelKeys) Missing(keys []string) []string {
 	return out
 }
 
-// Keys returns the kept keys, sorted.
-func (k *LabelKeys) Keys() []string {
-	return slices.Sorted(maps.Keys(k.keys.Load().set))
-}
-
 // Add keeps keys from now on and returns those that were not kept before, sorted. Nodes
 // read before keep none of them: the caller reads them again (see Informed).
 func (k *LabelKeys) Add(keys ...string) []string {
