@@ -145,9 +145,12 @@ func TestRedactionPointsAtNothing(t *testing.T) {
 				assert.Equal(t, "could not verify "+img+" (other; the pool proceeds, the kubelet decides whether the pull succeeds): check "+img+
 					": the manifest request to "+h.Host+" was answered 501 Not Implemented: the registry failed to answer (a server error): check again later, or ask its operators",
 					r.Message)
+				// A form the result's own words print anyway is not a leak: the password as a word of
+				// the message, or its hex ("65" for "e") among the digits of the config file's path.
+				printed := strings.Join(append([]string{r.Message}, r.Credentials...), "\n")
 				var never []string
 				for _, f := range hostileNever(h) {
-					if !strings.Contains(r.Message, f) { // the password, a word of the message
+					if !strings.Contains(printed, f) {
 						never = append(never, f)
 					}
 				}
