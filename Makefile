@@ -140,3 +140,13 @@ image-push: ## make image-push IMAGE=$$REGISTRY/driverguard:0.1.0 (credentials: 
 	@if [ -z "$(IMAGE)" ]; then echo "usage: make image-push IMAGE=<registry>/<repository>:<tag>" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory image
 	$(GO) run ./hack/image push -layout $(IMAGE_DIR)/oci $(IMAGE)
+
+# A release, published as charts are consumed (RELEASING.md): the signed chart and its
+# provenance at oci://$(REGISTRY)/charts/driverguard:$(VERSION), the multi-platform image at
+# $(REGISTRY)/driverguard:$(VERSION) (the chart's default webhook image), and in $(OUT) the
+# chart, the Helm plugins (the Helm 4 ones with .prov), SBOMs and SHA256SUMS. The variables come
+# from the command line or the environment (hack/release reads them); pushes use the
+# credentials of `helm registry login`.
+.PHONY: release
+release: ## make release VERSION=1.2.3 REGISTRY=host[:port]/path SIGN_KEY=... SIGN_KEYRING=secring.gpg [OUT=dist/release]
+	GO='$(GO)' $(GO) run ./hack/release

@@ -21,11 +21,10 @@
 #
 # Signed releases: with SIGN_KEY (a key name in SIGN_KEYRING, a GnuPG secret keyring such as
 # `gpg --export-secret-keys > secring.gpg` writes; SIGN_PASSPHRASE_FILE if it has a passphrase)
-# the Helm 4 plugins are also packaged by Helm 4 itself, `helm plugin package --sign`, into
-# OUT/OS-ARCH/NAME-VERSION.tgz with NAME-VERSION.tgz.prov next to it. The .prov file is a
-# clear-signed statement of the tarball's SHA-256 under its file name: a signed tarball keeps
-# the name Helm gives it, so the platform is its directory. HELM4 is the helm v4 binary
-# (default bin/helm4, built by hack/tools.sh helm).
+# each Helm 4 tarball gets NAME.tgz.prov next to it (`go run ./hack/release sign-plugin`, the
+# signing of make release): Helm's provenance format, a clear-signed statement of the tarball's
+# SHA-256 under its file name (and under NAME-VERSION.tgz, the name Helm 4 keeps it as), which
+# `helm plugin install FILE.tgz --keyring PUBRING` verifies.
 #
 # Environment: VERSION (default: the chart's appVersion), PLATFORMS (default "linux/amd64
 # linux/arm64 darwin/arm64"), OUT (default dist/plugin), GO (default go).
@@ -35,7 +34,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GO="${GO:-go}"
 PLATFORMS="${PLATFORMS:-linux/amd64 linux/arm64 darwin/arm64}"
 OUT="${OUT:-$ROOT/dist/plugin}"
-HELM4="${HELM4:-$ROOT/bin/helm4}"
 SOURCE_URL="https://github.com/driverguard/driverguard"
 
 log() { printf 'plugin.sh: %s\n' "$*" >&2; }
@@ -147,6 +145,7 @@ archive() {
 
 mkdir -p "$OUT"
 built=()
+signed=()
 for platform in $PLATFORMS; do
 	os="${platform%/*}"
 	arch="${platform#*/}"
@@ -166,18 +165,17 @@ for platform in $PLATFORMS; do
 	built+=("driverguard-$VERSION-$os-$arch.tgz" "driverguard-check-$VERSION-$os-$arch.tgz" "driverguard-helm3-$VERSION-$os-$arch.tgz")
 
 	if [[ -n "${SIGN_KEY:-}" ]]; then
-		[[ -x "$HELM4" ]] || die "signing needs helm v4 at $HELM4 (hack/tools.sh helm, or set HELM4)"
-		sign_args=(--sign --key "$SIGN_KEY" --keyring "${SIGN_KEYRING:-$HOME/.gnupg/secring.gpg}")
-		if [[ -n "${SIGN_PASSPHRASE_FILE:-}" ]]; then
-			sign_args+=(--passphrase-file "$SIGN_PASSPHRASE_FILE")
-		fi
-		mkdir -p "$OUT/$os-$arch"
 		for name in driverguard driverguard-check; do
-			"$HELM4" plugin package "${sign_args[@]}" -d "$OUT/$os-$arch" "$pdir/$name" >&2
-			built+=("$os-$arch/$name-$VERSION.tgz" "$os-$arch/$name-$VERSION.tgz.prov")
+			signed+=("$OUT/$name-$VERSION-$os-$arch.tgz")
+			built+=("$name-$VERSION-$os-$arch.tgz.prov")
 		done
 	fi
 done
+
+if [[ ${#signed[@]} -gt 0 ]]; then
+	log "signing ${#signed[@]} Helm 4 plugin tarballs with $SIGN_KEY"
+	(cd "$ROOT" && "$GO" run ./hack/release sign-plugin "${signed[@]}") >&2
+fi
 
 (cd "$OUT" && sha256sum "${built[@]}" >SHA256SUMS)
 for f in "${built[@]}"; do

@@ -33,6 +33,7 @@ import (
 	"github.com/driverguard/driverguard/charts"
 	"github.com/driverguard/driverguard/operator"
 	"github.com/driverguard/driverguard/test/controlplane"
+	"github.com/driverguard/driverguard/test/releasekey"
 	wt "github.com/driverguard/driverguard/webhook/webhooktest"
 )
 
@@ -79,47 +80,11 @@ type suite struct {
 	good, identical    string // values files
 	rollout            string // values that pass with a warning (examples/rollout.yaml)
 	nodes              string
-	pubring            string // the public key of the signed packages; empty without gpg
+	pubring            string // the public key of the signed packages
 }
 
 // signer names the throwaway key of the signed packages.
 const signer = "driverguard test signer"
-
-// signingKey makes a throwaway OpenPGP key with gpg and exports it as the keyrings Helm reads
-// (a secret keyring for helm plugin package --sign, a public one for install --keyring).
-func signingKey(t *testing.T) (secring, pubring string, ok bool) {
-	t.Helper()
-	gpg, err := exec.LookPath("gpg")
-	if err != nil {
-		t.Log("gpg not found: the signed packages are not built nor tested")
-		return "", "", false
-	}
-	dir := t.TempDir()
-	home := filepath.Join(dir, "gnupg")
-	require.NoError(t, os.Mkdir(home, 0o700))
-	env := append(os.Environ(), "GNUPGHOME="+home)
-	t.Cleanup(func() {
-		// The agent gpg started for this home, and only it.
-		kill := exec.Command("gpgconf", "--kill", "gpg-agent")
-		kill.Env = env
-		_ = kill.Run()
-	})
-	gpgRun := func(stdout io.Writer, args ...string) {
-		cmd := exec.Command(gpg, append([]string{"--batch", "--passphrase", ""}, args...)...)
-		cmd.Env = env
-		var stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = stdout, &stderr
-		require.NoError(t, cmd.Run(), "gpg %s: %s", strings.Join(args, " "), stderr.String())
-	}
-	gpgRun(io.Discard, "--quick-gen-key", signer, "ed25519", "sign", "never")
-	var sec, pub bytes.Buffer
-	gpgRun(&sec, "--pinentry-mode", "loopback", "--export-secret-keys", signer)
-	gpgRun(&pub, "--export", signer)
-	secring, pubring = filepath.Join(dir, "secring.gpg"), filepath.Join(dir, "pubring.gpg")
-	require.NoError(t, os.WriteFile(secring, sec.Bytes(), 0o600))
-	require.NoError(t, os.WriteFile(pubring, pub.Bytes(), 0o600))
-	return secring, pubring, true
-}
 
 func (s *suite) tarball(name string) string {
 	return filepath.Join(s.dist, fmt.Sprintf("%s-%s-%s-%s.tgz", name, s.version, runtime.GOOS, runtime.GOARCH))
@@ -156,14 +121,13 @@ func newSuite(t *testing.T) *suite {
 	s.identical = filepath.Join(t.TempDir(), "identical.yaml")
 	require.NoError(t, os.WriteFile(s.identical, []byte(identicalSelectors), 0o600))
 
-	// make plugin, for this platform only: the binary is built once for every tarball. With
-	// gpg, a throwaway key signs the release packages too (make plugin SIGN_KEY=...).
+	// make plugin, for this platform only: the binary is built once for every tarball, and a
+	// throwaway key signs the Helm 4 ones (make plugin SIGN_KEY=...).
 	s.dist = t.TempDir()
-	env := append(os.Environ(), "OUT="+s.dist, "PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH, "VERSION=", "SIGN_KEY=", "HELM4="+s.helm4)
-	if secring, pubring, ok := signingKey(t); ok {
-		s.pubring = pubring
-		env = append(env, "SIGN_KEY="+signer, "SIGN_KEYRING="+secring)
-	}
+	key := releasekey.New(t, signer, true)
+	s.pubring = key.Pubring
+	env := append(os.Environ(), "OUT="+s.dist, "PLATFORMS="+runtime.GOOS+"/"+runtime.GOARCH, "VERSION=",
+		"SIGN_KEY="+signer, "SIGN_KEYRING="+key.Secring, "SIGN_PASSPHRASE_FILE="+key.Passphrase)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "plugin.sh"))
@@ -256,11 +220,7 @@ func (s *suite) testTarballs(t *testing.T) {
 		entries(t, s.tarball("driverguard-helm3")), "Helm 3's HTTP installer wants plugin.yaml at the root")
 	sums, err := os.ReadFile(filepath.Join(s.dist, "SHA256SUMS"))
 	require.NoError(t, err)
-	listed := 3
-	if s.pubring != "" {
-		listed += 4 // the signed packages and their .prov files
-	}
-	assert.Len(t, strings.Split(strings.TrimSpace(string(sums)), "\n"), listed)
+	assert.Len(t, strings.Split(strings.TrimSpace(string(sums)), "\n"), 5, "three tarballs and the .prov of the Helm 4 ones")
 	for _, name := range []string{"driverguard", "driverguard-check", "driverguard-helm3"} {
 		st, err := os.Stat(s.tarball(name))
 		require.NoError(t, err)
@@ -282,7 +242,9 @@ func (s *suite) testHelm4(t *testing.T) {
 	dataPlugins := filepath.Join(h.dir, "data", "plugins")
 
 	t.Run("a tarball without a .prov is refused by default", func(t *testing.T) {
-		r := h.run(t, "", nil, s.helm4, "plugin", "install", s.tarball("driverguard"))
+		alone := filepath.Join(t.TempDir(), filepath.Base(s.tarball("driverguard")))
+		copyFile(t, s.tarball("driverguard"), alone)
+		r := h.run(t, "", nil, s.helm4, "plugin", "install", alone)
 		assert.NotEqual(t, 0, r.code)
 		assert.Contains(t, r.stdout+r.stderr, "prov")
 		assert.NoDirExists(t, filepath.Join(dataPlugins, "driverguard"))
@@ -424,22 +386,18 @@ func (s *suite) testHelm3(t *testing.T) {
 	})
 }
 
-// testSigned: the packages `make plugin SIGN_KEY=...` signs with helm plugin package --sign
-// install verified with the key, and not without it or under another name.
+// testSigned: the Helm 4 tarballs `make plugin SIGN_KEY=...` signs install verified with the
+// key, and not without it, nor under another name.
 func (s *suite) testSigned(t *testing.T) {
-	if s.pubring == "" {
-		t.Skip("gpg not found: no signed packages")
-	}
-	dir := filepath.Join(s.dist, runtime.GOOS+"-"+runtime.GOARCH)
 	h := newHelmHome(t)
 	for _, name := range []string{"driverguard", "driverguard-check"} {
-		pkg := filepath.Join(dir, name+"-"+s.version+".tgz")
+		pkg := s.tarball(name)
 		require.FileExists(t, pkg+".prov")
 
 		r := h.run(t, "", nil, s.helm4, "plugin", "install", pkg)
 		assert.NotEqual(t, 0, r.code, "the default keyring (~/.gnupg/pubring.gpg) does not hold the key")
 
-		renamed := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%s-%s-%s.tgz", name, s.version, runtime.GOOS, runtime.GOARCH))
+		renamed := filepath.Join(t.TempDir(), name+".tgz")
 		copyFile(t, pkg, renamed)
 		copyFile(t, pkg+".prov", renamed+".prov")
 		r = h.run(t, "", nil, s.helm4, "plugin", "install", renamed, "--keyring", s.pubring)

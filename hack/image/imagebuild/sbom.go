@@ -1,6 +1,8 @@
 package imagebuild
 
 import (
+	"bytes"
+	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
@@ -110,4 +112,26 @@ func purl(path, version string) spdxExtRef {
 		loc += "@" + version
 	}
 	return spdxExtRef{ReferenceCategory: "PACKAGE-MANAGER", ReferenceType: "purl", ReferenceLocator: loc}
+}
+
+// BinarySBOM is the SPDX 2.3 document of the Go binary in data, as Build writes for each
+// image: the modules its build information lists. source is org.opencontainers.image.source
+// (DefaultSource when empty); created dates the document (zero: the commit time the binary
+// was stamped with, or the Unix epoch).
+func BinarySBOM(data []byte, p v1.Platform, version, source string, created time.Time) ([]byte, error) {
+	bi, err := buildinfo.Read(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("the binary's build information: %w", err)
+	}
+	if source == "" {
+		source = DefaultSource
+	}
+	st := stamp(bi)
+	if created.IsZero() {
+		created = time.Unix(0, 0)
+		if t, err := time.Parse(time.RFC3339, st.time); err == nil {
+			created = t
+		}
+	}
+	return sbom(bi, p, version, st.revision, source, created)
 }
