@@ -50,6 +50,12 @@ fi
 semver='^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$'
 [[ "$VERSION" =~ $semver ]] || die "VERSION $VERSION is not a SemVer 2 version (Helm refuses it as a plugin version)"
 
+# Paths relative to where the script was started (sign-plugin runs in $ROOT).
+abs() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+OUT="$(abs "$OUT")"
+[[ -z "${SIGN_KEYRING:-}" ]] || export SIGN_KEYRING="$(abs "$SIGN_KEYRING")"
+[[ -z "${SIGN_PASSPHRASE_FILE:-}" ]] || export SIGN_PASSPHRASE_FILE="$(abs "$SIGN_PASSPHRASE_FILE")"
+
 EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)}"
 tar --version 2>/dev/null | grep -q 'GNU tar' || die "GNU tar is needed (reproducible archives: --sort, --mtime, --owner)"
 

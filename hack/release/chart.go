@@ -81,7 +81,7 @@ func releaseChart(root string, c config, fingerprint string) (*chart.Chart, erro
 	}
 	// The released defaults install: what helm install checks first.
 	if err := chartutil.ValidateAgainstSchema(ch, ch.Values); err != nil {
-		return nil, fmt.Errorf("the released chart's values (REGISTRY=%s): %w", c.registry, err)
+		return nil, usageError{fmt.Sprintf("REGISTRY=%q: the chart's values schema refuses the image it makes the default (%v); give a registry host name or IPv4 address and a path of lower-case names", c.registry, err)}
 	}
 	return ch, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -42,7 +43,7 @@ var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9
 func configFromEnv(getenv func(string) string, root string) (config, error) {
 	c := config{
 		version:        strings.TrimSpace(getenv("VERSION")),
-		registry:       strings.TrimSuffix(strings.TrimSpace(getenv("REGISTRY")), "/"),
+		registry:       strings.TrimRight(strings.TrimSpace(getenv("REGISTRY")), "/"),
 		signKey:        getenv("SIGN_KEY"),
 		signKeyring:    getenv("SIGN_KEYRING"),
 		passphraseFile: getenv("SIGN_PASSPHRASE_FILE"),
@@ -86,16 +87,15 @@ func configFromEnv(getenv func(string) string, root string) (config, error) {
 		c.goCmd = "go"
 	}
 	c.pluginPlatforms = strings.TrimSpace(getenv("PLATFORMS"))
-	images := strings.TrimSpace(getenv("IMAGE_PLATFORMS"))
-	if images == "" {
-		c.imagePlatforms = imagebuild.DefaultPlatforms
-	}
-	for _, s := range strings.FieldsFunc(images, func(r rune) bool { return r == ' ' || r == ',' }) {
+	for _, s := range strings.FieldsFunc(getenv("IMAGE_PLATFORMS"), func(r rune) bool { return r == ' ' || r == ',' }) {
 		p, err := v1.ParsePlatform(s)
 		if err != nil || p.OS != "linux" || p.Variant != "" {
 			return c, usageError{fmt.Sprintf("IMAGE_PLATFORMS: %q is not a platform such as linux/amd64 (the image is Linux only)", s)}
 		}
 		c.imagePlatforms = append(c.imagePlatforms, *p)
+	}
+	if len(c.imagePlatforms) == 0 {
+		c.imagePlatforms = imagebuild.DefaultPlatforms
 	}
 	return c, nil
 }
@@ -112,6 +112,11 @@ func checkRegistry(registry string) error {
 	}
 	if !strings.ContainsAny(hostOf(registry), ".:") && hostOf(registry) != "localhost" {
 		return fmt.Errorf("REGISTRY=%q: %q is not a registry host (a name with a dot or a port, or localhost); it would be read as a path on the default registry", registry, hostOf(registry))
+	}
+	if _, port, err := net.SplitHostPort(hostOf(registry)); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("REGISTRY=%q: port %q is not a port number (1-65535)", registry, port)
+		}
 	}
 	if _, err := name.NewRepository(registry+"/driverguard", name.StrictValidation); err != nil {
 		return fmt.Errorf("REGISTRY=%q: %s/driverguard is not an image repository (%w): give host[:port]/path in lower case", registry, registry, err)
@@ -133,8 +138,8 @@ func hostOf(registry string) string {
 }
 
 // loopback reports whether host[:port] is this machine's loopback: localhost, 127.0.0.0/8,
-// ::1. Such a registry is reached over plain HTTP (Helm needs --plain-http for it;
-// go-containerregistry chooses HTTP for loopback by itself).
+// ::1. Such a registry is reached over plain HTTP, by both pushes (Helm's --plain-http;
+// go-containerregistry's insecure registry, which it picks by itself only for some of them).
 func loopback(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
@@ -164,6 +169,9 @@ func (c config) imageRepository() (host, repository string) {
 
 // image is the release's image reference, the chart's default webhook image.
 func (c config) image() string { return c.registry + "/driverguard:" + c.tag() }
+
+// chartTag is the chart's reference once pushed.
+func (c config) chartTag() string { return c.registry + "/charts/driverguard:" + c.tag() }
 
 // chartRef is where the chart is pushed (Helm appends the chart's name and version).
 func (c config) chartRef() string { return "oci://" + c.registry + "/charts" }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	dockerconfig "github.com/docker/cli/cli/config"
@@ -21,12 +24,19 @@ import (
 	"github.com/driverguard/driverguard/hack/image/imagebuild"
 )
 
-// pushTimeout bounds each push (the image's blobs, the chart).
-const pushTimeout = 10 * time.Minute
+// The deadlines of the pushes: the whole image index (every platform's blobs), one request
+// of the chart's.
+const (
+	imagePushTimeout = 30 * time.Minute
+	chartPushTimeout = 10 * time.Minute
+)
 
 // helmKeychain is the credentials `helm registry login` stored: Helm's registry config is a
 // Docker config file ({"auths": {"host:port": {"auth": ...}}}, or a credential helper).
-type helmKeychain struct{ file *configfile.ConfigFile }
+type helmKeychain struct {
+	path string
+	file *configfile.ConfigFile // nil: no file yet
+}
 
 // loadHelmKeychain reads Helm's registry config; a missing file is no credentials (an
 // anonymous push, or Docker's own). An unreadable one is an error: it would make a push fail
@@ -34,7 +44,7 @@ type helmKeychain struct{ file *configfile.ConfigFile }
 func loadHelmKeychain(path string) (helmKeychain, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return helmKeychain{}, nil
+		return helmKeychain{path: path}, nil
 	}
 	if err != nil {
 		return helmKeychain{}, fmt.Errorf("reading the registry config of helm registry login: %w", err)
@@ -45,7 +55,7 @@ func loadHelmKeychain(path string) (helmKeychain, error) {
 		return helmKeychain{}, fmt.Errorf("the registry config of helm registry login, %s: %w", path, err)
 	}
 	cf.Filename = path
-	return helmKeychain{file: cf}, nil
+	return helmKeychain{path: path, file: cf}, nil
 }
 
 // Resolve is authn.Keychain: the registry's entry, or anonymous.
@@ -64,33 +74,88 @@ func (k helmKeychain) Resolve(target authn.Resource) (authn.Authenticator, error
 	return authn.FromConfig(cfg), nil
 }
 
-// pushImage uploads the image index to ref with the credentials of Helm, then Docker. A
-// loopback registry is reached over plain HTTP (go-containerregistry's choice for loopback).
-func pushImage(ctx context.Context, idx v1.ImageIndex, ref string, kc helmKeychain) (name.Digest, error) {
-	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
-	defer cancel()
-	d, err := imagebuild.Push(ctx, idx, ref, remote.WithAuthFromKeychain(authn.NewMultiKeychain(kc, authn.DefaultKeychain)))
+// preflightTimeout bounds the check of each push's credentials.
+const preflightTimeout = 30 * time.Second
+
+// tag is ref as a tag, insecure (plain HTTP) on loopback.
+func tag(ref string, plainHTTP bool) (name.Tag, error) {
+	opts := []name.Option{name.StrictValidation}
+	if plainHTTP {
+		opts = append(opts, name.Insecure)
+	}
+	t, err := name.NewTag(ref, opts...)
 	if err != nil {
-		return name.Digest{}, fmt.Errorf("%w (credentials: `helm registry login %s`, stored in %s, or Docker's)", err, hostOf(ref), kc.where())
+		return name.Tag{}, fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	return t, nil
+}
+
+// checkPush asks the registry, before anything is built, whether the credentials may push to
+// each of refs (go-containerregistry starts an upload and cancels it): a missing login fails in
+// seconds, not after the builds.
+func checkPush(ctx context.Context, refs []string, kc helmKeychain, plainHTTP bool) error {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = preflightTimeout
+	tr.TLSHandshakeTimeout = preflightTimeout
+	for _, ref := range refs {
+		t, err := tag(ref, plainHTTP)
+		if err != nil {
+			return err
+		}
+		done := make(chan error, 1)
+		go func() { done <- remote.CheckPushPermission(t, authn.NewMultiKeychain(kc, authn.DefaultKeychain), tr) }()
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * preflightTimeout):
+			err = fmt.Errorf("no answer within %s", 2*preflightTimeout)
+		}
+		if err != nil {
+			return fmt.Errorf("may not push to %s: %w (%s)", ref, err, kc.loginHint(hostOf(ref), plainHTTP))
+		}
+	}
+	return nil
+}
+
+// pushImage uploads the image index to ref with the credentials of Helm, then Docker, over
+// plain HTTP on loopback.
+func pushImage(ctx context.Context, idx v1.ImageIndex, ref string, kc helmKeychain, plainHTTP bool) (name.Digest, error) {
+	ctx, cancel := context.WithTimeout(ctx, imagePushTimeout)
+	defer cancel()
+	t, err := tag(ref, plainHTTP)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	d, err := imagebuild.PushTag(ctx, idx, t, remote.WithAuthFromKeychain(authn.NewMultiKeychain(kc, authn.DefaultKeychain)))
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("%w (%s)", err, kc.loginHint(hostOf(ref), plainHTTP))
 	}
 	return d, nil
 }
 
-func (k helmKeychain) where() string {
-	if k.file == nil {
-		return "Helm's registry config (none yet)"
+// loginHint says where the credentials come from and how to store them.
+func (k helmKeychain) loginHint(host string, plainHTTP bool) string {
+	login := "helm registry login " + host
+	if plainHTTP {
+		login += " --plain-http"
 	}
-	return k.file.Filename
+	return fmt.Sprintf("credentials: `%s` stores them in %s; Docker's are tried after", login, k.path)
 }
 
+// digestLine is the digest Helm's registry client reports for a push.
+var digestLine = regexp.MustCompile(`(?m)^Digest: (sha256:[0-9a-f]{64})$`)
+
 // pushChart pushes the chart archive and its .prov beside it to remote (oci://REGISTRY/charts)
-// as `helm push` does, with the credentials `helm registry login` stored. It returns what Helm
-// reports: the pushed reference and digest.
-func pushChart(chartPath, remote, registryConfig string, plainHTTP bool, log io.Writer) (string, error) {
+// as `helm push` does, with the credentials `helm registry login` stored, and returns the
+// pushed chart's digest. Helm's push takes no context: a cancelled ctx returns at once and
+// leaves the upload to the process's exit.
+func pushChart(ctx context.Context, chartPath, remote string, kc helmKeychain, plainHTTP bool, log io.Writer) (string, error) {
+	var out bytes.Buffer
 	opts := []registry.ClientOption{
-		registry.ClientOptCredentialsFile(registryConfig),
-		registry.ClientOptWriter(log),
-		registry.ClientOptHTTPClient(&http.Client{Timeout: pushTimeout, Transport: http.DefaultTransport}),
+		registry.ClientOptCredentialsFile(kc.path),
+		registry.ClientOptWriter(&out),
+		registry.ClientOptHTTPClient(&http.Client{Timeout: chartPushTimeout, Transport: http.DefaultTransport}),
 	}
 	if plainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
@@ -100,9 +165,23 @@ func pushChart(chartPath, remote, registryConfig string, plainHTTP bool, log io.
 		return "", fmt.Errorf("a registry client: %w", err)
 	}
 	push := action.NewPushWithOpts(action.WithPushConfig(&action.Configuration{RegistryClient: client}), action.WithPlainHTTP(plainHTTP))
-	out, err := push.Run(chartPath, remote)
-	if err != nil {
-		return "", fmt.Errorf("pushing the chart to %s: %w (credentials: `helm registry login %s`, stored in %s)", remote, err, hostOf(remote[len("oci://"):]), registryConfig)
+	done := make(chan error, 1)
+	go func() {
+		_, err := push.Run(chartPath, remote)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return "", fmt.Errorf("pushing the chart to %s: %w", remote, ctx.Err())
 	}
-	return out, nil
+	_, _ = log.Write(out.Bytes())
+	if err != nil {
+		return "", fmt.Errorf("pushing the chart to %s: %w (%s)", remote, err, kc.loginHint(hostOf(strings.TrimPrefix(remote, "oci://")), plainHTTP))
+	}
+	m := digestLine.FindSubmatch(out.Bytes())
+	if m == nil {
+		return "", fmt.Errorf("pushing the chart to %s: Helm reported no digest:\n%s", remote, out.String())
+	}
+	return string(m[1]), nil
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -33,7 +34,7 @@ type releaser struct {
 type result struct {
 	cfg         config
 	image       name.Digest
-	chartPush   string
+	chartDigest string
 	fingerprint string
 	files       []string // OUT's files, relative
 }
@@ -59,17 +60,27 @@ func (r *releaser) release(ctx context.Context) (*result, error) {
 	}
 	sign, err := newSigner(c.signKeyring, c.signKey, c.passphraseFile)
 	if err != nil {
-		return nil, err
+		return nil, usageError{err.Error()} // SIGN_KEY, SIGN_KEYRING or SIGN_PASSPHRASE_FILE
 	}
 	kc, err := loadHelmKeychain(c.registryConfig)
 	if err != nil {
 		return nil, err
 	}
+	plainHTTP := loopback(hostOf(c.registry))
 	res := &result{cfg: c, fingerprint: sign.fingerprint}
 
-	// The chart, signed.
-	ch, err := releaseChart(r.root, c, sign.fingerprint)
+	// The chart first: a REGISTRY its values schema refuses fails before anything is built.
+	src, cleanup, err := r.source(ctx)
 	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	ch, err := releaseChart(src, c, sign.fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	// May the credentials push? Asked before the builds, not after.
+	if err := checkPush(ctx, []string{c.image(), c.chartTag()}, kc, plainHTTP); err != nil {
 		return nil, err
 	}
 	chartPath, err := chartutil.Save(ch, c.out)
@@ -82,15 +93,15 @@ func (r *releaser) release(ctx context.Context) (*result, error) {
 	r.logf("chart %s signed (key %s)", filepath.Base(chartPath), sign.fingerprint)
 
 	// The plugins, the Helm 4 ones signed, with an SBOM of each binary.
-	if err := r.plugins(ctx, sign); err != nil {
+	if err := r.plugins(ctx, src, sign); err != nil {
 		return nil, err
 	}
 
 	// The image, with an SBOM of each platform's binary.
 	r.logf("building the image %s (%s)", c.image(), platformList(c.imagePlatforms))
 	built, err := imagebuild.Build(ctx, imagebuild.Options{
-		Dir: r.root, Platforms: c.imagePlatforms, Version: c.tag(), Repository: c.registry + "/driverguard",
-		WorkingTree: c.allowDirty, Go: c.goCmd,
+		Dir: src, Platforms: c.imagePlatforms, Version: c.tag(), Repository: c.registry + "/driverguard",
+		WorkingTree: true, Go: c.goCmd, // src is the clean checkout (or, ALLOW_DIRTY, the tree as it is)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the image: %w", err)
@@ -108,26 +119,50 @@ func (r *releaser) release(ctx context.Context) (*result, error) {
 	}
 
 	// Publish: the image, then the chart that points to it.
-	if res.image, err = pushImage(ctx, built.Index, c.image(), kc); err != nil {
+	if res.image, err = pushImage(ctx, built.Index, c.image(), kc, plainHTTP); err != nil {
 		return nil, err
 	}
 	r.logf("pushed %s", res.image)
-	if res.chartPush, err = pushChart(chartPath, c.chartRef(), c.registryConfig, loopback(hostOf(c.registry)), r.log); err != nil {
-		return nil, err
+	if res.chartDigest, err = pushChart(ctx, chartPath, c.chartRef(), kc, plainHTTP, r.log); err != nil {
+		return nil, fmt.Errorf("%w; the image %s is pushed already: run the release again (it pushes the same image) once the chart can be pushed", err, res.image)
 	}
 	r.logf("pushed the chart and its provenance to %s/driverguard:%s", c.chartRef(), c.tag())
 	return res, nil
 }
 
-// plugins runs hack/plugin.sh into OUT, signs the Helm 4 tarballs and writes an SBOM of each
-// platform's binary.
-func (r *releaser) plugins(ctx context.Context, sign *signer) error {
+// source is the tree the release is built from: a clean checkout of HEAD in a temporary
+// directory (untracked and ignored files are not released), or with ALLOW_DIRTY the working
+// tree as it is. cleanup removes the checkout.
+func (r *releaser) source(ctx context.Context) (dir string, cleanup func(), err error) {
+	if r.cfg.allowDirty {
+		return r.root, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "driverguard-release-")
+	if err != nil {
+		return "", nil, fmt.Errorf("a directory for the checkout: %w", err)
+	}
+	cleanup = func() { _ = os.RemoveAll(tmp) }
+	dir, _, err = imagebuild.Checkout(ctx, r.root, tmp)
+	if err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("checking out HEAD: %w", err)
+	}
+	return dir, cleanup, nil
+}
+
+// plugins runs src's hack/plugin.sh into OUT, signs the Helm 4 tarballs and writes an SBOM of
+// each platform's binary.
+func (r *releaser) plugins(ctx context.Context, src string, sign *signer) error {
 	c := r.cfg
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(r.root, "hack", "plugin.sh"))
-	cmd.Dir = r.root
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(src, "hack", "plugin.sh"))
+	cmd.Dir = src
 	cmd.Stdout, cmd.Stderr = r.log, r.log
-	// Not SIGN_KEY: plugin.sh's own signing packages into per-platform directories; the release
-	// signs the per-platform tarballs where they are.
+	// Its own process group, stopped with SIGTERM: plugin.sh removes its staging directory and
+	// its go build goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	// Not SIGN_KEY: the release signs the tarballs itself, with the key it has unlocked.
 	cmd.Env = append(withoutEnv(os.Environ(), "SIGN_KEY", "SIGN_KEYRING", "SIGN_PASSPHRASE_FILE", "OUT", "VERSION", "GO"),
 		"OUT="+c.out, "VERSION="+c.version, "GO="+c.goCmd)
 	if err := cmd.Run(); err != nil {
@@ -159,7 +194,7 @@ func (r *releaser) plugins(ctx context.Context, sign *signer) error {
 			return fmt.Errorf("%s: bin/driverguard: %w", filepath.Base(tgz), err)
 		}
 		goos, goarch, _ := strings.Cut(platform, "-")
-		doc, err := imagebuild.BinarySBOM(bin, v1.Platform{OS: goos, Architecture: goarch}, c.version, "", time.Time{})
+		doc, err := imagebuild.BinarySBOM("plugin", bin, v1.Platform{OS: goos, Architecture: goarch}, c.version, "", time.Time{})
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(tgz), err)
 		}
@@ -268,7 +303,7 @@ func platformList(ps []v1.Platform) string {
 func (res *result) print(w io.Writer) {
 	c := res.cfg
 	fmt.Fprintf(w, "released driverguard %s\n", c.version)
-	fmt.Fprintf(w, "  chart   %s/driverguard:%s (signed, key %s)\n", c.chartRef(), c.tag(), res.fingerprint)
+	fmt.Fprintf(w, "  chart   %s/driverguard:%s@%s (signed, key %s)\n", c.chartRef(), c.tag(), res.chartDigest, res.fingerprint)
 	fmt.Fprintf(w, "  image   %s\n", res.image)
 	fmt.Fprintf(w, "  files   %s: %s\n", c.out, strings.Join(res.files, ", "))
 	fmt.Fprintf(w, "check it: helm pull %s/driverguard --version %s --verify --keyring PUBRING", c.chartRef(), c.version)

@@ -6,7 +6,9 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"helm.sh/helm/v3/pkg/provenance"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driverguard/driverguard/registry/registrytest"
 	"github.com/driverguard/driverguard/test/releasekey"
 )
 
@@ -57,6 +60,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{"upper case", map[string]string{"REGISTRY": "registry.example/Platform"}, "is not an image repository"},
 		{"no host", map[string]string{"REGISTRY": "platform/charts"}, `"platform" is not a registry host`},
 		{"image platform", map[string]string{"IMAGE_PLATFORMS": "darwin/arm64"}, "the image is Linux only"},
+		{"port", map[string]string{"REGISTRY": "registry.example:99999/platform"}, `port "99999" is not a port number`},
+		{"trailing slashes", map[string]string{"REGISTRY": "registry.example/platform//"}, ""},
+		{"no image platform", map[string]string{"IMAGE_PLATFORMS": ","}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,10 +139,15 @@ func TestReleaseChart(t *testing.T) {
 	assert.NotContains(t, final.Metadata.Annotations, annotationPrerelease)
 	assert.NotContains(t, final.Metadata.Annotations, annotationSignKey, "no SIGN_KEY_URL, no signKey (Artifact Hub needs both)")
 
-	// A registry the chart's schema refuses (IPv6) fails before anything is pushed.
-	_, err = releaseChart(root, config{registry: "[::1]:5000", version: "2.0.0", imagePlatforms: defaultImagePlatforms()}, "ABCDEF")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "webhook/image/registry")
+	// A registry the chart's schema refuses (an IPv6 address, an empty path segment) is wrong
+	// usage, found before anything is built.
+	for _, registry := range []string{"[::1]:5000", "registry.example//platform", "registry.example/-platform"} {
+		_, err = releaseChart(root, config{registry: registry, version: "2.0.0", imagePlatforms: defaultImagePlatforms()}, "ABCDEF")
+		require.Error(t, err, registry)
+		assert.IsType(t, usageError{}, err)
+		assert.Contains(t, err.Error(), "REGISTRY=")
+		assert.Contains(t, err.Error(), "values schema refuses")
+	}
 }
 
 func TestReleaseValuesNeedsTheDefaultImage(t *testing.T) {
@@ -257,4 +268,72 @@ func tarball(t *testing.T, files map[string]string) []byte {
 	require.NoError(t, tw.Close())
 	require.NoError(t, zw.Close())
 	return buf.Bytes()
+}
+
+// TestCheckPush: before anything is built, the registry is asked whether the credentials of
+// helm registry login may push; without them the error says which login stores them, and
+// where. A loopback registry is asked over plain HTTP, under any of its names.
+func TestCheckPush(t *testing.T) {
+	reg := registrytest.New(t, "releaser", "pa55-w0rd", false)
+	_, port, err := net.SplitHostPort(reg.Host)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	none, err := loadHelmKeychain(filepath.Join(dir, "absent.json"))
+	require.NoError(t, err)
+	t.Setenv("DOCKER_CONFIG", filepath.Join(dir, "no-docker"))
+
+	for _, host := range []string{reg.Host, "localhost:" + port} {
+		refs := []string{host + "/team/driverguard:1.2.3", host + "/team/charts/driverguard:1.2.3"}
+		err = checkPush(t.Context(), refs, none, true)
+		require.Error(t, err, host)
+		assert.Contains(t, err.Error(), "may not push to "+refs[0])
+		assert.Contains(t, err.Error(), "helm registry login "+host+" --plain-http")
+		assert.Contains(t, err.Error(), filepath.Join(dir, "absent.json"))
+
+		cfg := filepath.Join(dir, strings.ReplaceAll(host, ":", "_")+".json")
+		require.NoError(t, os.WriteFile(cfg, []byte(`{"auths":{"`+host+`":{"auth":"`+registrytest.BasicAuth("releaser", "pa55-w0rd")+`"}}}`), 0o600))
+		kc, err := loadHelmKeychain(cfg)
+		require.NoError(t, err)
+		require.NoError(t, checkPush(t.Context(), refs, kc, true), host)
+	}
+}
+
+// TestSourceIsTheCommit: a release refuses uncommitted changes and builds from a clean
+// checkout of HEAD, so an untracked file (a local secret next to the chart) is never released.
+func TestSourceIsTheCommit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not found")
+	}
+	root := t.TempDir()
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git("init", "-q")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "charts", "driverguard"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "charts", "driverguard", "Chart.yaml"), []byte("name: driverguard\n"), 0o644))
+	git("add", ".")
+	git("commit", "-qm", "chart")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "charts", "driverguard", "my-secrets.yaml"), []byte("password: hunter2\n"), 0o600))
+
+	changes, err := dirty(root)
+	require.NoError(t, err)
+	assert.Empty(t, changes, "an untracked file is no change of the commit")
+	r := &releaser{root: root}
+	src, cleanup, err := r.source(t.Context())
+	require.NoError(t, err)
+	defer cleanup()
+	assert.NotEqual(t, root, src)
+	assert.FileExists(t, filepath.Join(src, "charts", "driverguard", "Chart.yaml"))
+	assert.NoFileExists(t, filepath.Join(src, "charts", "driverguard", "my-secrets.yaml"), "untracked files are not released")
+
+	require.NoError(t, os.WriteFile(filepath.Join(root, "charts", "driverguard", "Chart.yaml"), []byte("name: changed\n"), 0o644))
+	changes, err = dirty(root)
+	require.NoError(t, err)
+	assert.Contains(t, changes, "charts/driverguard/Chart.yaml")
+	r.cfg = config{out: filepath.Join(t.TempDir(), "out")}
+	_, err = r.release(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "uncommitted changes")
 }

@@ -55,7 +55,7 @@ func newSigner(keyring, key, passphraseFile string) (*signer, error) {
 			return nil, fmt.Errorf("SIGN_PASSPHRASE_FILE: %w", err)
 		}
 		if err := sig.DecryptKey(func(string) ([]byte, error) { return pass, nil }); err != nil {
-			return nil, fmt.Errorf("unlocking the key %q with SIGN_PASSPHRASE_FILE %s: %w", key, passphraseFile, err)
+			return nil, fmt.Errorf("unlocking the key %q with SIGN_PASSPHRASE_FILE %s (is it the passphrase?): %w", key, passphraseFile, err)
 		}
 	}
 	return &signer{sig: sig, fingerprint: strings.ToUpper(hex.EncodeToString(sig.Entity.PrimaryKey.Fingerprint))}, nil

@@ -162,6 +162,13 @@ func TestRelease(t *testing.T) {
 	_, err = remote.Index(ref, remote.WithContext(t.Context()))
 	require.Error(t, err, "the registry wants credentials")
 
+	// The chart's manifest is the digest make release printed.
+	chartTag, err := name.ParseReference(repo + "/charts/driverguard:" + version)
+	require.NoError(t, err)
+	head, err := remote.Head(chartTag, remote.WithContext(t.Context()), remote.WithAuth(&authn.Basic{Username: user, Password: pass}))
+	require.NoError(t, err, "the chart's manifest")
+	assert.Contains(t, stdout.String(), "charts/driverguard:"+version+"@"+head.Digest.String(), "make release names the chart's digest")
+
 	// helm install from the OCI chart: the webhook runs the released image.
 	c := newClient(t)
 	for _, h := range []*helm{h3, h4} {

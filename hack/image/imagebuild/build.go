@@ -332,6 +332,14 @@ type source struct {
 // clone with a .git directory is also what lets go build stamp the revision when Dir is a
 // linked git worktree (go build looks for a .git directory only). With Options.WorkingTree,
 // no git command, or Dir outside a git checkout: Dir itself.
+// Checkout is a clean checkout of dir's HEAD commit in tmp (a shared clone: git's objects are
+// not copied), the directory of dir inside it, and whether dir has changes the checkout does
+// not. Outside a git work tree, or without git, it is dir itself.
+func Checkout(ctx context.Context, dir, tmp string) (checkoutDir string, leftOut bool, err error) {
+	src, err := checkout(ctx, Options{Dir: dir}, tmp)
+	return src.dir, src.leftOut, err
+}
+
 func checkout(ctx context.Context, o Options, tmp string) (source, error) {
 	inPlace := source{dir: o.Dir}
 	if o.WorkingTree {

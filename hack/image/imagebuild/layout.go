@@ -107,6 +107,11 @@ func Push(ctx context.Context, idx v1.ImageIndex, ref string, opts ...remote.Opt
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("image reference %q (want <registry>/<repository>:<tag>): %w", ref, err)
 	}
+	return PushTag(ctx, idx, tag, opts...)
+}
+
+// PushTag is Push to a parsed tag (name.Insecure for a registry spoken to over plain HTTP).
+func PushTag(ctx context.Context, idx v1.ImageIndex, tag name.Tag, opts ...remote.Option) (name.Digest, error) {
 	h, err := idx.Digest()
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("computing the index digest: %w", err)

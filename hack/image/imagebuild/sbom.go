@@ -55,7 +55,17 @@ type spdxRelationship struct {
 // reproducible as the image. Module checksums are left out: go.sum's h1: hashes are hashes of
 // file trees, which no SPDX checksum algorithm describes.
 func sbom(bi *debug.BuildInfo, p v1.Platform, version, revision, source string, created time.Time) ([]byte, error) {
+	return sbomOf("", bi, p, version, revision, source, created)
+}
+
+// sbomOf is sbom for a binary shipped as what (image's when empty): the document's name and
+// namespace say it, so the SBOMs of one revision's image and plugins differ (SPDX wants each
+// document's namespace unique).
+func sbomOf(what string, bi *debug.BuildInfo, p v1.Platform, version, revision, source string, created time.Time) ([]byte, error) {
 	plat := p.OS + "-" + p.Architecture
+	if what != "" {
+		plat = what + "-" + plat
+	}
 	id := revision
 	if id == "" {
 		id = version
@@ -114,11 +124,11 @@ func purl(path, version string) spdxExtRef {
 	return spdxExtRef{ReferenceCategory: "PACKAGE-MANAGER", ReferenceType: "purl", ReferenceLocator: loc}
 }
 
-// BinarySBOM is the SPDX 2.3 document of the Go binary in data, as Build writes for each
-// image: the modules its build information lists. source is org.opencontainers.image.source
-// (DefaultSource when empty); created dates the document (zero: the commit time the binary
+// BinarySBOM is the SPDX 2.3 document of the Go binary in data shipped as what ("plugin"), as
+// Build writes for each image: the modules its build information lists. source is
+// org.opencontainers.image.source (DefaultSource when empty); created dates the document (zero: the commit time the binary
 // was stamped with, or the Unix epoch).
-func BinarySBOM(data []byte, p v1.Platform, version, source string, created time.Time) ([]byte, error) {
+func BinarySBOM(what string, data []byte, p v1.Platform, version, source string, created time.Time) ([]byte, error) {
 	bi, err := buildinfo.Read(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("the binary's build information: %w", err)
@@ -133,5 +143,5 @@ func BinarySBOM(data []byte, p v1.Platform, version, source string, created time
 			created = t
 		}
 	}
-	return sbom(bi, p, version, st.revision, source, created)
+	return sbomOf(what, bi, p, version, st.revision, source, created)
 }
