@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -198,7 +199,7 @@ func (r *releaser) plugins(ctx context.Context, src string, sign *signer) error 
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(tgz), err)
 		}
-		if err := writeFile(filepath.Join(c.out, "driverguard-"+c.version+"-"+platform+".spdx.json"), doc); err != nil {
+		if err := os.WriteFile(filepath.Join(c.out, "driverguard-"+c.version+"-"+platform+".spdx.json"), doc, 0o644); err != nil {
 			return err
 		}
 	}
@@ -206,26 +207,15 @@ func (r *releaser) plugins(ctx context.Context, src string, sign *signer) error 
 	return nil
 }
 
-func writeFile(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }
-
 func withoutEnv(env []string, names ...string) []string {
 	var out []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if !containsString(names, k) {
+		if !slices.Contains(names, k) {
 			out = append(out, kv)
 		}
 	}
 	return out
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // emptyDir creates dir, or accepts it empty: a release never mixes with another's files.
